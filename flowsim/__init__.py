@@ -1,0 +1,31 @@
+"""flowsim: exact, long-horizon simulation of optimizer flows on linear models and diagonal linear
+networks, for testing implicit-bias theorems.
+
+The whole public API is re-exported here::
+
+    import flowsim as fs
+    system = fs.derive(fs.DiagonalNet(depth=2), "logistic", fs.SAM(rho=0.1, norm=2))
+    sol = fs.solve(system, fs.Dataset(X, y), init=0.05, t1=1e100)
+"""
+
+import jax as _jax
+
+# float64 everywhere, before any array is created
+_jax.config.update("jax_enable_x64", True)
+
+from ._data import Dataset  # noqa: E402
+from ._derive import System, derive  # noqa: E402
+from ._errors import FlowsimError, IntegrationError, NonSeparableError  # noqa: E402
+from ._flows import GD, SAM, USAM  # noqa: E402
+from ._losses import Loss, exponential_loss, logistic_loss  # noqa: E402
+from ._models import DiagonalNet, Linear  # noqa: E402
+from ._solution import FAILURES, OUTCOMES, STATUSES, Solution  # noqa: E402
+from ._solve import solve  # noqa: E402
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Dataset", "DiagonalNet", "Linear", "GD", "SAM", "USAM", "Loss", "exponential_loss", "logistic_loss",
+    "derive", "System", "solve", "Solution", "STATUSES", "OUTCOMES", "FAILURES",
+    "FlowsimError", "IntegrationError", "NonSeparableError", "__version__",
+]

@@ -1,0 +1,123 @@
+"""scipy backend: ``scipy.integrate`` OdeSolver classes stepped one at a time (so max_steps,
+progress and Ctrl-C are honoured), the NumPy-compiled field as right-hand side, and for the
+implicit methods (Radau, BDF, LSODA) the exact Jacobian of that same derived field (forward-mode
+JAX differentiation of the lambdified expressions, jitted). Events and save targets are
+root-found with ``brentq`` on each step's dense output."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import integrate, optimize
+
+from ._base import Segment
+from ._events import event_functions
+
+METHODS = {"RK45": integrate.RK45, "DOP853": integrate.DOP853, "Radau": integrate.Radau, "BDF": integrate.BDF, "LSODA": integrate.LSODA}
+IMPLICIT = {"Radau", "BDF", "LSODA"}
+
+_JAC_CACHE: dict = {}
+
+
+def _jacobian(vf_jax, key, clock, sliding):
+    ck = (key, clock, sliding, vf_jax.K, vf_jax.d)
+    if ck not in _JAC_CACHE:
+        import jax
+
+        _JAC_CACHE[ck] = jax.jit(jax.jacfwd(vf_jax.rhs(clock, sliding), argnums=1))
+    return _JAC_CACHE[ck]
+
+
+class ScipyBackend:
+    """``backend="scipy:<Method>"`` with Method in ``METHODS``."""
+
+    def __init__(self, method: str):
+        if method not in METHODS:
+            raise ValueError(f"unknown scipy method {method!r}; choose one of {sorted(METHODS)}.")
+        self.method = method
+
+    def integrate(self, vf, key, clock, uses_sign, sliding, y0, s0, s_max, args, u_targets, rtol, atol,
+                  max_steps, vf_jax=None, progress=None):
+        rhs = vf.rhs(clock, sliding)
+        nfev = [0]
+
+        def fun(s, y):
+            nfev[0] += 1
+            return rhs(s, y, args)
+
+        kwargs = {}
+        if self.method in IMPLICIT:
+            import jax.numpy as jnp
+
+            jac = _jacobian(vf_jax, key, clock, sliding)
+            jargs = tuple(jnp.asarray(a) for a in args)
+            njev = [0]
+
+            def jac_fn(s, y):
+                njev[0] += 1
+                return np.asarray(jac(jnp.float64(s), jnp.asarray(y), jargs))
+
+            kwargs["jac"] = jac_fn
+        solver = METHODS[self.method](fun, s0, np.asarray(y0, float), s_max, rtol=rtol, atol=atol, **kwargs)
+        events = event_functions(vf, clock, uses_sign)
+        ev_val = {k: f(s0, solver.y, args) for k, f in events.items()}
+        u_of = (lambda s, y: s) if clock == "log_time" else (lambda s, y: y[-1])
+        targets = np.asarray(u_targets, float)
+        ti = 0
+        s_saves, y_saves = [], []
+        steps = 0
+        reason, message = "end", ""
+        s_end, y_end = s0, np.asarray(y0, float)
+        try:
+            while True:
+                if solver.status == "finished":
+                    reason = "end"
+                    break
+                if steps >= max_steps:
+                    reason, message = "max_steps", f"max_steps={max_steps} reached"
+                    break
+                s_old = solver.t
+                msg = solver.step()
+                steps += 1
+                if solver.status == "failed":
+                    reason, message = "failed", f"scipy {self.method}: {msg}"
+                    break
+                dense = solver.dense_output()
+                s_new, y_new = solver.t, solver.y
+                # earliest event inside the step
+                hit, hit_s = None, np.inf
+                new_val = {}
+                for k, f in events.items():
+                    v0, v1 = ev_val[k], f(s_new, y_new, args)
+                    new_val[k] = v1
+                    if v0 > 0 >= v1:
+                        root = optimize.brentq(lambda s: f(s, dense(s), args), s_old, s_new, xtol=1e-14, rtol=1e-15)
+                        if root < hit_s:
+                            hit, hit_s = k, root
+                ev_val = new_val
+                s_stop = hit_s if hit is not None else s_new
+                u_stop = u_of(s_stop, dense(s_stop))
+                while ti < len(targets) and targets[ti] <= u_stop:
+                    if clock == "log_time":
+                        s_k = targets[ti]
+                    else:
+                        # earlier targets were saved in earlier steps, so u(s_old) < target <= u(s_stop)
+                        s_k = s_stop if u_stop == targets[ti] else optimize.brentq(
+                            lambda s: dense(s)[-1] - targets[ti], s_old, s_stop, xtol=1e-14, rtol=1e-15)
+                    s_saves.append(s_k)
+                    y_saves.append(dense(s_k))
+                    ti += 1
+                s_end, y_end = s_stop, (dense(s_stop) if hit is not None else y_new.copy())
+                if progress is not None:
+                    progress(u_stop)
+                if hit is not None:
+                    reason = hit
+                    break
+        except KeyboardInterrupt:
+            reason, message = "interrupted", "interrupted by the user (KeyboardInterrupt)"
+        stats = {"steps": steps, "nfev": nfev[0]}
+        if self.method in IMPLICIT:
+            stats["njev"] = njev[0]
+        return Segment(
+            s_saves=np.asarray(s_saves), y_saves=np.asarray(y_saves).reshape(len(s_saves), -1),
+            s_end=float(s_end), y_end=np.asarray(y_end), reason=reason, message=message, stats=stats,
+        )

@@ -1,0 +1,214 @@
+r"""Symbolic derivation of a flow's vector field (model x loss x flow) with sympy.
+
+Coordinates of a diagonal network interact only through the margins :math:`m = Z\beta` and through
+the norm of the gradient, so the field is derived once per coordinate, in terms of that coordinate's
+layer entries :math:`w_1..w_K` and a few *coupling* scalars that the solver computes from the data at
+run time (the data are an argument, never baked into the compiled code):
+
+- :math:`r_j = \sum_i z_{ij}\,\mathrm{softmax}(\log q(m))_i` at theta, :math:`\tilde r_j` at the
+  evaluation point,
+- :math:`N = \|G\|_q` (dual norm of the gradient direction over all parameters),
+- :math:`S = \log \frac1n\sum_i q(m_i)`, the log gradient scale: :math:`\nabla L = e^S G`.
+
+With these, per entry k of coordinate j,
+
+.. math::  G_k = -\partial_{w_k}\beta\; r,\qquad \tilde w_k = w_k + \rho P_k,\qquad
+           \frac{dw_k}{d\tau} = \partial_{w_k}\beta(\tilde w)\;\tilde r,\qquad
+           \frac{dt}{d\tau} = e^{-\tilde S}.
+
+The expressions are compiled with ``lambdify`` (``cse=True``) to NumPy and to JAX from the same
+sympy objects; ``System.source(...)`` shows the generated code.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+import sympy as sp
+
+from ._flows import GD, SAM, USAM
+from ._losses import M, Loss, get_loss, jax_functions, numpy_functions
+from ._models import DiagonalNet
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """The lambdified pieces of a system for one array namespace (NumPy or JAX).
+
+    Each function takes stacked layers, arrays of shape (K, d), and returns the same shape
+    (``beta``: shape (d,); ``log_q``/``log_l``: the shape of the margins)."""
+
+    beta: object
+    direction: object
+    perturbed: object
+    field: object
+    log_q: object
+    log_l: object
+    raw: dict
+
+
+@dataclass(frozen=True, eq=False)
+class System:
+    """A derived flow: sympy expressions, their LaTeX, and compiled NumPy/JAX functions.
+
+    Build with :func:`derive`; pass to :func:`flowsim.solve`.
+    """
+
+    model: DiagonalNet
+    loss: Loss
+    flow: object
+    w: tuple
+    w_tilde: tuple
+    sigma: tuple
+    r: sp.Symbol
+    r_tilde: sp.Symbol
+    N: sp.Symbol
+    S: sp.Symbol
+    rho: sp.Symbol
+    beta: sp.Expr
+    direction: tuple
+    perturbed: tuple
+    field_at_perturbed: tuple
+    field: tuple
+    numpy: Compiled = field(repr=False)
+    jax: Compiled = field(repr=False)
+
+    @property
+    def n_layers(self) -> int:
+        return self.model.n_layers
+
+    @property
+    def equations(self) -> dict:
+        """Per-coordinate equations as ``sympy.Eq``: beta, the gradient direction G, the evaluation
+        point, and the field dw/dtau (with the evaluation point substituted)."""
+        tau = sp.Symbol("tau")
+        eqs = {"beta": sp.Eq(sp.Symbol("beta"), self.beta), "log_q": sp.Eq(sp.Symbol("log_q"), self.loss.log_q)}
+        for k, name in enumerate(self.model.layer_names):
+            eqs[f"G_{name}"] = sp.Eq(sp.Symbol(f"G_{name}"), self.direction[k])
+            eqs[f"{name}_tilde"] = sp.Eq(self.w_tilde[k], self.perturbed[k])
+            eqs[f"d{name}/dtau"] = sp.Eq(sp.Derivative(self.w[k], tau), self.field[k])
+        eqs["dt/dtau"] = sp.Eq(sp.Derivative(sp.Symbol("t"), tau), sp.exp(-sp.Symbol(r"\tilde{S}")))
+        return eqs
+
+    def latex(self) -> str:
+        """The derivation as a LaTeX ``align`` block (one line per equation)."""
+        lines = [sp.latex(e) for e in self.equations.values()]
+        coupling = (
+            r"m = Z\beta,\quad r_j = \sum_i z_{ij}\,\mathrm{softmax}(\log q(m))_i,\quad "
+            r"S = \log\tfrac1n\textstyle\sum_i q(m_i),\quad N = \|G\|_q"
+        )
+        body = " \\\\\n".join(lines + [coupling])
+        return f"% {self.model} x {self.loss} loss x {self.flow}\n\\begin{{align*}}\n{body}\n\\end{{align*}}"
+
+    def source(self, part: str = "field", backend: str = "numpy") -> str:
+        """Generated source code of one compiled piece (``beta``, ``direction``, ``perturbed``,
+        ``field``, ``log_q``, ``log_l``), for debugging."""
+        compiled = {"numpy": self.numpy, "jax": self.jax}[backend]
+        return inspect.getsource(compiled.raw[part])
+
+    def __repr__(self) -> str:
+        return f"System({self.model}, {self.loss.name}, {self.flow})"
+
+
+def _broadcasting(fn, n_out):
+    """Wrap a lambdified function of K stacked rows so constant outputs broadcast to the input shape."""
+
+    def call(xp, W, *rest):
+        out = fn(*W, *rest)
+        shape = xp.shape(W[0])
+        if n_out is None:
+            return xp.broadcast_to(xp.asarray(out, dtype=xp.float64), shape)
+        return xp.stack([xp.broadcast_to(xp.asarray(o, dtype=xp.float64), shape) for o in out])
+
+    return call
+
+
+def _compile(system_parts, modules, xp) -> Compiled:
+    (w, wt, sig, r, rt, N, S, rho, beta, direction, perturbed, field_wt, loss) = system_parts
+    raw = {
+        "beta": sp.lambdify(list(w), beta, modules=modules, cse=True),
+        "direction": sp.lambdify([*w, r], list(direction), modules=modules, cse=True),
+        "perturbed": sp.lambdify([*w, r, N, S, rho, *sig], list(perturbed), modules=modules, cse=True),
+        "field": sp.lambdify([*wt, rt], list(field_wt), modules=modules, cse=True),
+        "log_q": sp.lambdify([M], loss.log_q, modules=modules),
+        "log_l": sp.lambdify([M], loss.log_expr, modules=modules),
+    }
+    b = _broadcasting(raw["beta"], None)
+    g = _broadcasting(raw["direction"], len(w))
+    p = _broadcasting(raw["perturbed"], len(w))
+    f = _broadcasting(raw["field"], len(w))
+    lq, ll = raw["log_q"], raw["log_l"]
+
+    def log_q(m):
+        return xp.broadcast_to(xp.asarray(lq(m), dtype=xp.float64), xp.shape(m))
+
+    def log_l(m):
+        return xp.broadcast_to(xp.asarray(ll(m), dtype=xp.float64), xp.shape(m))
+
+    return Compiled(
+        beta=lambda W: b(xp, W),
+        direction=lambda W, r_: g(xp, W, r_),
+        perturbed=lambda W, r_, N_, S_, rho_, Sig: p(xp, W, r_, N_, S_, rho_, *Sig),
+        field=lambda Wt, rt_: f(xp, Wt, rt_),
+        log_q=log_q,
+        log_l=log_l,
+        raw=raw,
+    )
+
+
+def derive(model, loss, flow) -> System:
+    """Derive the vector field of ``flow`` on ``model`` under ``loss`` (``"logistic"``,
+    ``"exponential"`` or a :class:`flowsim.Loss`). Cached on the structure, so a new ``rho`` costs
+    nothing: rho is a run-time argument of the compiled code.
+
+    Returns a :class:`System` with ``.equations`` (sympy), ``.latex()`` and compiled functions.
+    """
+    if not isinstance(model, DiagonalNet):
+        raise ValueError(f"model must be a flowsim.DiagonalNet or flowsim.Linear(); got {model!r}.")
+    if not isinstance(flow, (GD, SAM, USAM)):
+        raise ValueError(f"flow must be flowsim.GD(), SAM(rho, norm) or USAM(rho); got {flow!r}.")
+    loss = get_loss(loss)
+    parts = _derive_parts(model, loss, _structure(flow))
+    return System(model, loss, flow, *parts[:-2], numpy=parts[-2], jax=parts[-1])
+
+
+def _structure(flow):
+    """The flow with rho normalised away: what the symbolic derivation depends on."""
+    if isinstance(flow, SAM):
+        return SAM(1.0, flow.norm)
+    if isinstance(flow, USAM):
+        return USAM(1.0)
+    return GD()
+
+
+@lru_cache(maxsize=None)
+def _derive_parts(model: DiagonalNet, loss: Loss, flow):
+    import jax.numpy as jnp
+
+    K = model.n_layers
+    names = model.layer_names
+    w = tuple(sp.Symbol(n, real=True) for n in names)
+    wt = tuple(sp.Symbol(rf"\tilde{{{n}}}", real=True) for n in names)
+    sig = tuple(sp.Symbol(rf"\sigma_{{{n}}}", real=True) for n in names)
+    r, rt = sp.Symbol("r", real=True), sp.Symbol(r"\tilde{r}", real=True)
+    N, S = sp.Symbol("N", positive=True), sp.Symbol("S", real=True)
+    rho = sp.Symbol(r"\rho", nonnegative=True)
+
+    beta = model.beta_expr(w)
+    grad_beta = [sp.diff(beta, w[k]) for k in range(K)]
+    direction = tuple(sp.simplify(-grad_beta[k] * r) for k in range(K))
+    perturbed = tuple(
+        sp.simplify(w[k] + flow.perturbation(w[k], direction[k], N, S, rho, sig[k])) for k in range(K)
+    )
+    at_tilde = dict(zip(w, wt))
+    # dtheta/dtau = -G(theta~) = +dbeta/dw(theta~) * r~
+    field_wt = tuple(sp.simplify(grad_beta[k].xreplace(at_tilde) * rt) for k in range(K))
+    field_w = tuple(f.xreplace(dict(zip(wt, perturbed))) for f in field_wt)
+
+    common = (w, wt, sig, r, rt, N, S, rho, beta, direction, perturbed, field_wt, loss)
+    np_c = _compile(common, [numpy_functions(), "numpy"], np)
+    jax_c = _compile(common, [jax_functions(), "jax"], jnp)
+    return (w, wt, sig, r, rt, N, S, rho, beta, direction, perturbed, field_wt, field_w, np_c, jax_c)

@@ -1,0 +1,20 @@
+"""Typed errors. Structural misuse is a ``ValueError``; numerical failure is a status on the
+solution, raised as :class:`IntegrationError` only when ``throw=True``."""
+
+from __future__ import annotations
+
+
+class FlowsimError(Exception):
+    """Base class of flowsim's own errors."""
+
+
+class NonSeparableError(FlowsimError, ValueError):
+    """The data set is not linearly separable (no beta with y_i <x_i, beta> > 0 for all i)."""
+
+
+class IntegrationError(FlowsimError, RuntimeError):
+    """An integration did not complete. ``.solution`` holds everything computed up to the failure."""
+
+    def __init__(self, message: str, solution):
+        super().__init__(message)
+        self.solution = solution

@@ -1,0 +1,76 @@
+"""The result of :func:`flowsim.solve`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: Statuses that end a solve normally: the flow was followed as far as it goes.
+OUTCOMES = {
+    "completed": "reached the horizon t1",
+    "stalled": "reached an equilibrium (every parameter entry sliding or at a critical point); the state is constant up to t1",
+    "collapsed": "the parameters collapsed to 0 in finite time (l2-SAM from a small initialisation)",
+    "blew_up": "the parameters diverged in finite clock time (depth >= 3)",
+}
+#: Statuses that mean the integration failed; ``throw=True`` raises :class:`flowsim.IntegrationError`.
+FAILURES = {
+    "max_steps": "the step budget max_steps ran out before t1; raise max_steps or loosen rtol/atol",
+    "chattering": "a sign switch with a sliding mode flowsim does not integrate (not on a coordinate plane w = 0), or Zeno switching",
+    "failed": "the solver failed (step size underflow or a non-finite state)",
+    "interrupted": "interrupted by the user; everything up to the interrupt is kept",
+}
+STATUSES = {**OUTCOMES, **FAILURES}
+
+
+def log10_t_from_u(u):
+    """log10 t from u = log(1 + t), stable for u far beyond float range of t."""
+    u = np.asarray(u, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        return np.where(u > 1.0, (u + np.log1p(-np.exp(-np.maximum(u, 1.0)))) / np.log(10.0), np.log10(np.expm1(u)))
+
+
+@dataclass(frozen=True, eq=False)
+class Solution:
+    """Saved trajectory of a flow.
+
+    Arrays are indexed by save point (first axis): ``log10_t``, ``tau`` (loss-normalised clock),
+    ``params`` (saves, layers, d), ``beta`` (saves, d), ``log_loss`` (saves,), ``margins`` (saves, n).
+    ``status`` is one of ``flowsim.STATUSES``; ``message`` says why; ``stats`` counts work
+    (steps, segments, sign switches, right-hand-side evaluations where the backend reports them).
+    """
+
+    system: object
+    data: object
+    log10_t: np.ndarray
+    tau: np.ndarray
+    params: np.ndarray
+    beta: np.ndarray
+    log_loss: np.ndarray
+    margins: np.ndarray
+    status: str
+    message: str
+    stats: dict = field(default_factory=dict)
+    config: dict = field(default_factory=dict)
+    events: list = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True unless the integration failed (see ``FAILURES``)."""
+        return self.status in OUTCOMES
+
+    @property
+    def t(self) -> np.ndarray:
+        """Time t (inf where it exceeds float range; use ``log10_t`` there)."""
+        with np.errstate(over="ignore"):
+            return 10.0 ** self.log10_t
+
+    @property
+    def direction(self) -> np.ndarray:
+        """beta / ||beta||_2 at each save point (0 where beta = 0)."""
+        n = np.linalg.norm(self.beta, axis=1, keepdims=True)
+        return np.divide(self.beta, n, out=np.zeros_like(self.beta), where=n > 0)
+
+    def __repr__(self) -> str:
+        end = self.log10_t[-1] if len(self.log10_t) else float("nan")
+        return f"Solution({self.system}, status={self.status!r}, saves={len(self.log10_t)}, log10_t_end={end:.6g})"

@@ -1,0 +1,284 @@
+"""``flowsim.solve``: the one entry point that integrates a derived system on a data set."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ._backends._diffrax import DiffraxBackend
+from ._backends._scipy import ScipyBackend
+from ._data import Dataset
+from ._derive import System
+from ._errors import IntegrationError, NonSeparableError
+from ._filippov import classify
+from ._solution import FAILURES, OUTCOMES, Solution, log10_t_from_u
+from ._vector_field import CLOCKS, VectorField
+
+LN10 = math.log(10.0)
+MAX_SEGMENTS = 10_000
+
+
+def _backend(spec: str):
+    if not isinstance(spec, str) or ":" not in spec:
+        raise ValueError(f"backend must look like 'diffrax:Tsit5' or 'scipy:Radau'; got {spec!r}.")
+    family, name = spec.split(":", 1)
+    if family == "diffrax":
+        return DiffraxBackend(name)
+    if family == "scipy":
+        return ScipyBackend(name)
+    raise ValueError(f"unknown backend family {family!r} in {spec!r}; use 'diffrax:<Solver>' or 'scipy:<Method>'.")
+
+
+def _positive(name, value):
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a positive number; got {value!r}.") from None
+    if not (math.isfinite(v) and v > 0):
+        raise ValueError(f"{name} must be a positive finite number; got {value!r}.")
+    return v
+
+
+def _horizon(t1, log10_t1):
+    if (t1 is None) == (log10_t1 is None):
+        raise ValueError("give exactly one of t1 (e.g. t1=1e100) or log10_t1 (e.g. log10_t1=1e6, beyond float range).")
+    if t1 is not None:
+        t1 = _positive("t1", t1)
+        return math.log10(t1), math.log1p(t1)
+    x = float(log10_t1)
+    if not math.isfinite(x):
+        raise ValueError(f"log10_t1 must be finite; got {log10_t1!r}.")
+    return x, float(np.logaddexp(0.0, x * LN10))
+
+
+def _save_grid(log10_t1, saves):
+    """u = log(1+t) at t = 0 and saves-1 points log-spaced in t up to t1."""
+    lo = min(-3.0, log10_t1 - 3.0)
+    grid = np.linspace(lo, log10_t1, saves - 1)
+    return np.concatenate([[0.0], np.logaddexp(0.0, grid * LN10)])
+
+
+def solve(
+    system: System,
+    data: Dataset,
+    init=0.1,
+    *,
+    t1: float | None = None,
+    log10_t1: float | None = None,
+    backend: str = "diffrax:Tsit5",
+    clock: str = "tau",
+    rtol: float = 1e-8,
+    atol: float = 1e-10,
+    saves: int = 400,
+    max_steps: int = 16_384,
+    throw: bool = True,
+    allow_nonseparable: bool = False,
+    collapse_tol: float = 1e-10,
+    blowup_size: float = 1e100,
+    progress: bool = False,
+) -> Solution:
+    r"""Integrate ``system`` (from :func:`flowsim.derive`) on ``data`` from ``init`` to ``t1``.
+
+    Args:
+        system: the derived flow.
+        data: a :class:`flowsim.Dataset` (must be separable unless ``allow_nonseparable=True``).
+        init: scalar alpha (every entry), an array (d,) (every layer), or (layers, d).
+        t1 / log10_t1: the horizon, exactly one; ``log10_t1`` reaches beyond float range.
+        backend: ``"diffrax:Tsit5|Dopri5|Dopri8|Kvaerno5"`` or ``"scipy:RK45|DOP853|Radau|BDF|LSODA"``.
+        clock: ``"tau"`` (loss-normalised, the default: fewest steps at equal accuracy, see
+            ``benchmarks/``) or ``"log_time"`` (s = log(1+t)).
+        rtol, atol: step-size control tolerances on the state.
+        saves: number of save points: t = 0 and ``saves - 1`` log-spaced in t up to t1.
+        max_steps: step budget per segment (a segment ends at a sign switch).
+        throw: raise :class:`flowsim.IntegrationError` (carrying the partial solution) if the
+            status is a failure (``flowsim.FAILURES``); otherwise return it.
+        collapse_tol: status "collapsed" when max|theta| falls below this fraction of its start.
+        blowup_size: status "blew_up" when max|theta| exceeds this.
+        progress: show a progress bar measured in log10 t.
+
+    Returns:
+        A :class:`flowsim.Solution`.
+    """
+    if not isinstance(system, System):
+        raise ValueError(f"system must come from flowsim.derive(model, loss, flow); got {type(system).__name__}.")
+    if not isinstance(data, Dataset):
+        raise ValueError(f"data must be a flowsim.Dataset(X, y); got {type(data).__name__}.")
+    if not allow_nonseparable and not data.is_separable:
+        raise NonSeparableError(
+            "data are not linearly separable (the LP Z beta >= 1 is infeasible), so there is no max-margin "
+            "limit; pass allow_nonseparable=True to integrate anyway."
+        )
+    if clock not in CLOCKS:
+        raise ValueError(f"clock must be one of {CLOCKS}; got {clock!r}.")
+    rtol, atol = _positive("rtol", rtol), _positive("atol", atol)
+    collapse_tol, blowup_size = _positive("collapse_tol", collapse_tol), _positive("blowup_size", blowup_size)
+    if isinstance(saves, bool) or not isinstance(saves, (int, np.integer)) or saves < 2:
+        raise ValueError(f"saves must be an integer >= 2; got {saves!r}.")
+    if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
+        raise ValueError(f"max_steps must be a positive integer; got {max_steps!r}.")
+    be = _backend(backend)
+    L1, u1 = _horizon(t1, log10_t1)
+    theta0 = system.model.init_params(init, data.d)
+    if not np.any(theta0):
+        raise ValueError("init is all zeros: every flow here has beta = 0 as an equilibrium; start from alpha != 0.")
+
+    flow = system.flow
+    uses_sign = flow.uses_sign
+    K, d = theta0.shape
+    key = (system.model, system.loss.name, flow.key)
+    vf_np = VectorField(system.numpy, np, K, d, flow.dual_exponent)
+    vf_jax = None
+    if be.__class__ is DiffraxBackend or (be.__class__ is ScipyBackend and be.method in {"Radau", "BDF", "LSODA"}):
+        import jax.numpy as jnp
+
+        vf_jax = VectorField(system.jax, jnp, K, d, flow.dual_exponent)
+    vf_run = vf_jax if isinstance(be, DiffraxBackend) else vf_np
+
+    Z = data.z
+    rho = float(flow.rho)
+    targets = _save_grid(L1, int(saves))
+    log_floor = math.log(collapse_tol * float(np.abs(theta0).max()))
+    log_ceiling = math.log(blowup_size)
+    s_max = u1 if clock == "log_time" else 1e300
+
+    sigma = np.ones((K, d))
+    pinned = np.zeros((K, d), bool)
+    theta = theta0
+    status, message, problem = None, "", None
+    if uses_sign:
+        sigma = np.zeros((K, d))
+        sigma, pinned, theta, problem = classify(vf_np, theta, Z, rho, sigma, pinned)
+    y = np.concatenate([theta.ravel(), [0.0]])
+    s = 0.0
+    rec_s, rec_y = [s], [y]
+    remaining = targets[1:]
+    stats = {"steps": 0, "segments": 0, "switches": 0}
+    events = []
+    bar = _progress_bar(L1, targets) if progress else None
+    t_start = time.perf_counter()
+    try:
+        while status is None:
+            if problem is not None:
+                status, message = "chattering", problem
+                break
+            if uses_sign and pinned.all():
+                status = "stalled"
+                _extend_constant(vf_np, clock, s, y, Z, rho, sigma, pinned, remaining, rec_s, rec_y)
+                remaining = remaining[:0]
+                break
+            if stats["segments"] >= MAX_SEGMENTS:
+                status, message = "chattering", f"more than {MAX_SEGMENTS} sign-switch segments (Zeno switching?)"
+                break
+            args = (Z, rho, sigma, pinned, u1, log_floor, log_ceiling)
+            extra = {"vf_jax": vf_jax, "progress": bar.to_u if bar else None} if isinstance(be, ScipyBackend) else {}
+            seg = be.integrate(vf_run, key, clock, uses_sign, bool(pinned.any()), y, s, s_max, args, remaining,
+                               rtol, atol, int(max_steps), **extra)
+            stats["segments"] += 1
+            for k_, v_ in seg.stats.items():
+                stats[k_] = stats.get(k_, 0) + v_
+            rec_s.extend(seg.s_saves.tolist())
+            rec_y.extend(list(seg.y_saves))
+            remaining = remaining[len(seg.s_saves):]
+            s, y = seg.s_end, seg.y_end
+            u_end = s if clock == "log_time" else y[-1]
+            if bar:
+                bar.to_u(u_end)
+            if seg.reason in ("end", "horizon"):
+                status = "completed"
+            elif seg.reason == "switch":
+                stats["switches"] += 1
+                theta = y[:-1].reshape(K, d)
+                was = pinned.copy()
+                sigma, pinned, theta, problem = classify(vf_np, theta, Z, rho, sigma, pinned)
+                events.append({"log10_t": float(log10_t_from_u(u_end)), "tau": _tau(clock, s, y),
+                               "pinned": [tuple(int(i) for i in k) for k in zip(*np.nonzero(pinned & ~was))]})
+                y = np.concatenate([theta.ravel(), [y[-1]]])
+            elif seg.reason == "collapse":
+                status = "collapsed"
+            elif seg.reason == "blowup":
+                status = "blew_up"
+            else:
+                status, message = seg.reason, seg.message
+    except KeyboardInterrupt:
+        status, message = "interrupted", "interrupted by the user (KeyboardInterrupt); the trajectory so far is kept"
+    finally:
+        if bar:
+            bar.close()
+    if status == "completed" and len(remaining):
+        # the horizon event is located to ~1e-13 in u; targets within that of the end are the end point
+        u_end = s if clock == "log_time" else y[-1]
+        close = remaining <= u_end + 1e-9 * (1.0 + abs(u_end))
+        rec_s.extend([s] * int(close.sum()))
+        rec_y.extend([y] * int(close.sum()))
+    if status != "completed" and (not rec_s or rec_s[-1] != s):
+        rec_s.append(s)  # keep the final state of an early ending
+        rec_y.append(y)
+    stats["wall_s"] = time.perf_counter() - t_start
+    message = message or (OUTCOMES.get(status) or FAILURES.get(status, ""))
+    sol = _assemble(system, data, clock, np.asarray(rec_s), np.asarray(rec_y), K, d, status, message, stats, events,
+                    dict(init=np.asarray(init).tolist(), log10_t1=L1, backend=backend, clock=clock, rtol=rtol,
+                         atol=atol, saves=int(saves), max_steps=int(max_steps), rho=rho))
+    if throw and status in FAILURES:
+        raise IntegrationError(f"{system}: status {status!r}: {message}. The partial solution is in .solution.", sol)
+    return sol
+
+
+def _tau(clock, s, y):
+    return float(s if clock == "tau" else y[-1])
+
+
+def _extend_constant(vf, clock, s, y, Z, rho, sigma, pinned, remaining, rec_s, rec_y):
+    """Every entry slides: the state is constant; only the clocks move (dt/dtau = e^{-S})."""
+    K, d = vf.K, vf.d
+    _, S = vf.sliding_field_and_scale(y[:-1].reshape(K, d), Z, rho, sigma, pinned)
+    u_now = s if clock == "log_time" else y[-1]
+    tau_now = _tau(clock, s, y)
+    with np.errstate(over="ignore"):
+        for u in remaining:
+            # t_k - t_now = e^u - e^{u_now}
+            dtau = np.exp(S + u + np.log1p(-np.exp(min(u_now - u, 0.0)))) if u > u_now else 0.0
+            tau = tau_now + dtau
+            if clock == "tau":
+                rec_s.append(tau)
+                rec_y.append(np.concatenate([y[:-1], [u]]))
+            else:
+                rec_s.append(u)
+                rec_y.append(np.concatenate([y[:-1], [tau]]))
+
+
+def _assemble(system, data, clock, s, Y, K, d, status, message, stats, events, config):
+    params = Y[:, :-1].reshape(-1, K, d)
+    u, tau = (s, Y[:, -1]) if clock == "log_time" else (Y[:, -1], s)
+    c = system.numpy
+    beta = np.stack([c.beta(p) for p in params]) if len(params) else np.zeros((0, d))
+    margins = beta @ data.z.T
+    ll = np.stack([c.log_l(m) for m in margins]) if len(margins) else np.zeros((0, data.n))
+    mx = ll.max(axis=1, keepdims=True)
+    log_loss = (mx[:, 0] + np.log(np.exp(ll - mx).sum(axis=1))) - math.log(data.n)
+    return Solution(system=system, data=data, log10_t=log10_t_from_u(u), tau=np.asarray(tau, float), params=params,
+                    beta=beta, log_loss=log_loss, margins=margins, status=status, message=message, stats=stats,
+                    config=config, events=events)
+
+
+class _progress_bar:
+    """tqdm bar in log10 t (linear t would sit at 0% for a horizon of 1e100)."""
+
+    def __init__(self, L1, targets):
+        from tqdm.auto import tqdm
+
+        self.lo = float(log10_t_from_u(targets[1]))
+        self.bar = tqdm(total=round(L1 - self.lo, 3), unit="log10 t", bar_format="{l_bar}{bar}| log10 t {postfix}")
+        self.done = 0.0
+
+    def to_u(self, u):
+        x = float(log10_t_from_u(u))
+        new = min(max(x - self.lo, 0.0), self.bar.total)
+        if new > self.done:
+            self.bar.update(round(new - self.done, 3))
+            self.done = new
+            self.bar.set_postfix_str(f"{x:.4g}")
+
+    def close(self):
+        self.bar.close()

@@ -1,0 +1,103 @@
+r"""The numeric glue between a derived :class:`System` and a solver: the coupling scalars (margins,
+softmax weights, norms) and the two clocks. Written once against an array namespace ``xp`` so the
+NumPy (scipy) and JAX (diffrax) backends evaluate the same formulas.
+
+State layout (flat): ``y = [theta.ravel(), c]`` where c is the clock that is *not* the independent
+variable: the log-time ``u = log(1+t)`` under the tau clock, tau under the log-time clock.
+
+Clocks (MATH.md section 4, with the normalisation taken at the evaluation point, which for one
+sample is exactly the clock of arXiv 2603.08290):
+
+- ``"tau"``:      :math:`d\theta/d\tau = F`, :math:`du/d\tau = e^{-\tilde S - u}`,
+- ``"log_time"``: :math:`d\theta/du = F e^{\tilde S + u}`, :math:`d\tau/du = e^{\tilde S + u}`,
+
+where :math:`F = -G(\tilde\theta)` is O(1) and :math:`\dot\theta = e^{\tilde S} F` in real time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CLOCKS = ("tau", "log_time")
+
+
+def _logsumexp(xp, a):
+    mx = xp.max(a)
+    return mx + xp.log(xp.sum(xp.exp(a - mx)))
+
+
+@dataclass(frozen=True)
+class VectorField:
+    """Vector field of one system on one array namespace.
+
+    ``K``, ``d``: parameter shape; ``dual_exponent``: q of the norm N (None: unused)."""
+
+    compiled: object
+    xp: object
+    K: int
+    d: int
+    dual_exponent: float | None
+
+    def couplings(self, theta, Z):
+        """Margins m, log gradient scale S, and r = Z^T softmax(log q(m)) at theta."""
+        xp = self.xp
+        beta = self.compiled.beta(theta)
+        m = Z @ beta
+        lq = self.compiled.log_q(m)
+        lse = _logsumexp(xp, lq)
+        p = xp.exp(lq - lse)
+        S = lse - xp.log(float(Z.shape[0]))
+        return beta, m, S, Z.T @ p
+
+    def direction(self, theta, Z):
+        """G (K, d) with grad L = e^S G, and S."""
+        _, _, S, r = self.couplings(theta, Z)
+        return self.compiled.direction(theta, r), S
+
+    def evaluation_point(self, theta, Z, rho, sigma):
+        xp = self.xp
+        _, _, S, r = self.couplings(theta, Z)
+        G = self.compiled.direction(theta, r)
+        q = self.dual_exponent
+        if q is None:
+            N = 1.0
+        else:
+            N = xp.sum(xp.abs(G) ** q) ** (1.0 / q)
+            N = xp.where(N > 0, N, 1.0)  # G = 0 (beta at a critical point): no perturbation
+        return self.compiled.perturbed(theta, r, N, S, rho, sigma)
+
+    def field_and_scale(self, theta, Z, rho, sigma):
+        """F = dtheta/dtau at theta and the log scale S~ at the evaluation point."""
+        theta_t = self.evaluation_point(theta, Z, rho, sigma)
+        _, _, S_t, r_t = self.couplings(theta_t, Z)
+        return self.compiled.field(theta_t, r_t), S_t
+
+    def sliding_field_and_scale(self, theta, Z, rho, sigma, pinned):
+        """Filippov field with the entries in ``pinned`` sliding on w = 0: the real-time fields
+        with their signs at +1 and at -1, averaged with equal weights (the one-sided fields of a
+        diagonal network at w = 0 are mirror images, checked when an entry is pinned), pinned
+        entries held."""
+        xp = self.xp
+        Fp, Sp = self.field_and_scale(theta, Z, rho, xp.where(pinned, 1.0, sigma))
+        Fm, Sm = self.field_and_scale(theta, Z, rho, xp.where(pinned, -1.0, sigma))
+        mx = xp.maximum(Sp, Sm)
+        a, b = xp.exp(Sp - mx), xp.exp(Sm - mx)
+        F = (a * Fp + b * Fm) / (a + b)
+        S = mx + xp.log(0.5 * (a + b))
+        return xp.where(pinned, 0.0, F), S
+
+    def rhs(self, clock: str, sliding: bool):
+        """dy/ds for the flat state under ``clock``; ``args = (Z, rho, sigma, pinned)``."""
+        xp, K, d = self.xp, self.K, self.d
+        fs = self.sliding_field_and_scale if sliding else (lambda th, Z, rho, sg, pn: self.field_and_scale(th, Z, rho, sg))
+
+        def f(s, y, args):
+            Z, rho, sigma, pinned = args[:4]
+            theta = xp.reshape(y[:-1], (K, d))
+            F, S_t = fs(theta, Z, rho, sigma, pinned)
+            if clock == "tau":
+                return xp.concatenate([xp.reshape(F, (-1,)), xp.reshape(xp.exp(-S_t - y[-1]), (1,))])
+            rate = xp.exp(S_t + s)
+            return xp.concatenate([xp.reshape(F * rate, (-1,)), xp.reshape(rate, (1,))])
+
+        return f
