@@ -13,6 +13,24 @@ import jax as _jax
 # float64 everywhere, before any array is created
 _jax.config.update("jax_enable_x64", True)
 
+
+def _enable_compile_cache():
+    """Persist XLA compilations across processes (a solve compiles in seconds; set
+    FLOWSIM_JAX_CACHE=0 to turn this off, or to a folder to choose where it lives)."""
+    import os
+
+    where = os.environ.get("FLOWSIM_JAX_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "flowsim", "jax"))
+    if where == "0":
+        return
+    try:
+        _jax.config.update("jax_compilation_cache_dir", where)
+        _jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    except Exception:  # an older jax without the persistent cache: compile every time
+        pass
+
+
+_enable_compile_cache()
+
 from ._data import Dataset  # noqa: E402
 from ._derive import System, derive  # noqa: E402
 from ._errors import FlowsimError, IntegrationError, NonSeparableError  # noqa: E402

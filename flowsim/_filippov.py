@@ -19,7 +19,7 @@ import numpy as np
 def classify(vf, theta, Z, rho, sigma, pinned, tol=1e-9):
     """Return ``(sigma, pinned, theta, problem)``; ``problem`` is None or a message."""
     G, _ = vf.direction(theta, Z)
-    scale = max(float(np.abs(G).max()), 1e-300)
+    scale = max(float(np.abs(G).max()), 1.0)  # G can be tiny everywhere (all w -> 0): absolute floor
     sigma = np.where((sigma == 0) & ~pinned, np.sign(G), sigma).astype(float)
     cand = pinned | (sigma * G <= tol * scale)
     if not cand.any():

@@ -68,7 +68,7 @@ def solve(
     t1: float | None = None,
     log10_t1: float | None = None,
     backend: str = "diffrax:Tsit5",
-    clock: str = "tau",
+    clock: str = "log_time",
     rtol: float = 1e-8,
     atol: float = 1e-10,
     saves: int = 400,
@@ -87,8 +87,9 @@ def solve(
         init: scalar alpha (every entry), an array (d,) (every layer), or (layers, d).
         t1 / log10_t1: the horizon, exactly one; ``log10_t1`` reaches beyond float range.
         backend: ``"diffrax:Tsit5|Dopri5|Dopri8|Kvaerno5"`` or ``"scipy:RK45|DOP853|Radau|BDF|LSODA"``.
-        clock: ``"tau"`` (loss-normalised, the default: fewest steps at equal accuracy, see
-            ``benchmarks/``) or ``"log_time"`` (s = log(1+t)).
+        clock: ``"log_time"`` (s = log(1+t), the default: save points fall on the clock itself and
+            it took the fewest steps at equal accuracy in ``benchmarks/``) or ``"tau"`` (the
+            loss-normalised clock, dt = dtau / q(theta~), the clock of arXiv 2603.08290).
         rtol, atol: step-size control tolerances on the state.
         saves: number of save points: t = 0 and ``saves - 1`` log-spaced in t up to t1.
         max_steps: step budget per segment (a segment ends at a sign switch).
@@ -172,7 +173,10 @@ def solve(
                 status, message = "chattering", f"more than {MAX_SEGMENTS} sign-switch segments (Zeno switching?)"
                 break
             args = (Z, rho, sigma, pinned, u1, log_floor, log_ceiling)
-            extra = {"vf_jax": vf_jax, "progress": bar.to_u if bar else None} if isinstance(be, ScipyBackend) else {}
+            if isinstance(be, ScipyBackend):
+                extra = {"vf_jax": vf_jax, "progress": bar.to_u if bar else None}
+            else:
+                extra = {"n_targets": len(targets)}
             seg = be.integrate(vf_run, key, clock, uses_sign, bool(pinned.any()), y, s, s_max, args, remaining,
                                rtol, atol, int(max_steps), **extra)
             stats["segments"] += 1
@@ -212,7 +216,7 @@ def solve(
         close = remaining <= u_end + 1e-9 * (1.0 + abs(u_end))
         rec_s.extend([s] * int(close.sum()))
         rec_y.extend([y] * int(close.sum()))
-    if status != "completed" and (not rec_s or rec_s[-1] != s):
+    if status not in ("completed", "stalled") and rec_s[-1] != s:
         rec_s.append(s)  # keep the final state of an early ending
         rec_y.append(y)
     stats["wall_s"] = time.perf_counter() - t_start

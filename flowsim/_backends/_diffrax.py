@@ -74,13 +74,16 @@ class DiffraxBackend:
             raise ValueError(f"unknown diffrax solver {solver!r}; choose one of {sorted(SOLVERS)}.")
         self.solver = solver
 
-    def integrate(self, vf, key, clock, uses_sign, sliding, y0, s0, s_max, args, u_targets, rtol, atol, max_steps):
-        n_targets = max(len(u_targets), 1)
+    def integrate(self, vf, key, clock, uses_sign, sliding, y0, s0, s_max, args, u_targets, rtol, atol, max_steps,
+                  n_targets=None):
+        # a fixed number of (inf-padded) targets, so later segments reuse the compiled solve
+        n_targets = max(n_targets or len(u_targets), len(u_targets), 1)
         ck = (key, clock, uses_sign, sliding, self.solver, rtol, atol, max_steps, n_targets, vf.K, vf.d)
         if ck not in _CACHE:
             _CACHE[ck] = _build(vf, clock, uses_sign, sliding, self.solver, rtol, atol, max_steps, n_targets)
         run, names = _CACHE[ck]
-        targets = np.asarray(u_targets, dtype=np.float64) if len(u_targets) else np.full(1, np.inf)
+        targets = np.full(n_targets, np.inf)
+        targets[: len(u_targets)] = u_targets
         jargs = tuple(jnp.asarray(a) for a in args)
         s_t, y_t, ok, s_end, y_end, (fired, maxed, failed), stats = run(
             jnp.asarray(y0), jnp.float64(s0), jnp.float64(s_max), jargs, jnp.asarray(targets)

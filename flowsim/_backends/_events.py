@@ -4,7 +4,7 @@ Each is ``f(s, y, args) -> float``, positive inside a segment, and ends the segm
 falls through zero:
 
 - ``horizon``  (tau clock): u_end - u;
-- ``collapse``: log max|theta| - log floor (l2-SAM collapses to 0 in finite time);
+- ``collapse`` (flows without sign): log max|theta| - log floor (l2-SAM collapses to 0 in finite time);
 - ``blowup``:   log ceiling - log max|theta| (depth >= 3 blows up in finite tau);
 - ``switch``   (sign flows): min over unsliding entries of sigma_k G_k(theta): some sign(G_k) is
   about to change, so the piecewise-smooth field must be re-examined.
@@ -21,10 +21,9 @@ def event_functions(vf, clock: str, uses_sign: bool) -> dict:
     def log_size(y):
         return xp.log(xp.max(xp.abs(y[:-1])) + 1e-300)
 
-    fns = {
-        "collapse": lambda s, y, args: log_size(y) - args[5],
-        "blowup": lambda s, y, args: args[6] - log_size(y),
-    }
+    fns = {"blowup": lambda s, y, args: args[6] - log_size(y)}
+    if not uses_sign:  # sign flows reach 0 by sliding, which the switch event handles
+        fns["collapse"] = lambda s, y, args: log_size(y) - args[5]
     if clock == "tau":
         fns["horizon"] = lambda s, y, args: args[4] - y[-1]
     if uses_sign:

@@ -118,6 +118,6 @@ class ScipyBackend:
         if self.method in IMPLICIT:
             stats["njev"] = njev[0]
         return Segment(
-            s_saves=np.asarray(s_saves), y_saves=np.asarray(y_saves).reshape(len(s_saves), -1),
+            s_saves=np.asarray(s_saves), y_saves=np.asarray(y_saves).reshape(len(s_saves), len(y0)),
             s_end=float(s_end), y_end=np.asarray(y_end), reason=reason, message=message, stats=stats,
         )

@@ -1,0 +1,22 @@
+import numpy as np
+import pytest
+
+import flowsim as fs
+
+BACKENDS = ["diffrax:Tsit5", "scipy:DOP853"]
+
+
+@pytest.fixture(scope="session")
+def one_sample():
+    """The running example of arXiv 2603.08290: one sample mu = (1, 2), label +1."""
+    return fs.Dataset(np.array([[1.0, 2.0]]), [1.0])
+
+
+def separable(n, d, seed=0, positive=True):
+    """Random data separable by a positive (positive=True) or arbitrary direction, with a margin."""
+    rng = np.random.default_rng(seed)
+    w = rng.uniform(0.5, 1.5, d) if positive else rng.normal(size=d)
+    X = rng.normal(size=(n, d))
+    y = np.sign(X @ w)
+    X = X + 0.3 * y[:, None] * w / np.linalg.norm(w)  # push away from the boundary
+    return fs.Dataset(X, y)
