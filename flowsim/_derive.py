@@ -200,9 +200,8 @@ def _derive_parts(model: DiagonalNet, loss: Loss, flow):
     beta = model.beta_expr(w)
     grad_beta = [sp.diff(beta, w[k]) for k in range(K)]
     direction = tuple(sp.simplify(-grad_beta[k] * r) for k in range(K))
-    perturbed = tuple(
-        sp.simplify(w[k] + flow.perturbation(w[k], direction[k], N, S, rho, sig[k])) for k in range(K)
-    )
+    # no simplify here: for general p it rewrites |G|^(q-1) through sqrt of possibly negative terms
+    perturbed = tuple(w[k] + flow.perturbation(w[k], direction[k], N, S, rho, sig[k]) for k in range(K))
     at_tilde = dict(zip(w, wt))
     # dtheta/dtau = -G(theta~) = +dbeta/dw(theta~) * r~
     field_wt = tuple(sp.simplify(grad_beta[k].xreplace(at_tilde) * rt) for k in range(K))

@@ -26,7 +26,7 @@ STATUSES = {**OUTCOMES, **FAILURES}
 def log10_t_from_u(u):
     """log10 t from u = log(1 + t), stable for u far beyond float range of t."""
     u = np.asarray(u, dtype=np.float64)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):
         return np.where(u > 1.0, (u + np.log1p(-np.exp(-np.maximum(u, 1.0)))) / np.log(10.0), np.log10(np.expm1(u)))
 
 

@@ -18,9 +18,14 @@ from ._vector_field import CLOCKS, VectorField
 
 LN10 = math.log(10.0)
 MAX_SEGMENTS = 10_000
+#: Beyond this log10 t1 ``backend="auto"`` switches to an implicit method: in either clock the
+#: relation between t and the loss relaxes at an O(1) rate, so explicit steps stay O(1) in log t.
+AUTO_IMPLICIT_LOG10_T1 = 1000.0
 
 
-def _backend(spec: str):
+def _backend(spec: str, log10_t1: float):
+    if spec == "auto":
+        spec = "diffrax:Tsit5" if log10_t1 <= AUTO_IMPLICIT_LOG10_T1 else "scipy:BDF"
     if not isinstance(spec, str) or ":" not in spec:
         raise ValueError(f"backend must look like 'diffrax:Tsit5' or 'scipy:Radau'; got {spec!r}.")
     family, name = spec.split(":", 1)
@@ -45,6 +50,8 @@ def _horizon(t1, log10_t1):
     if (t1 is None) == (log10_t1 is None):
         raise ValueError("give exactly one of t1 (e.g. t1=1e100) or log10_t1 (e.g. log10_t1=1e6, beyond float range).")
     if t1 is not None:
+        if isinstance(t1, (int, float)) and math.isinf(t1) and t1 > 0:
+            raise ValueError("t1 = inf cannot be reached; give a finite t1, or log10_t1 (e.g. 1e6) for horizons beyond float range.")
         t1 = _positive("t1", t1)
         return math.log10(t1), math.log1p(t1)
     x = float(log10_t1)
@@ -67,7 +74,7 @@ def solve(
     *,
     t1: float | None = None,
     log10_t1: float | None = None,
-    backend: str = "diffrax:Tsit5",
+    backend: str = "auto",
     clock: str = "log_time",
     rtol: float = 1e-8,
     atol: float = 1e-10,
@@ -86,7 +93,10 @@ def solve(
         data: a :class:`flowsim.Dataset` (must be separable unless ``allow_nonseparable=True``).
         init: scalar alpha (every entry), an array (d,) (every layer), or (layers, d).
         t1 / log10_t1: the horizon, exactly one; ``log10_t1`` reaches beyond float range.
-        backend: ``"diffrax:Tsit5|Dopri5|Dopri8|Kvaerno5"`` or ``"scipy:RK45|DOP853|Radau|BDF|LSODA"``.
+        backend: ``"diffrax:Tsit5|Dopri5|Dopri8|Kvaerno5"``, ``"scipy:RK45|DOP853|Radau|BDF|LSODA"``, or
+            ``"auto"``: diffrax:Tsit5 up to log10 t1 = 1000, scipy:BDF beyond (explicit methods need
+            O(log t1) steps there; BDF with the exact Jacobian reaches log10 t = 1e6 in a few
+            hundred).
         clock: ``"log_time"`` (s = log(1+t), the default: save points fall on the clock itself and
             it took the fewest steps at equal accuracy in ``benchmarks/``) or ``"tau"`` (the
             loss-normalised clock, dt = dtau / q(theta~), the clock of arXiv 2603.08290).
@@ -95,7 +105,8 @@ def solve(
         max_steps: step budget per segment (a segment ends at a sign switch).
         throw: raise :class:`flowsim.IntegrationError` (carrying the partial solution) if the
             status is a failure (``flowsim.FAILURES``); otherwise return it.
-        collapse_tol: status "collapsed" when max|theta| falls below this fraction of its start.
+        collapse_tol: status "collapsed" when max|theta| falls below this fraction of its start
+            (or below 1000 atol, whichever is larger: the solver cannot resolve a smaller state).
         blowup_size: status "blew_up" when max|theta| exceeds this.
         progress: show a progress bar measured in log10 t.
 
@@ -119,8 +130,8 @@ def solve(
         raise ValueError(f"saves must be an integer >= 2; got {saves!r}.")
     if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
         raise ValueError(f"max_steps must be a positive integer; got {max_steps!r}.")
-    be = _backend(backend)
     L1, u1 = _horizon(t1, log10_t1)
+    be = _backend(backend, L1)
     theta0 = system.model.init_params(init, data.d)
     if not np.any(theta0):
         raise ValueError("init is all zeros: every flow here has beta = 0 as an equilibrium; start from alpha != 0.")
@@ -140,7 +151,8 @@ def solve(
     Z = data.z
     rho = float(flow.rho)
     targets = _save_grid(L1, int(saves))
-    log_floor = math.log(collapse_tol * float(np.abs(theta0).max()))
+    # below ~atol the solver no longer resolves the state, and the l2-SAM field is discontinuous at 0
+    log_floor = math.log(max(collapse_tol * float(np.abs(theta0).max()), 1e3 * atol))
     log_ceiling = math.log(blowup_size)
     s_max = u1 if clock == "log_time" else 1e300
 

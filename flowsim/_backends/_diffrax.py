@@ -20,13 +20,22 @@ SOLVERS = {"Tsit5": diffrax.Tsit5, "Dopri5": diffrax.Dopri5, "Dopri8": diffrax.D
 _CACHE: dict = {}
 
 
+class _IntervalBisection(optx.Bisection):
+    """Bisection that stops when the bracket is small. optimistix also asks |f| < atol, which an
+    event with a steep or discontinuous slope (collapse onto the kink at 0) cannot meet."""
+
+    def terminate(self, fn, y, args, options, state, tags):
+        scale = self.atol + self.rtol * jnp.abs(y)
+        return jnp.abs(state.lower - state.upper) < scale, optx.RESULTS.successful
+
+
 def _build(vf, clock, uses_sign, sliding, solver_name, rtol, atol, max_steps, n_targets):
     rhs = vf.rhs(clock, sliding)
     events = event_functions(vf, clock, uses_sign)
     names = list(events)
     combined = first_event(events, jnp)
     solver = SOLVERS[solver_name]()
-    bisect = optx.Bisection(rtol=1e-13, atol=1e-13)
+    bisect = _IntervalBisection(rtol=1e-14, atol=1e-14)
 
     def run(y0, s0, s_max, args, u_targets):
         sol = diffrax.diffeqsolve(

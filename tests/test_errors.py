@@ -1,0 +1,68 @@
+"""Every bad input gets a ValueError (or a typed flowsim error) that names the argument and the fix."""
+
+import numpy as np
+import pytest
+
+import flowsim as fs
+
+GOOD = fs.Dataset(np.array([[1.0, 2.0]]), [1.0])
+SYSTEM = fs.derive(fs.Linear(), "logistic", fs.GD())
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: fs.Dataset(np.ones((3, 2)), [1, -1]), "one label per row"),
+        (lambda: fs.Dataset(np.ones((2, 2)), [0, 1]), r"y = 2\*y - 1"),
+        (lambda: fs.Dataset(np.ones((2, 2)), [1, 2]), r"\+1 and -1"),
+        (lambda: fs.Dataset([[1.0, np.nan]], [1]), "NaN or inf"),
+        (lambda: fs.Dataset(np.ones((2, 2)), [1, np.nan]), "NaN or inf"),
+        (lambda: fs.Dataset(np.ones((2, 2, 2)), [1, 1]), "2-D array"),
+        (lambda: fs.Dataset(np.ones((0, 2)), []), "non-empty"),
+        (lambda: fs.DiagonalNet(depth=0), "depth must be an integer >= 1"),
+        (lambda: fs.DiagonalNet(depth=1.5), "depth must be an integer"),
+        (lambda: fs.DiagonalNet(depth=True), "depth must be an integer"),
+        (lambda: fs.DiagonalNet(2, form="resnet"), "form must be one of"),
+        (lambda: fs.SAM(rho=-0.1), "rho must be finite and >= 0"),
+        (lambda: fs.SAM(rho=float("nan")), "rho must be finite"),
+        (lambda: fs.SAM(rho="big"), "rho must be a real number"),
+        (lambda: fs.SAM(rho=0.1, norm=1), "norm must be > 1"),
+        (lambda: fs.USAM(rho=-1), "rho must be finite and >= 0"),
+        (lambda: fs.GD(rho=0.1), "GD takes no rho"),
+        (lambda: fs.derive(fs.Linear(), "hinge", fs.GD()), "unknown loss 'hinge'"),
+        (lambda: fs.derive("linear", "logistic", fs.GD()), "model must be"),
+        (lambda: fs.derive(fs.Linear(), "logistic", "sam"), "flow must be"),
+        (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=1e10, backend="torch:adam"), "unknown backend family"),
+        (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=1e10, backend="diffrax:Euler2"), "unknown diffrax solver"),
+        (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=1e10, backend="scipy:RK23x"), "unknown scipy method"),
+        (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=1e10, backend="Tsit5"), "must look like"),
+        (lambda: fs.solve(SYSTEM, GOOD, np.ones(3), t1=1e10), r"init must be .* shape \(d,\) = \(2,\)"),
+        (lambda: fs.solve(SYSTEM, GOOD, [0.1, np.nan], t1=1e10), "init contains NaN"),
+        (lambda: fs.solve(SYSTEM, GOOD, 0.0, t1=1e10), "init is all zeros"),
+        (lambda: fs.solve(SYSTEM, GOOD, 0.1), "exactly one of t1"),
+        (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=1e10, log10_t1=10), "exactly one of t1"),
+        (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=-1.0), "t1 must be a positive finite"),
+        (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=float("inf")), "log10_t1"),
+        (lambda: fs.solve(SYSTEM, GOOD, 0.1, log10_t1=float("nan")), "log10_t1 must be finite"),
+        (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=10, rtol=0), "rtol must be a positive"),
+        (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=10, saves=1), "saves must be an integer >= 2"),
+        (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=10, max_steps=0), "max_steps must be a positive integer"),
+        (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=10, clock="wall"), "clock must be one of"),
+        (lambda: fs.solve(SYSTEM, (np.ones((1, 2)), [1]), 0.1, t1=10), "flowsim.Dataset"),
+        (lambda: fs.solve("system", GOOD, 0.1, t1=10), "flowsim.derive"),
+    ],
+)
+def test_bad_input(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+def test_non_separable_is_refused_unless_asked():
+    xor = fs.Dataset(np.array([[1.0, 1.0], [1.0, 1.0]]), [1, -1])
+    assert not xor.is_separable and GOOD.is_separable
+    with pytest.raises(fs.NonSeparableError, match="allow_nonseparable=True"):
+        fs.solve(SYSTEM, xor, 0.1, t1=10)
+    sol = fs.solve(SYSTEM, xor, 0.1, t1=10, allow_nonseparable=True, backend="scipy:DOP853")
+    assert sol.status == "completed"
+    # the loss of two opposite copies of one point is minimised at w . x = 0
+    assert abs(sol.margins[-1, 0]) < 1e-2

@@ -1,0 +1,150 @@
+"""Conserved quantities, the tied/product relation, backend and clock agreement, long horizons."""
+
+import math
+
+import numpy as np
+import pytest
+
+import flowsim as fs
+from conftest import separable
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+def test_gd_conserves_layer_gaps(depth):
+    # d(w_l^2)/dt = -2 (dL/dbeta) beta is the same for every layer
+    data = separable(8, 3, seed=1)
+    rng = np.random.default_rng(2)
+    init = rng.uniform(0.3, 0.8, size=(depth, 3))
+    sol = fs.solve(fs.derive(fs.DiagonalNet(depth), "logistic", fs.GD()), data, init, t1=1e20, rtol=1e-11, atol=1e-13)
+    assert sol.status == "completed"
+    gaps = sol.params[:, :, None, :] ** 2 - sol.params[:, None, :, :] ** 2
+    scale = np.abs(sol.params).max() ** 2
+    np.testing.assert_allclose(gaps, np.broadcast_to(gaps[0], gaps.shape), atol=1e-8 * scale)
+    assert np.abs(sol.params[-1]).max() > 3 * np.abs(init).max()  # the weights did move
+
+
+def test_l2_sam_keeps_balance_and_amplifies_imbalance_rule():
+    # MATH.md 2: D = w1^2 - w2^2 obeys D' = -2 c (dL~/dbeta)(dL/dbeta) D: D = 0 stays 0 ...
+    data = separable(6, 3, seed=3)
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.05, 2))
+    sol = fs.solve(system, data, 0.5, t1=1e20, rtol=1e-11, atol=1e-13)
+    np.testing.assert_allclose(sol.params[:, 0], sol.params[:, 1], rtol=1e-12)
+    # ... and a non-zero gap keeps its sign (D' is proportional to D)
+    init = np.array([[0.6, 0.5, 0.55], [0.5, 0.6, 0.55]])
+    sol = fs.solve(system, data, init, t1=1e20, rtol=1e-11, atol=1e-13)
+    D = sol.params[:, 0] ** 2 - sol.params[:, 1] ** 2
+    assert np.all(np.sign(D[:, :2]) == np.sign(D[0, :2])) and np.abs(D[:, 2]).max() < 1e-10
+
+
+@pytest.mark.parametrize("t1", [1e3, 1e40])
+def test_tied_equals_product_with_rho_sqrt2_at_twice_the_time(one_sample, t1):
+    rho = 0.08
+    tied = fs.solve(fs.derive(fs.DiagonalNet(2, "tied"), "logistic", fs.SAM(rho)), one_sample, [0.4, 0.3], t1=t1,
+                    rtol=1e-11, atol=1e-13)
+    prod = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(rho * math.sqrt(2))), one_sample, [0.4, 0.3],
+                    t1=2 * t1, rtol=1e-11, atol=1e-13)
+    np.testing.assert_allclose(tied.beta[-1], prod.beta[-1], rtol=1e-8)
+    np.testing.assert_allclose(prod.params[-1, 0], prod.params[-1, 1], rtol=1e-12)
+    # and it is not an accident of rho: without the sqrt(2) the paths differ
+    other = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(rho)), one_sample, [0.4, 0.3], t1=2 * t1)
+    assert np.abs(other.beta[-1] / tied.beta[-1] - 1).max() > 1e-4
+
+
+@pytest.mark.parametrize(
+    "model, flow",
+    [(fs.Linear(), fs.SAM(0.1, 2)), (fs.DiagonalNet(2), fs.SAM(0.05, 2)), (fs.DiagonalNet(2), fs.GD()),
+     (fs.DiagonalNet(2, "difference"), fs.USAM(0.05))],
+    ids=str,
+)
+def test_backends_and_clocks_agree(model, flow):
+    data = separable(6, 3, seed=4, positive=model.form != "difference")
+    system = fs.derive(model, "logistic", flow)
+    runs = {
+        (be, clock): fs.solve(system, data, 0.3, t1=1e30, backend=be, clock=clock, rtol=1e-10, atol=1e-12, saves=40)
+        for be in ("diffrax:Tsit5", "scipy:DOP853", "scipy:Radau") for clock in ("log_time", "tau")
+    }
+    ref = runs[("diffrax:Tsit5", "log_time")]
+    for key, sol in runs.items():
+        assert sol.status == "completed", (key, sol.message)
+        np.testing.assert_allclose(sol.log10_t, ref.log10_t, rtol=1e-9, err_msg=str(key))
+        np.testing.assert_allclose(sol.direction, ref.direction, atol=1e-6, err_msg=str(key))
+        np.testing.assert_allclose(sol.log_loss, ref.log_loss, rtol=1e-6, atol=1e-6, err_msg=str(key))
+        np.testing.assert_allclose(sol.tau, ref.tau, rtol=1e-6, err_msg=str(key))
+
+
+def test_log10_t_of_a_million_linear_closed_form(one_sample):
+    # beyond float range of t: m = log(e^{m0} + |x|^2 t) = ln10 * log10 t + log|x|^2 + o(1)
+    x = one_sample.X[0]
+    sol = fs.solve(fs.derive(fs.Linear(), "exponential", fs.GD()), one_sample, 0.1, log10_t1=1e6, saves=50)
+    assert sol.status == "completed" and np.all(np.isfinite(sol.params)) and np.all(np.isfinite(sol.log_loss))
+    m_ref = 1e6 * math.log(10) + math.log(x @ x)
+    np.testing.assert_allclose(sol.margins[-1, 0], m_ref, rtol=1e-10)
+    np.testing.assert_allclose(sol.log_loss[-1], -m_ref, rtol=1e-10)
+    assert sol.log10_t[-1] == pytest.approx(1e6, rel=1e-14)
+
+
+@pytest.mark.parametrize("flow", [fs.GD(), fs.SAM(0.05, 2), fs.SAM(0.05, float("inf"))], ids=str)
+def test_depth2_to_log10_t_of_a_million(one_sample, flow):
+    sol = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", flow), one_sample, 0.2, log10_t1=1e6, saves=60)
+    assert sol.status == "completed"
+    for a in (sol.params, sol.beta, sol.log_loss, sol.margins, sol.tau, sol.log10_t[1:]):
+        assert np.all(np.isfinite(a))
+    assert sol.log10_t[0] == -np.inf  # the first save is t = 0
+    # the loss decreases like 1/t up to log factors and, for SAM, the factor e^{rho O(|w|)} between
+    # L(theta) and L(theta~) (|w| ~ sqrt(log t)): log L / log t -> -1
+    assert sol.log_loss[-1] / (sol.log10_t[-1] * math.log(10)) == pytest.approx(-1, abs=1e-3)
+    assert np.all(np.diff(sol.log_loss[1:]) < 0)
+
+
+def test_l2_sam_collapse_small_init(one_sample):
+    # MATH.md 5.5: while N = |x*w| < rho x_j every coordinate shrinks; from a small alpha all collapse
+    sol = fs.solve(fs.derive(fs.DiagonalNet(2, "tied"), "logistic", fs.SAM(0.1)), one_sample, 0.01, t1=1e30)
+    assert sol.status == "collapsed" and sol.ok
+    assert np.abs(sol.params[-1]).max() <= 1.01e3 * 1e-10  # the floor: 1000 atol
+    assert np.all(np.diff(np.abs(sol.params[:, 0, :]).max(axis=1)) <= 0)
+    assert sol.log10_t[-1] < 30
+    # a larger alpha does not collapse
+    assert fs.solve(fs.derive(fs.DiagonalNet(2, "tied"), "logistic", fs.SAM(0.1)), one_sample, 0.5, t1=1e30).status == "completed"
+
+
+def test_blow_up_is_reported_with_the_trajectory(one_sample):
+    sol = fs.solve(fs.derive(fs.DiagonalNet(3, "tied"), "logistic", fs.GD()), one_sample, 0.5, t1=1e100, blowup_size=3.0)
+    assert sol.status == "blew_up"
+    assert np.abs(sol.params[-1]).max() == pytest.approx(3.0, rel=1e-6)
+    assert np.all(np.diff(sol.log10_t[1:]) > 0)
+
+
+def test_max_steps_raises_with_partial_solution(one_sample):
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
+    with pytest.raises(fs.IntegrationError) as err:
+        fs.solve(system, one_sample, 0.1, t1=1e100, max_steps=20, backend="scipy:RK45")
+    sol = err.value.solution
+    assert sol.status == "max_steps" and not sol.ok and len(sol.log10_t) >= 2 and sol.log10_t[-1] < 100
+    assert fs.solve(system, one_sample, 0.1, t1=1e100, max_steps=20, throw=False).status == "max_steps"
+
+
+def test_interrupt_keeps_the_trajectory(one_sample, monkeypatch):
+    from flowsim._vector_field import VectorField
+
+    calls = {"n": 0}
+    original = VectorField.field_and_scale
+
+    def interrupted(self, *a):
+        calls["n"] += 1
+        if calls["n"] > 400:
+            raise KeyboardInterrupt
+        return original(self, *a)
+
+    monkeypatch.setattr(VectorField, "field_and_scale", interrupted)
+    with pytest.raises(fs.IntegrationError) as err:
+        fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.GD()), one_sample, 0.1, t1=1e100, backend="scipy:RK45")
+    sol = err.value.solution
+    assert sol.status == "interrupted" and len(sol.log10_t) > 2 and np.all(np.isfinite(sol.beta))
+
+
+def test_linf_sam_from_a_basis_vector_stays_on_it(one_sample):
+    # seed 000: at L = 2 l_inf-SAM from a basis-vector init keeps the other coordinate at 0
+    sol = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.05, float("inf"))), one_sample,
+                   [0.5, 0.0], t1=1e50)
+    assert sol.status == "completed"
+    assert np.all(sol.params[:, :, 1] == 0.0) and sol.beta[-1, 0] > 10
