@@ -31,6 +31,10 @@ def _enable_compile_cache():
 
 _enable_compile_cache()
 
+from ._analysis import (  # noqa: E402
+    Convergence, Verdict, angle, convergence, leading_by_alpha, leading_coordinate, linf_sam_prediction,
+    margin_gap, sequential_amplification, shares, switch_times, verdict,
+)
 from ._data import Dataset  # noqa: E402
 from ._derive import System, derive  # noqa: E402
 from ._errors import FlowsimError, IntegrationError, NonSeparableError  # noqa: E402
@@ -38,6 +42,7 @@ from ._flows import GD, SAM, USAM  # noqa: E402
 from ._losses import Loss, exponential_loss, logistic_loss  # noqa: E402
 from ._models import DiagonalNet, Linear  # noqa: E402
 from ._solution import FAILURES, OUTCOMES, STATUSES, Solution  # noqa: E402
+from ._references import MaxMargin, kkt_max_margin, max_margin, normalised_margin  # noqa: E402
 from ._solve import solve  # noqa: E402
 
 __version__ = "0.1.0"
@@ -46,4 +51,7 @@ __all__ = [
     "Dataset", "DiagonalNet", "Linear", "GD", "SAM", "USAM", "Loss", "exponential_loss", "logistic_loss",
     "derive", "System", "solve", "Solution", "STATUSES", "OUTCOMES", "FAILURES",
     "FlowsimError", "IntegrationError", "NonSeparableError", "__version__",
+    "max_margin", "kkt_max_margin", "MaxMargin", "normalised_margin",
+    "leading_coordinate", "shares", "switch_times", "sequential_amplification", "margin_gap", "angle",
+    "convergence", "Convergence", "verdict", "Verdict", "linf_sam_prediction", "leading_by_alpha",
 ]

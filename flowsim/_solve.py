@@ -8,6 +8,7 @@ import time
 import numpy as np
 
 from ._backends._diffrax import DiffraxBackend
+from ._backends._events import SCORES, scores
 from ._backends._scipy import ScipyBackend
 from ._data import Dataset
 from ._derive import System
@@ -85,6 +86,7 @@ def solve(
     collapse_tol: float = 1e-10,
     blowup_size: float = 1e100,
     progress: bool = False,
+    track=("magnitude",),
 ) -> Solution:
     r"""Integrate ``system`` (from :func:`flowsim.derive`) on ``data`` from ``init`` to ``t1``.
 
@@ -109,6 +111,9 @@ def solve(
             (or below 1000 atol, whichever is larger: the solver cannot resolve a smaller state).
         blowup_size: status "blew_up" when max|theta| exceeds this.
         progress: show a progress bar measured in log10 t.
+        track: leading-coordinate scores to locate switches of, by events: ``"magnitude"``
+            (argmax |beta_j|) and/or ``"growth"`` (argmax d log|beta_j|/dt). Each switch is
+            recorded in ``sol.events`` (see :func:`flowsim.switch_times`).
 
     Returns:
         A :class:`flowsim.Solution`.
@@ -132,6 +137,9 @@ def solve(
         raise ValueError(f"max_steps must be a positive integer; got {max_steps!r}.")
     L1, u1 = _horizon(t1, log10_t1)
     be = _backend(backend, L1)
+    track = tuple(track)
+    if any(k not in SCORES for k in track):
+        raise ValueError(f"track takes scores from {SCORES}; got {track!r}.")
     theta0 = system.model.init_params(init, data.d)
     if not np.any(theta0):
         raise ValueError("init is all zeros: every flow here has beta = 0 as an equilibrium; start from alpha != 0.")
@@ -163,6 +171,9 @@ def solve(
     if uses_sign:
         sigma = np.zeros((K, d))
         sigma, pinned, theta, problem = classify(vf_np, theta, Z, rho, sigma, pinned)
+    if d == 1:
+        track = ()  # one coordinate always leads
+    leaders = np.array([_leader(vf_np, kind, theta, Z, rho, sigma) for kind in track], dtype=np.int64)
     y = np.concatenate([theta.ravel(), [0.0]])
     s = 0.0
     rec_s, rec_y = [s], [y]
@@ -184,11 +195,11 @@ def solve(
             if stats["segments"] >= MAX_SEGMENTS:
                 status, message = "chattering", f"more than {MAX_SEGMENTS} sign-switch segments (Zeno switching?)"
                 break
-            args = (Z, rho, sigma, pinned, u1, log_floor, log_ceiling)
+            args = (Z, rho, sigma, pinned, u1, log_floor, log_ceiling, leaders.copy())
             if isinstance(be, ScipyBackend):
-                extra = {"vf_jax": vf_jax, "progress": bar.to_u if bar else None}
+                extra = {"vf_jax": vf_jax, "progress": bar.to_u if bar else None, "track": track}
             else:
-                extra = {"n_targets": len(targets)}
+                extra = {"n_targets": len(targets), "track": track}
             seg = be.integrate(vf_run, key, clock, uses_sign, bool(pinned.any()), y, s, s_max, args, remaining,
                                rtol, atol, int(max_steps), **extra)
             stats["segments"] += 1
@@ -203,14 +214,26 @@ def solve(
                 bar.to_u(u_end)
             if seg.reason in ("end", "horizon"):
                 status = "completed"
-            elif seg.reason == "switch":
-                stats["switches"] += 1
+            elif seg.reason == "switch" or seg.reason.startswith("lead_"):
+                # events can coincide (a coordinate sliding to 0 ties with another at 0): re-examine
+                # the signs and every tracked leader whatever fired
+                tau_now, lt_now = _tau(clock, s, y), float(log10_t_from_u(u_end))
                 theta = y[:-1].reshape(K, d)
-                was = pinned.copy()
-                sigma, pinned, theta, problem = classify(vf_np, theta, Z, rho, sigma, pinned)
-                events.append({"log10_t": float(log10_t_from_u(u_end)), "tau": _tau(clock, s, y),
-                               "pinned": [tuple(int(i) for i in k) for k in zip(*np.nonzero(pinned & ~was))]})
-                y = np.concatenate([theta.ravel(), [y[-1]]])
+                if uses_sign:
+                    was = pinned.copy()
+                    sigma, pinned, theta, problem = classify(vf_np, theta, Z, rho, sigma, pinned)
+                    if seg.reason == "switch" or (pinned != was).any():
+                        stats["switches"] += 1
+                        events.append({"kind": "sign_switch", "log10_t": lt_now, "tau": tau_now,
+                                       "pinned": [tuple(int(i) for i in k) for k in zip(*np.nonzero(pinned & ~was))]})
+                    y = np.concatenate([theta.ravel(), [y[-1]]])
+                for i, kind in enumerate(track):
+                    old = int(leaders[i])
+                    fired = seg.reason == f"lead_{kind}"
+                    leaders[i] = _leader(vf_np, kind, theta, Z, rho, sigma, exclude=old if fired else None)
+                    if leaders[i] != old:
+                        events.append({"kind": f"lead_{kind}", "log10_t": lt_now, "tau": tau_now,
+                                       "from": old, "to": int(leaders[i])})
             elif seg.reason == "collapse":
                 status = "collapsed"
             elif seg.reason == "blowup":
@@ -235,10 +258,25 @@ def solve(
     message = message or (OUTCOMES.get(status) or FAILURES.get(status, ""))
     sol = _assemble(system, data, clock, np.asarray(rec_s), np.asarray(rec_y), K, d, status, message, stats, events,
                     dict(init=np.asarray(init).tolist(), log10_t1=L1, backend=backend, clock=clock, rtol=rtol,
-                         atol=atol, saves=int(saves), max_steps=int(max_steps), rho=rho))
+                         atol=atol, saves=int(saves), max_steps=int(max_steps), rho=rho, track=track))
     if throw and status in FAILURES:
         raise IntegrationError(f"{system}: status {status!r}: {message}. The partial solution is in .solution.", sol)
     return sol
+
+
+def _leader(vf, kind, theta, Z, rho, sigma, exclude=None):
+    """The coordinate that leads in ``kind`` just after this state (ties broken by a short probe
+    along the field, so a tie at the start or at a switch picks the coordinate about to lead)."""
+    sc = scores(vf, kind, theta, Z, rho, sigma)
+    F, _ = vf.field_and_scale(theta, Z, rho, sigma)
+    h = 1e-6 * (1.0 + np.abs(theta).max()) / max(np.abs(F).max(), 1e-300)
+    ahead = scores(vf, kind, theta + h * F, Z, rho, sigma)
+    best = np.max(sc)
+    tied = np.abs(sc - best) <= 1e-9 * max(abs(best), 1e-300) if np.isfinite(best) else sc == best
+    if exclude is not None:
+        tied = np.ones_like(tied) if tied.sum() <= 1 else tied  # at a switch the overtaker is new
+        ahead = np.where(np.arange(len(sc)) == exclude, -np.inf, ahead)
+    return int(np.argmax(np.where(tied, ahead, -np.inf)))
 
 
 def _tau(clock, s, y):

@@ -41,3 +41,33 @@ def loss_vs_t(sol, ax=None, **line_kw):
     ax.set_xlabel("log10 t")
     ax.set_ylabel("log10 L")
     return ax
+
+
+def shares_stacked(sol, ax=None):
+    """Stacked share |beta_j| / ||beta||_1 of each coordinate against log10 t (feature usage)."""
+    from ._analysis import shares
+
+    ax = _axes(ax)
+    keep = np.isfinite(sol.log10_t)
+    sh = shares(sol)[keep]
+    ax.stackplot(sol.log10_t[keep], sh.T, labels=[f"beta_{j + 1}" for j in range(sh.shape[1])])
+    ax.set_xlabel("log10 t")
+    ax.set_ylabel("share of ||beta||_1")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=7, loc="lower left")
+    return ax
+
+
+def margin_gaps(sol, refs: dict, ax=None):
+    """Normalised-margin gap to each max-margin reference against log10 t (log y axis)."""
+    from ._analysis import margin_gap
+
+    ax = _axes(ax)
+    keep = np.isfinite(sol.log10_t) & (sol.log10_t > 0)
+    for name, ref in refs.items():
+        ax.plot(sol.log10_t[keep], np.maximum(margin_gap(sol, ref)[keep], 1e-16), label=name)
+    ax.set_yscale("log")
+    ax.set_xlabel("log10 t")
+    ax.set_ylabel("max-margin gap")
+    ax.legend(fontsize=7)
+    return ax

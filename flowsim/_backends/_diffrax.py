@@ -29,13 +29,13 @@ class _IntervalBisection(optx.Bisection):
         return jnp.abs(state.lower - state.upper) < scale, optx.RESULTS.successful
 
 
-def _build(vf, clock, uses_sign, sliding, solver_name, rtol, atol, max_steps, n_targets):
+def _build(vf, clock, uses_sign, sliding, solver_name, rtol, atol, max_steps, n_targets, track):
     rhs = vf.rhs(clock, sliding)
-    events = event_functions(vf, clock, uses_sign)
+    events = event_functions(vf, clock, uses_sign, track)
     names = list(events)
     combined = first_event(events, jnp)
     solver = SOLVERS[solver_name]()
-    bisect = _IntervalBisection(rtol=1e-14, atol=1e-14)
+    bisect = _IntervalBisection(rtol=1e-14, atol=1e-14, flip=True)  # events fall through 0
 
     def run(y0, s0, s_max, args, u_targets):
         sol = diffrax.diffeqsolve(
@@ -84,12 +84,12 @@ class DiffraxBackend:
         self.solver = solver
 
     def integrate(self, vf, key, clock, uses_sign, sliding, y0, s0, s_max, args, u_targets, rtol, atol, max_steps,
-                  n_targets=None):
+                  n_targets=None, track=()):
         # a fixed number of (inf-padded) targets, so later segments reuse the compiled solve
         n_targets = max(n_targets or len(u_targets), len(u_targets), 1)
-        ck = (key, clock, uses_sign, sliding, self.solver, rtol, atol, max_steps, n_targets, vf.K, vf.d)
+        ck = (key, clock, uses_sign, sliding, self.solver, rtol, atol, max_steps, n_targets, vf.K, vf.d, track)
         if ck not in _CACHE:
-            _CACHE[ck] = _build(vf, clock, uses_sign, sliding, self.solver, rtol, atol, max_steps, n_targets)
+            _CACHE[ck] = _build(vf, clock, uses_sign, sliding, self.solver, rtol, atol, max_steps, n_targets, track)
         run, names = _CACHE[ck]
         targets = np.full(n_targets, np.inf)
         targets[: len(u_targets)] = u_targets

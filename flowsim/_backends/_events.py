@@ -9,13 +9,32 @@ falls through zero:
 - ``switch``   (sign flows): min over unsliding entries of sigma_k G_k(theta): some sign(G_k) is
   about to change, so the piecewise-smooth field must be re-examined.
 
-``args = (Z, rho, sigma, pinned, u_end, log_floor, log_ceiling)``.
+- ``lead_magnitude`` / ``lead_growth`` (tracked scores): score of the current leader (args[7])
+  minus the best other score: another coordinate is about to lead in |beta_j| or in the relative
+  growth rate d log|beta_j| / dtau (clock-free: every clock rescales all rates alike).
+
+``args = (Z, rho, sigma, pinned, u_end, log_floor, log_ceiling, leaders)``.
 """
 
 from __future__ import annotations
 
 
-def event_functions(vf, clock: str, uses_sign: bool) -> dict:
+SCORES = ("magnitude", "growth")
+
+
+def scores(vf, kind, theta, Z, rho, sigma):
+    """Per-coordinate score whose argmax is the leading coordinate (``kind`` in SCORES)."""
+    xp = vf.xp
+    beta = vf.compiled.beta(theta)
+    if kind == "magnitude":
+        return xp.abs(beta)
+    F, _ = vf.field_and_scale(theta, Z, rho, sigma)
+    dbeta = -xp.sum(vf.compiled.direction(theta, xp.ones_like(beta)) * F, axis=0)
+    safe = xp.where(beta == 0, 1.0, beta)
+    return xp.where(beta == 0, -xp.inf, dbeta / safe)
+
+
+def event_functions(vf, clock: str, uses_sign: bool, track=()) -> dict:
     xp, K, d = vf.xp, vf.K, vf.d
 
     def log_size(y):
@@ -34,6 +53,16 @@ def event_functions(vf, clock: str, uses_sign: bool) -> dict:
             return xp.min(xp.where(pinned, 1.0, sigma * G))
 
         fns["switch"] = switch
+    for i, kind in enumerate(track):
+
+        def lead(s, y, args, i=i, kind=kind):
+            Z, rho, sigma = args[:3]
+            sc = scores(vf, kind, xp.reshape(y[:-1], (K, d)), Z, rho, sigma)
+            k = args[7][i]
+            others = xp.where(xp.arange(d) == k, -xp.inf, sc)
+            return sc[k] - xp.max(others)
+
+        fns[f"lead_{kind}"] = lead
     return fns
 
 

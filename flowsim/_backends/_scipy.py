@@ -36,7 +36,7 @@ class ScipyBackend:
         self.method = method
 
     def integrate(self, vf, key, clock, uses_sign, sliding, y0, s0, s_max, args, u_targets, rtol, atol,
-                  max_steps, vf_jax=None, progress=None):
+                  max_steps, vf_jax=None, progress=None, track=()):
         rhs = vf.rhs(clock, sliding)
         nfev = [0]
 
@@ -58,7 +58,7 @@ class ScipyBackend:
 
             kwargs["jac"] = jac_fn
         solver = METHODS[self.method](fun, s0, np.asarray(y0, float), s_max, rtol=rtol, atol=atol, **kwargs)
-        events = event_functions(vf, clock, uses_sign)
+        events = event_functions(vf, clock, uses_sign, track)
         ev_val = {k: f(s0, solver.y, args) for k, f in events.items()}
         u_of = (lambda s, y: s) if clock == "log_time" else (lambda s, y: y[-1])
         targets = np.asarray(u_targets, float)

@@ -1,0 +1,176 @@
+r"""Implicit-bias diagnostics on a solution: distance to max-margin references, fitted convergence
+rates and verdicts, feature usage and its switches, and seed 000's l_inf-SAM prediction.
+
+Convergence at depth 2 is slow (minor coordinates decay like a power of 1/log t, MATH.md 4), so a
+verdict never reads a cosine at the last save point: it fits the normalised-margin gap
+:math:`\gamma^\star - \gamma(t) \approx A (\log t)^{-k}` over the last decades and asks that the
+gap to one reference decays (k > 0, a good fit, still decreasing) while the others stay away.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._references import MaxMargin, normalised_margin
+
+
+def leading_coordinate(sol) -> np.ndarray:
+    """argmax_j |beta_j| at each save point."""
+    return np.argmax(np.abs(sol.beta), axis=1)
+
+
+def shares(sol) -> np.ndarray:
+    """|beta_j| / ||beta||_1 at each save point (rows sum to 1 where beta != 0)."""
+    a = np.abs(sol.beta)
+    s = a.sum(axis=1, keepdims=True)
+    return np.divide(a, s, out=np.zeros_like(a), where=s > 0)
+
+
+def switch_times(sol, by: str = "magnitude") -> list[dict]:
+    """Every change of the leading coordinate, located by a solver event (root-found on the dense
+    solution): dicts with ``log10_t``, ``tau``, ``from`` and ``to``. ``by="magnitude"`` (argmax
+    |beta_j|) or ``"growth"`` (argmax of the relative growth rate); solve with ``track=`` to record
+    the latter."""
+    kind = f"lead_{by}"
+    if by not in ("magnitude", "growth"):
+        raise ValueError(f"by must be 'magnitude' or 'growth'; got {by!r}.")
+    tracked = sol.config.get("track", ())
+    if by not in tracked and sol.beta.shape[1] > 1:
+        raise ValueError(f"this solution did not track {by!r} leaders; solve again with track=({by!r},).")
+    return [e for e in sol.events if e["kind"] == kind]
+
+
+def sequential_amplification(sol, by: str = "magnitude") -> dict:
+    """The ordered list of coordinates that lead over time and whether the order runs from minor to
+    major, minor and major meaning the size of the coordinate's data feature (sum_i |x_ij|):
+    seed 000's "minor first, major last" (Thm 4.4)."""
+    first = int(leading_coordinate(sol)[1]) if by == "magnitude" else None
+    evs = switch_times(sol, by)
+    order = [evs[0]["from"] if evs else (first if first is not None else 0)] + [e["to"] for e in evs]
+    feature = np.abs(sol.data.X).sum(axis=0)
+    sizes = feature[order]
+    return {"order": order, "switches": evs, "minor_to_major": bool(len(order) > 1 and np.all(np.diff(sizes) > 0))}
+
+
+def margin_gap(sol, ref: MaxMargin) -> np.ndarray:
+    """Reference normalised margin minus the current one, ``ref.norm`` (>= 0 up to round-off)."""
+    return ref.margin - normalised_margin(sol.data, sol.beta, ref.norm, ref.metric)
+
+
+def angle(sol, ref: MaxMargin) -> np.ndarray:
+    """Angle in degrees between beta(t) and the reference direction."""
+    u = sol.direction
+    v = ref.direction / np.linalg.norm(ref.direction)
+    return np.degrees(np.arccos(np.clip(u @ v, -1.0, 1.0)))
+
+
+@dataclass(frozen=True)
+class Convergence:
+    """How the gap to one reference behaves over the last decades of a solution."""
+
+    name: str
+    final_gap: float
+    rate: float  # k in gap ~ A (log t)^(-k)
+    r2: float
+    decreasing: bool
+    final_angle: float
+
+
+def convergence(sol, ref: MaxMargin, name: str = "", tail: float = 0.5) -> Convergence:
+    """Fit gap ~ A (log t)^(-k) over the last ``tail`` fraction of save points (in log10 t)."""
+    gap = np.maximum(margin_gap(sol, ref), 0.0)
+    lt = sol.log10_t
+    keep = np.isfinite(lt) & (lt >= lt[-1] - tail * (lt[-1] - max(lt[np.isfinite(lt)][0], 0.0))) & (lt > 0)
+    g = gap[keep]
+    x = np.log(lt[keep] * np.log(10.0))
+    rate, r2 = 0.0, 0.0
+    if keep.sum() >= 4 and np.all(g > 0):
+        A = np.vstack([x, np.ones_like(x)]).T
+        coef, res, *_ = np.linalg.lstsq(A, np.log(g), rcond=None)
+        rate = -coef[0]
+        pred = A @ coef
+        ss = np.sum((np.log(g) - np.log(g).mean()) ** 2)
+        r2 = 1.0 - np.sum((np.log(g) - pred) ** 2) / ss if ss > 0 else 1.0
+    elif keep.sum() >= 1 and np.all(g <= 1e-12):
+        rate, r2 = np.inf, 1.0
+    q = max(1, keep.sum() // 3)
+    decreasing = bool(keep.sum() >= 2 and g[-1] <= g[-q - 1] * (1 + 1e-9) if keep.sum() > q else False)
+    return Convergence(name=name, final_gap=float(gap[-1]), rate=float(rate), r2=float(r2), decreasing=decreasing,
+                       final_angle=float(angle(sol, ref)[-1]))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``holds``: True (converges to ``reference``), False (converges elsewhere) or None
+    (inconclusive); ``why``: the evidence in words; ``fits``: one :class:`Convergence` per reference."""
+
+    reference: str
+    holds: bool | None
+    why: str
+    fits: dict
+
+
+def verdict(sol, refs: dict, claim: str, min_r2: float = 0.9) -> Verdict:
+    """Does ``sol`` converge in direction to ``refs[claim]``? Evidence: its normalised-margin gap
+    decays as a power of 1/log t (k > 0, R^2 >= min_r2, still decreasing at the end) and beta(t) is
+    closer in angle to it than to every other reference whose direction differs. False when another
+    reference is closer by more than a factor 2 in angle; None (inconclusive) otherwise."""
+    if claim not in refs:
+        raise ValueError(f"claim {claim!r} is not among the references {sorted(refs)}.")
+    fits = {k: convergence(sol, r, k) for k, r in refs.items()}
+    c = fits[claim]
+    decays = c.final_gap <= 1e-9 or (c.rate > 0 and c.r2 >= min_r2 and c.decreasing)
+    rivals = [k for k, r in refs.items() if k != claim and np.linalg.norm(
+        r.direction / np.linalg.norm(r.direction) - refs[claim].direction / np.linalg.norm(refs[claim].direction)) > 1e-4]
+    # gaps in different norms are not comparable; angles (in l2) are
+    beaten = [k for k in rivals if fits[k].final_angle <= c.final_angle]
+    text = (f"gap to {claim}: {c.final_gap:.3g} at log10 t = {sol.log10_t[-1]:.4g}, fitted ~ (log t)^-{c.rate:.3g} "
+            f"(R^2 = {c.r2:.3f}), angle {c.final_angle:.3g} deg; "
+            + "; ".join(f"{k}: gap {fits[k].final_gap:.3g}, rate {fits[k].rate:.3g}" for k in rivals))
+    if sol.status != "completed":
+        return Verdict(claim, None, f"solution status {sol.status!r}: " + text, fits)
+    if decays and not beaten:
+        return Verdict(claim, True, "converges: " + text, fits)
+    if any(fits[k].final_angle < 0.5 * c.final_angle for k in beaten):
+        return Verdict(claim, False, "closer to another reference: " + text, fits)
+    return Verdict(claim, None, "inconclusive: " + text, fits)
+
+
+def linf_sam_prediction(mu, alpha, rho: float, depth: int) -> dict:
+    """Seed 000, Thm 3.2 / Cor 3.5 for l_inf-SAM on one example mu > 0 with balanced positive init
+    alpha: per coordinate "collapse" (alpha_j < rho; beta_j -> 0 for even L, rho^L for odd L),
+    "stay" (alpha_j = rho; beta_j = rho^L) or "grow"; the limit direction e_{j*} with
+    j* = argmax_{alpha_j > rho} mu_j (alpha_j - rho)^(L-2), or None (beta stays bounded)."""
+    mu, alpha = np.asarray(mu, float), np.broadcast_to(np.asarray(alpha, float), np.shape(mu))
+    if np.any(mu <= 0) or np.any(alpha <= 0):
+        raise ValueError("the prediction holds for mu > 0 and a positive initialisation alpha.")
+    if rho < 0 or depth < 1:
+        raise ValueError("need rho >= 0 and depth >= 1.")
+    fate, limit = [], []
+    for a in alpha:
+        if np.isclose(a, rho, rtol=1e-12):
+            fate.append("stay")
+            limit.append(rho**depth)
+        elif a < rho:
+            fate.append("collapse")
+            limit.append(0.0 if depth % 2 == 0 else rho**depth)
+        else:
+            fate.append("grow")
+            limit.append(np.inf)
+    grow = [j for j, f in enumerate(fate) if f == "grow"]
+    j_star = max(grow, key=lambda j: mu[j] * (alpha[j] - rho) ** (depth - 2)) if grow else None
+    return {"fate": fate, "limit": limit, "leader": j_star}
+
+
+def leading_by_alpha(system, data, alphas, log10_t: float, **solve_kw) -> np.ndarray:
+    """The leading coordinate argmax |beta_j| at time 10**log10_t as a function of the initialisation
+    scale alpha (seed 000, Thm 4.5), one solve per alpha (-1 where the solve ended before t)."""
+    from ._solve import solve
+
+    out = []
+    for a in alphas:
+        sol = solve(system, data, a, log10_t1=log10_t, saves=2, throw=False, track=(), **solve_kw)
+        out.append(int(np.argmax(np.abs(sol.beta[-1]))) if sol.status == "completed" else -1)
+    return np.array(out)

@@ -1,0 +1,199 @@
+r"""Max-margin references (no bias term), MATH.md section 6.
+
+- l2:  :math:`\min \|w\|_2^2` s.t. :math:`Zw \ge 1`, solved through its bound-constrained dual
+  :math:`\max_{\alpha \ge 0} 1^\top\alpha - \tfrac12\|Z^\top\alpha\|^2` (L-BFGS-B), :math:`w = Z^\top\alpha`;
+- Mahalanobis: the l2 problem after :math:`v = M^{1/2} w`;
+- l1, l_inf: linear programs (scipy HiGHS, bounds passed explicitly). Their optima are often not
+  unique: ``unique`` is decided by optimising two random objectives over the optimal face.
+- depth-L diagonal networks: KKT points of :math:`\min \|\beta\|_{2/L}` s.t. :math:`Z\beta \ge 1`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import linprog, minimize
+
+from ._data import Dataset
+from ._errors import NonSeparableError
+
+
+@dataclass(frozen=True)
+class MaxMargin:
+    """A max-margin solution: ``direction`` (unit ``norm``), its normalised margin
+    min_i z_i.w / ||w||, the dual multipliers ``duals`` (one per sample), the ``support`` samples,
+    and whether the optimal direction is ``unique``. ``kkt_residual`` is set for KKT points."""
+
+    norm: object
+    direction: np.ndarray
+    margin: float
+    duals: np.ndarray
+    support: np.ndarray
+    unique: bool
+    kkt_residual: float = 0.0
+    metric: np.ndarray | None = None
+
+
+def norm_of(w, norm, metric=None):
+    w = np.asarray(w, float)
+    if norm == "mahalanobis":
+        return float(np.sqrt(w @ metric @ w))
+    return float(np.linalg.norm(w, ord=np.inf if norm == np.inf else norm))
+
+
+def normalised_margin(data: Dataset, w, norm, metric=None):
+    """min_i z_i . w / ||w||_norm (for an array of w's along the first axis too)."""
+    w = np.asarray(w, float)
+    if w.ndim == 2:
+        return np.array([normalised_margin(data, v, norm, metric) for v in w])
+    n = norm_of(w, norm, metric)
+    return float(np.min(data.z @ w) / n) if n > 0 else -np.inf
+
+
+def _check(data):
+    if not isinstance(data, Dataset):
+        raise ValueError(f"data must be a flowsim.Dataset; got {type(data).__name__}.")
+    if not data.is_separable:
+        raise NonSeparableError("data are not linearly separable: no max-margin solution exists.")
+
+
+def _l2(Z):
+    n = Z.shape[0]
+    G = Z @ Z.T
+
+    def f(a):
+        g = G @ a
+        return 0.5 * a @ g - a.sum(), g - 1.0
+
+    res = minimize(f, np.full(n, 1.0 / max(np.trace(G), 1e-300)), jac=True, method="L-BFGS-B",
+                   bounds=[(0, None)] * n, options=dict(ftol=1e-15, gtol=1e-12, maxiter=20_000))
+    a = np.maximum(res.x, 0.0)
+    return Z.T @ a, a
+
+
+def _lp(c, A_ub, b_ub, bounds):
+    res = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs")
+    if res.status != 0:
+        raise RuntimeError(f"LP failed: {res.message}")
+    return res
+
+
+def _face_is_point(c, A_ub, b_ub, bounds, x_opt, pick, seed=0):
+    """Optimise two random objectives over {c.x <= opt} intersected with the feasible set."""
+    opt = c @ x_opt
+    A = np.vstack([A_ub, c])
+    b = np.concatenate([b_ub, [opt + 1e-9 * max(1.0, abs(opt))]])
+    rng = np.random.default_rng(seed)
+    ws = []
+    for _ in range(2):
+        r = rng.normal(size=pick(x_opt).size)
+        for sgn in (1, -1):
+            ws.append(pick(_lp(_lift(sgn * r, pick, c.size), A, b, bounds).x))
+    spread = max(np.abs(w - ws[0]).max() for w in ws)
+    return spread <= 1e-6 * max(1.0, np.abs(pick(x_opt)).max())
+
+
+def _lift(r, pick, size):
+    """An objective on the full LP variable whose value is r . pick(x)."""
+    eye = np.eye(size)
+    return np.array([r @ pick(e) for e in eye])
+
+
+def max_margin(data: Dataset, norm=2, *, metric=None) -> MaxMargin:
+    """The max-margin direction for ``norm`` in {2, 1, inf, "mahalanobis"} (``metric``: M, positive
+    definite, for the last). Returns a :class:`MaxMargin`."""
+    _check(data)
+    Z = data.z
+    n, d = Z.shape
+    if norm == "mahalanobis":
+        M = np.asarray(metric, float) if metric is not None else None
+        if M is None or M.shape != (d, d) or not np.allclose(M, M.T):
+            raise ValueError(f"metric must be a symmetric positive-definite ({d}, {d}) array for norm='mahalanobis'.")
+        evals, evecs = np.linalg.eigh(M)
+        if evals.min() <= 0:
+            raise ValueError("metric must be positive definite (its smallest eigenvalue is <= 0).")
+        root_inv = evecs @ np.diag(evals**-0.5) @ evecs.T
+        v, a = _l2(Z @ root_inv)
+        w = root_inv @ v
+        return _result(data, w, a, norm, True, metric=M)
+    if norm in (2, 2.0):
+        w, a = _l2(Z)
+        return _result(data, w, a, 2, True)
+    if norm in (1, 1.0):
+        # w = u - v, u, v >= 0: min 1.(u + v) s.t. Z(u - v) >= 1
+        c = np.ones(2 * d)
+        A = -np.hstack([Z, -Z])
+        b = -np.ones(n)
+        bounds = [(0, None)] * (2 * d)
+
+        def pick(x):
+            return x[:d] - x[d:]
+    elif norm == np.inf or norm == "inf":
+        norm = np.inf
+        # variables (w, s): min s s.t. Z w >= 1, -s <= w_j <= s
+        c = np.concatenate([np.zeros(d), [1.0]])
+        A = np.vstack([np.hstack([-Z, np.zeros((n, 1))]),
+                       np.hstack([np.eye(d), -np.ones((d, 1))]),
+                       np.hstack([-np.eye(d), -np.ones((d, 1))])])
+        b = np.concatenate([-np.ones(n), np.zeros(2 * d)])
+        bounds = [(None, None)] * d + [(0, None)]
+
+        def pick(x):
+            return x[:d]
+    else:
+        raise ValueError(f"norm must be 2, 1, float('inf') or 'mahalanobis'; got {norm!r}.")
+    res = _lp(c, A, b, bounds)
+    w = pick(res.x)
+    duals = -np.asarray(res.ineqlin.marginals)[:n]
+    unique = _face_is_point(c, A, b, bounds, res.x, pick)
+    return _result(data, w, duals, norm, unique)
+
+
+def _result(data, w, duals, norm, unique, metric=None, kkt_residual=0.0):
+    nrm = norm_of(w, norm, metric)
+    direction = w / nrm
+    duals = np.asarray(duals, float)
+    s = duals.sum()
+    return MaxMargin(norm=norm, direction=direction, margin=normalised_margin(data, direction, norm, metric),
+                     duals=duals / s if s > 0 else duals, support=np.nonzero(duals > 1e-8 * max(s, 1e-300))[0],
+                     unique=bool(unique), kkt_residual=float(kkt_residual), metric=metric)
+
+
+def kkt_max_margin(data: Dataset, depth: int, *, start=None) -> MaxMargin:
+    r"""A first-order KKT point of :math:`\min \|\beta\|_{2/L}` s.t. :math:`Z\beta \ge 1`: the limit
+    directions gradient flow on depth-L diagonal networks can reach. L = 1: the l2 problem; L = 2:
+    the (convex) l1 problem; L >= 3: a local method (SLSQP on beta = s * |w|^L with the sign pattern
+    s of ``start``, e.g. the flow's own direction) with the KKT residual reported. The direction is
+    normalised in the 2/L quasi-norm, which is also ``norm``."""
+    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
+        raise ValueError(f"depth must be an integer >= 1; got {depth!r}.")
+    if depth == 1:
+        return max_margin(data, 2)
+    if depth == 2:
+        return max_margin(data, 1)
+    _check(data)
+    Z = data.z
+    L = int(depth)
+    if start is None:
+        start = max_margin(data, 1).direction
+    start = np.asarray(start, float)
+    if start.shape != (data.d,):
+        raise ValueError(f"start must have shape (d,) = ({data.d},); got {start.shape}.")
+    s = np.where(start >= 0, 1.0, -1.0)
+    scale = 1.0 / max(np.min(Z @ start), 1e-12)
+    w0 = (np.abs(start) * scale + 1e-6) ** (1.0 / L)
+    cons = {"type": "ineq", "fun": lambda w: Z @ (s * w**L) - 1.0, "jac": lambda w: Z * (s * L * w ** (L - 1))}
+    res = minimize(lambda w: (w @ w, 2 * w), w0, jac=True, constraints=[cons], method="SLSQP",
+                   bounds=[(0, None)] * data.d, options=dict(ftol=1e-15, maxiter=2000))
+    beta = s * res.x**L
+    # KKT of min sum |beta_j|^{2/L} s.t. Z beta >= 1 on the support of beta: (2/L)|b|^{2/L-1} sign(b) = Z^T lam
+    on = np.abs(beta) > 1e-8 * np.abs(beta).max()
+    act = np.abs(Z @ beta - 1.0) < 1e-7
+    grad = (2.0 / L) * np.abs(beta[on]) ** (2.0 / L - 1) * np.sign(beta[on])
+    lam = np.zeros(data.n)
+    if act.any():
+        lam_act, *_ = np.linalg.lstsq(Z[act][:, on].T, grad, rcond=None)
+        lam[act] = np.maximum(lam_act, 0.0)
+    resid = np.linalg.norm(Z[:, on].T @ lam - grad) / max(np.linalg.norm(grad), 1e-300)
+    return _result(data, beta, lam, 2.0 / L, False, kkt_residual=resid)

@@ -1,0 +1,100 @@
+"""Switch times against an independent reference, sequential feature amplification, Cor 3.5, and
+verdicts."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+import flowsim as fs
+from conftest import BACKENDS, separable
+
+MU = np.array([1.0, 2.0])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_growth_switch_time_matches_crossover_condition(one_sample, backend):
+    # seed 000 (MATH.md 5b): balanced two-layer l2-SAM on one example, dw_j/dtau = mu_j w_j (1 - rho mu_j/(sqrt2 N)),
+    # N = |mu * w|; coordinate 2 outgrows 1 exactly when N = rho (mu_1 + mu_2)/sqrt2.
+    rho, w0 = 0.1, np.array([0.08, 0.06])
+    n_star = rho * MU.sum() / math.sqrt(2)
+
+    def f(tau, w):
+        return MU * w * (1 - rho * MU / (math.sqrt(2) * np.linalg.norm(MU * w)))
+
+    ev = lambda tau, w: np.linalg.norm(MU * w) - n_star  # noqa: E731
+    ev.terminal = True
+    ref = solve_ivp(f, (0, 50), w0, method="DOP853", rtol=1e-13, atol=1e-15, events=ev)
+    tau_star = ref.t_events[0][0]
+    sol = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(rho)), one_sample, w0, t1=1e30, backend=backend,
+                   track=("growth", "magnitude"), rtol=1e-11, atol=1e-13)
+    (sw,) = fs.switch_times(sol, by="growth")
+    assert (sw["from"], sw["to"]) == (0, 1)
+    assert sw["tau"] == pytest.approx(tau_star, rel=1e-6)
+    # the magnitude switch comes later, and the major coordinate leads at the end
+    (mag,) = fs.switch_times(sol, "magnitude")
+    assert mag["tau"] > sw["tau"] and fs.leading_coordinate(sol)[-1] == 1
+
+
+def test_sequential_feature_amplification_along_time():
+    data = fs.Dataset(np.array([[1.0, 2.0, 3.0]]), [1])
+    sam = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1)), data, 0.05, t1=1e100)
+    amp = fs.sequential_amplification(sam)
+    assert amp["order"] == [0, 1, 2] and amp["minor_to_major"]
+    times = [e["log10_t"] for e in amp["switches"]]
+    assert times == sorted(times) and len(times) == 2
+    gd = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.GD()), data, 0.05, t1=1e100)
+    assert fs.sequential_amplification(gd)["order"] == [2]  # GD: the major coordinate leads throughout
+
+
+def test_leading_coordinate_along_alpha(one_sample):
+    # Thm 4.5: at a fixed time, small alpha -> the minor coordinate leads, large alpha -> the major one;
+    # very small alpha collapses (-1)
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1))
+    lead = fs.leading_by_alpha(system, one_sample, [0.02, 0.06, 0.1, 0.5], log10_t=0.5)
+    np.testing.assert_array_equal(lead, [-1, 0, 1, 1])
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+@pytest.mark.parametrize("alpha", [[0.3, 0.15], [0.4, 0.12], [0.05, 0.3], [0.05, 0.08]], ids=str)
+def test_linf_sam_matches_cor_3_5(one_sample, depth, alpha):
+    rho = 0.1
+    pred = fs.linf_sam_prediction(MU, alpha, rho, depth)
+    sol = fs.solve(fs.derive(fs.DiagonalNet(depth), "logistic", fs.SAM(rho, float("inf"))), one_sample, alpha, t1=1e100)
+    beta = sol.beta[-1]
+    if pred["leader"] is None:
+        assert sol.status == "stalled" if depth == 2 else sol.status == "completed"
+        assert np.all(np.abs(beta) <= rho**depth * (1 + 1e-9))
+    else:
+        assert sol.status == "completed" and int(np.argmax(beta)) == pred["leader"]
+    for j, fate in enumerate(pred["fate"]):
+        if fate == "collapse" and depth == 2:
+            assert beta[j] == 0.0  # slid to w_j = 0 and stayed
+        elif fate == "collapse":
+            assert alpha[j] ** 3 < beta[j] <= rho**3 * (1 + 1e-9)  # rises to rho^3 (odd L)
+
+
+def test_prediction_picks_each_basis_vector_and_zero():
+    assert fs.linf_sam_prediction(MU, [0.3, 0.15], 0.1, 2)["leader"] == 1
+    assert fs.linf_sam_prediction(MU, [0.3, 0.05], 0.1, 2)["leader"] == 0
+    assert fs.linf_sam_prediction(MU, [0.05, 0.05], 0.1, 2)["leader"] is None
+    assert fs.linf_sam_prediction(MU, [0.4, 0.12], 0.1, 3)["leader"] == 0  # 1*0.3 > 2*0.02
+
+
+def test_verdicts():
+    one = fs.Dataset(MU[None], [1])
+    refs = {"l1": fs.max_margin(one, 1), "l2": fs.max_margin(one, 2), "linf": fs.max_margin(one, float("inf"))}
+    sol = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.05)), one, 0.2, t1=1e100)
+    assert fs.verdict(sol, refs, "l1").holds is True  # Thm 4.2
+    assert fs.verdict(sol, refs, "l2").holds is not True
+    # Thm 3.1: L = 1 SAM goes to the l2 max-margin, on random separable data too
+    data = separable(10, 3, seed=0, positive=False)  # l2 and l_inf directions 38 degrees apart
+    refs = {"l1": fs.max_margin(data, 1), "l2": fs.max_margin(data, 2), "linf": fs.max_margin(data, float("inf"))}
+    lin = fs.solve(fs.derive(fs.Linear(), "logistic", fs.SAM(0.1, float("inf"))), data, 0.1, t1=1e100)
+    v = fs.verdict(lin, refs, "l2")
+    assert v.holds is True, v.why
+    assert fs.verdict(lin, refs, "linf").holds is not True
+    # a solution cut short gives no verdict
+    short = fs.solve(fs.derive(fs.Linear(), "logistic", fs.GD()), data, 0.1, t1=1e100, max_steps=10, throw=False)
+    assert fs.verdict(short, refs, "l2").holds is None

@@ -1,0 +1,80 @@
+"""Max-margin references against hand-solvable cases, each other, and their own optimality."""
+
+import numpy as np
+import pytest
+
+import flowsim as fs
+from conftest import separable
+
+INF = float("inf")
+
+
+def test_one_sample_closed_forms():
+    x = np.array([1.0, -2.0, 0.5])
+    data = fs.Dataset(x[None], [1])
+    l2, l1, li = fs.max_margin(data, 2), fs.max_margin(data, 1), fs.max_margin(data, INF)
+    np.testing.assert_allclose(l2.direction, x / np.linalg.norm(x), atol=1e-9)
+    np.testing.assert_allclose(l1.direction, [0, -1, 0], atol=1e-9)
+    np.testing.assert_allclose(li.direction, np.sign(x), atol=1e-9)
+    np.testing.assert_allclose([l2.margin, l1.margin, li.margin], [np.linalg.norm(x), 2.0, np.abs(x).sum()], rtol=1e-9)
+    assert l2.unique and l1.unique and li.unique
+
+
+def test_non_unique_l1_optimum_is_flagged():
+    data = fs.Dataset(np.array([[1.0, 1.0]]), [1])  # every w >= 0 with w1 + w2 = 1 is optimal
+    l1 = fs.max_margin(data, 1)
+    assert not l1.unique and l1.margin == pytest.approx(1.0)
+    assert fs.max_margin(data, 2).unique and fs.max_margin(data, INF).unique
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_each_reference_is_optimal_for_its_norm_and_norms_order(seed):
+    data = separable(15, 4, seed=seed, positive=False)
+    refs = {p: fs.max_margin(data, p) for p in (1, 2, INF)}
+    for p, r in refs.items():
+        for q, other in refs.items():
+            # r maximises the p-margin: no other direction does better
+            assert fs.normalised_margin(data, other.direction, p) <= r.margin * (1 + 1e-7)
+    # ||w||_inf <= ||w||_2 <= ||w||_1, so gamma_1 <= gamma_2 <= gamma_inf
+    assert refs[1].margin <= refs[2].margin * (1 + 1e-9) <= refs[INF].margin * (1 + 1e-9)
+    # l2 KKT: duals on the support only, and support samples attain the minimum margin
+    l2 = refs[2]
+    m = data.z @ l2.direction
+    assert np.allclose(m[l2.support], m.min(), rtol=1e-6)
+    np.testing.assert_allclose(data.z.T @ l2.duals / np.linalg.norm(data.z.T @ l2.duals), l2.direction, atol=1e-6)
+
+
+def test_mahalanobis_is_l2_after_rescaling():
+    data = separable(12, 3, seed=5, positive=False)
+    D = np.diag([1.0, 4.0, 9.0])
+    mah = fs.max_margin(data, "mahalanobis", metric=D)
+    # w^T D w with w = D^{-1/2} v: the l2 problem on X D^{-1/2}
+    scaled = fs.max_margin(fs.Dataset(data.X / np.sqrt(np.diag(D)), data.y), 2)
+    v = mah.direction * np.sqrt(np.diag(D))
+    np.testing.assert_allclose(v / np.linalg.norm(v), scaled.direction, atol=1e-6)
+    np.testing.assert_allclose(fs.max_margin(data, "mahalanobis", metric=np.eye(3)).direction,
+                               fs.max_margin(data, 2).direction, atol=1e-7)
+    with pytest.raises(ValueError, match="positive definite"):
+        fs.max_margin(data, "mahalanobis", metric=-np.eye(3))
+
+
+def test_kkt_points_for_deep_networks():
+    x = np.array([1.0, 2.0, 1.5])
+    one = fs.Dataset(x[None], [1])
+    k3 = fs.kkt_max_margin(one, 3)
+    np.testing.assert_allclose(np.abs(k3.direction), [0, 1, 0], atol=1e-6)
+    data = separable(10, 4, seed=7)
+    k = fs.kkt_max_margin(data, 3, start=fs.max_margin(data, 1).direction)
+    assert k.kkt_residual < 1e-5 and k.norm == pytest.approx(2 / 3)
+    assert np.min(data.z @ k.direction) > 0
+    assert fs.kkt_max_margin(data, 2).direction == pytest.approx(fs.max_margin(data, 1).direction)
+
+
+def test_errors():
+    xor = fs.Dataset(np.array([[1.0, 1.0], [1.0, 1.0]]), [1, -1])
+    with pytest.raises(fs.NonSeparableError):
+        fs.max_margin(xor, 2)
+    with pytest.raises(ValueError, match="norm must be"):
+        fs.max_margin(fs.Dataset([[1.0, 2.0]], [1]), 3)
+    with pytest.raises(ValueError, match="depth must be"):
+        fs.kkt_max_margin(fs.Dataset([[1.0, 2.0]], [1]), 0)
