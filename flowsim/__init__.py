@@ -32,7 +32,7 @@ def _enable_compile_cache():
 _enable_compile_cache()
 
 from ._analysis import (  # noqa: E402
-    Convergence, Verdict, angle, convergence, leading_by_alpha, leading_coordinate, linf_sam_prediction,
+    Convergence, LimitEstimate, Verdict, angle, convergence, distance, limit_direction, leading_by_alpha, leading_coordinate, linf_sam_prediction,
     margin_gap, sequential_amplification, shares, switch_times, verdict,
 )
 from ._data import Dataset  # noqa: E402
@@ -53,5 +53,5 @@ __all__ = [
     "FlowsimError", "IntegrationError", "NonSeparableError", "__version__",
     "max_margin", "kkt_max_margin", "MaxMargin", "normalised_margin",
     "leading_coordinate", "shares", "switch_times", "sequential_amplification", "margin_gap", "angle",
-    "convergence", "Convergence", "verdict", "Verdict", "linf_sam_prediction", "leading_by_alpha",
+    "convergence", "Convergence", "distance", "limit_direction", "LimitEstimate", "verdict", "Verdict", "linf_sam_prediction", "leading_by_alpha",
 ]

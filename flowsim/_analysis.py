@@ -174,3 +174,47 @@ def leading_by_alpha(system, data, alphas, log10_t: float, **solve_kw) -> np.nda
         sol = solve(system, data, a, log10_t1=log10_t, saves=2, throw=False, track=(), **solve_kw)
         out.append(int(np.argmax(np.abs(sol.beta[-1]))) if sol.status == "completed" else -1)
     return np.array(out)
+
+
+def distance(sol, ref: MaxMargin) -> np.ndarray:
+    """l2 distance between the unit directions of beta(t) and of the reference."""
+    v = ref.direction / np.linalg.norm(ref.direction)
+    return np.linalg.norm(sol.direction - v, axis=1)
+
+
+@dataclass(frozen=True)
+class LimitEstimate:
+    """Extrapolated limit direction (unit l2) of beta(t), assuming beta/|beta| = d + c (log t)^(-k)
+    over the last decades; ``rate`` is the k that fits best, ``residual`` the fit's rms error,
+    ``moved`` how far the extrapolation is from the last saved direction (small: converged) and
+    ``spread`` how far apart the extrapolations of every rate that fits within twice the best
+    residual lie (large: the horizon cannot pin the limit down; slow power laws in log t are nearly
+    indistinguishable from each other)."""
+
+    direction: np.ndarray
+    rate: float
+    residual: float
+    moved: float
+    spread: float
+
+
+def limit_direction(sol, tail: float = 0.5, rates=np.linspace(0.05, 2.0, 40)) -> LimitEstimate:
+    """Estimate the limit direction by fitting the unit direction against x = (log t)^(-k) (the
+    clock in which depth-L convergence is a straight line, MATH.md 4) and reading it at x = 0."""
+    lt = sol.log10_t
+    ok = np.isfinite(lt) & (lt > 0)
+    keep = ok & (lt >= lt[-1] - tail * (lt[-1] - lt[ok][0]))
+    D = sol.direction[keep]
+    logt = lt[keep] * np.log(10.0)
+    if keep.sum() < 4:
+        raise ValueError("need at least 4 save points with t > 1 in the tail to estimate a limit.")
+    fits = []
+    for k in rates:
+        A = np.vstack([np.ones_like(logt), logt ** (-k)]).T
+        coef, *_ = np.linalg.lstsq(A, D, rcond=None)
+        fits.append((float(np.sqrt(np.mean((A @ coef - D) ** 2))), k, coef[0] / np.linalg.norm(coef[0])))
+    res, k, d0 = min(fits, key=lambda f: f[0])
+    good = [f[2] for f in fits if f[0] <= 2 * res + 1e-14]
+    spread = max(float(np.linalg.norm(a - b)) for a in good for b in good)
+    return LimitEstimate(direction=d0, rate=float(k), residual=res, moved=float(np.linalg.norm(d0 - sol.direction[-1])),
+                         spread=spread)

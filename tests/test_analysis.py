@@ -98,3 +98,40 @@ def test_verdicts():
     # a solution cut short gives no verdict
     short = fs.solve(fs.derive(fs.Linear(), "logistic", fs.GD()), data, 0.1, t1=1e100, max_steps=10, throw=False)
     assert fs.verdict(short, refs, "l2").holds is None
+
+
+def test_limit_direction_extrapolates_and_says_when_it_cannot():
+    # L = 1 GD: direction -> l2 max-margin like 1/log t; the extrapolation lands much closer than t = 1e100 itself
+    data = separable(10, 3, seed=0, positive=False)
+    l2 = fs.max_margin(data, 2)
+    sol = fs.solve(fs.derive(fs.Linear(), "logistic", fs.GD()), data, 0.1, t1=1e100)
+    est = fs.limit_direction(sol)
+    last = fs.distance(sol, l2)[-1]
+    assert last > 1e-3
+    assert np.linalg.norm(est.direction - l2.direction) < 0.2 * last
+    # depth-2 GD on x = (1, 0.9): beta_2/beta_1 ~ (log t / alpha^2)^(-0.1) (MATH.md 4), still 0.38 at t = 1e100
+    # for alpha = 0.1: the estimate must report that the limit is not pinned down
+    one = fs.Dataset(np.array([[1.0, 0.9]]), [1])
+    slow = fs.solve(fs.derive(fs.DiagonalNet(2, "difference"), "exponential", fs.GD()), one, 0.1, t1=1e100)
+    assert slow.beta[-1, 1] / slow.beta[-1, 0] == pytest.approx((np.log(1e100) / 0.01) ** -0.1, rel=0.05)
+    est = fs.limit_direction(slow)
+    assert est.spread > 0.1 or est.moved > 0.1
+    np.testing.assert_allclose(fs.distance(slow, fs.max_margin(one, 1))[-1], np.linalg.norm(slow.direction[-1] - [1, 0]))
+
+
+def test_plots_take_and_return_an_axis(one_sample):
+    from matplotlib.figure import Figure
+
+    from flowsim import plot
+
+    sol = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1)), one_sample, [0.1, 0.05], t1=1e30, saves=50)
+    refs = {"l1": fs.max_margin(one_sample, 1), "l2": fs.max_margin(one_sample, 2)}
+    fig = Figure()
+    axes = fig.subplots(1, 4)
+    sw = [e["log10_t"] for e in fs.switch_times(sol)]
+    assert plot.beta_vs_log_t(sol, axes[0], switch_times=sw) is axes[0]
+    assert len(axes[0].lines) == 2 + len(sw)
+    assert plot.shares_stacked(sol, axes[1]) is axes[1]
+    assert plot.margin_gaps(sol, refs, axes[2]) is axes[2] and len(axes[2].lines) == 2
+    assert plot.loss_vs_t(sol, axes[3]) is axes[3]
+    np.testing.assert_allclose(axes[3].lines[0].get_ydata(), sol.log_loss[1:] / np.log(10))
