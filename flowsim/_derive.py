@@ -184,6 +184,13 @@ def _structure(flow):
     return GD()
 
 
+def _decorated(accent: str, name: str) -> str:
+    """``w1`` -> ``\tilde{w}_{1}``; ``u`` -> ``\tilde{u}`` (LaTeX that reads like the paper)."""
+    base = name.rstrip("0123456789")
+    index = name[len(base):]
+    return f"{accent}{{{base}}}" + (f"_{{{index}}}" if index else "")
+
+
 @lru_cache(maxsize=None)
 def _derive_parts(model: DiagonalNet, loss: Loss, flow):
     import jax.numpy as jnp
@@ -191,7 +198,7 @@ def _derive_parts(model: DiagonalNet, loss: Loss, flow):
     K = model.n_layers
     names = model.layer_names
     w = tuple(sp.Symbol(n, real=True) for n in names)
-    wt = tuple(sp.Symbol(rf"\tilde{{{n}}}", real=True) for n in names)
+    wt = tuple(sp.Symbol(_decorated(r"\tilde", n), real=True) for n in names)
     sig = tuple(sp.Symbol(rf"\sigma_{{{n}}}", real=True) for n in names)
     r, rt = sp.Symbol("r", real=True), sp.Symbol(r"\tilde{r}", real=True)
     N, S = sp.Symbol("N", positive=True), sp.Symbol("S", real=True)

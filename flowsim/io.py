@@ -67,7 +67,7 @@ def save(sol, path) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
-        ds.to_netcdf(tmp, engine="h5netcdf")
+        ds.to_netcdf(tmp, engine="netcdf4")
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -79,5 +79,5 @@ def load(path):
     """Read a saved run back as an ``xarray.Dataset`` (arrays bit-identical to what was saved)."""
     import xarray as xr
 
-    with xr.open_dataset(path, engine="h5netcdf") as ds:
+    with xr.open_dataset(path, engine="netcdf4") as ds:
         return ds.load()
