@@ -42,6 +42,8 @@ from ._flows import GD, SAM, USAM  # noqa: E402
 from ._losses import Loss, exponential_loss, logistic_loss  # noqa: E402
 from ._models import DiagonalNet, Linear  # noqa: E402
 from ._solution import FAILURES, OUTCOMES, STATUSES, Solution  # noqa: E402
+from . import _optimizers as optimizers  # noqa: E402
+from ._optimizers import DiscreteRun, Optimizer, iterate  # noqa: E402
 from ._references import MaxMargin, kkt_max_margin, max_margin, normalised_margin  # noqa: E402
 from ._solve import solve  # noqa: E402
 
@@ -51,6 +53,7 @@ __all__ = [
     "Dataset", "DiagonalNet", "Linear", "GD", "SAM", "USAM", "Loss", "exponential_loss", "logistic_loss",
     "derive", "System", "solve", "Solution", "STATUSES", "OUTCOMES", "FAILURES",
     "FlowsimError", "IntegrationError", "NonSeparableError", "__version__",
+    "optimizers", "Optimizer", "iterate", "DiscreteRun",
     "max_margin", "kkt_max_margin", "MaxMargin", "normalised_margin",
     "leading_coordinate", "shares", "switch_times", "sequential_amplification", "margin_gap", "angle",
     "convergence", "Convergence", "distance", "limit_direction", "LimitEstimate", "verdict", "Verdict", "linf_sam_prediction", "leading_by_alpha",

@@ -1,0 +1,233 @@
+r"""Discrete optimizers (what the flows idealise), in the optax style: a factory validates its
+hyper-parameters eagerly and returns an :class:`Optimizer` of pure ``init``/``update`` functions.
+
+Gradients come from ``jax.grad`` of the loss, independent of the symbolic derivation, so a
+discrete run is also an independent check of the flows. Every gradient is handled in scale-free
+form :math:`g = e^{c} G` (c = log of the largest q_i in the batch): SAM's normalised perturbation
+and sign steps need only G, and Adam keeps its moment estimates relative to a running scale
+(:math:`(m, v) \to (s m, s^2 v)` leaves the step unchanged, MATH.md 7), so margins in the thousands
+underflow nothing.
+
+Steps: :math:`\eta_t = c\,(t+1)^{-a}` (``lr`` and ``decay``; ``decay=0`` is a constant step).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+class Optimizer(NamedTuple):
+    """``init(params) -> state``; ``update(grad_fn, params, state, t) -> (params, state)`` where
+    ``grad_fn(params) -> (G, c)`` returns the scale-free gradient of the current batch."""
+
+    name: str
+    init: Callable
+    update: Callable
+    batch: object  # "full", "cyclic" (per-sample, i = t mod n) or an int batch size (cyclic blocks)
+    schedule: Callable  # t -> eta_t
+
+
+def _positive(name, v, allow_zero=False):
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number; got {v!r}.") from None
+    if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        raise ValueError(f"{name} must be a finite number {'>= 0' if allow_zero else '> 0'}; got {v!r}.")
+    return v
+
+
+def _check_batch(batch):
+    if batch in ("full", "cyclic"):
+        return batch
+    if isinstance(batch, (int, np.integer)) and not isinstance(batch, bool) and batch >= 1:
+        return int(batch)
+    raise ValueError(f"batch must be 'full', 'cyclic' (per-sample) or a positive int; got {batch!r}.")
+
+
+def _schedule(lr, decay):
+    lr, decay = _positive("lr", lr), _positive("decay", decay, allow_zero=True)
+    if decay > 1:
+        raise ValueError(f"decay a must be in [0, 1] (eta_t = lr (t+1)^-a); got {decay!r}.")
+    return lambda t: lr * (t + 1.0) ** (-decay)
+
+
+def gd(lr: float, decay: float = 0.0, batch="full") -> Optimizer:
+    """Gradient descent w <- w - eta_t g."""
+    eta = _schedule(lr, decay)
+
+    def update(grad_fn, params, state, t):
+        G, c = grad_fn(params)
+        return params - eta(t) * jnp.exp(c) * G, state
+
+    return Optimizer("gd", lambda p: (), update, _check_batch(batch), eta)
+
+
+def sam(lr: float, rho: float, norm: float = 2, decay: float = 0.0, batch="full") -> Optimizer:
+    """SAM: ascend to w + rho P(g) (P = g/||g||_2 for norm=2, sign(g) for norm=inf), descend with
+    the gradient there, applied at w (the discrete counterpart of flowsim.SAM)."""
+    eta = _schedule(lr, decay)
+    rho = _positive("rho", rho, allow_zero=True)
+    if not (norm == 2 or math.isinf(norm)):
+        raise ValueError(f"norm must be 2 or float('inf'); got {norm!r}.")
+
+    def update(grad_fn, params, state, t):
+        G, _ = grad_fn(params)
+        if math.isinf(norm):
+            P = jnp.sign(G)
+        else:
+            n = jnp.sqrt(jnp.sum(G**2))
+            P = G / jnp.where(n > 0, n, 1.0)
+        Gt, ct = grad_fn(params + rho * P)
+        return params - eta(t) * jnp.exp(ct) * Gt, state
+
+    return Optimizer(f"sam{'_inf' if math.isinf(norm) else ''}", lambda p: (), update, _check_batch(batch), eta)
+
+
+def adam(lr: float, b1: float = 0.9, b2: float = 0.999, decay: float = 0.5, eps: float = 0.0,
+         bias_correction: bool = False, batch="full") -> Optimizer:
+    """Adam without bias correction and epsilon by default (MATH.md 7): m = b1 m + (1-b1) g,
+    v = b2 v + (1-b2) g^2, w <- w - eta_t m / sqrt(v); 0 < b1 <= b2 < 1. ``batch="cyclic"`` is
+    per-sample (incremental) Adam. eps > 0 (added to sqrt(v) in the unscaled units) changes the
+    limit toward GD's."""
+    eta = _schedule(lr, decay)
+    for name, b in (("b1", b1), ("b2", b2)):
+        if not 0.0 <= float(b) < 1.0:
+            raise ValueError(f"{name} must be in [0, 1); got {b!r}.")
+    if b1 > b2:
+        raise ValueError(f"need b1 <= b2 (the regime of arXiv 2510.26303); got b1={b1}, b2={b2}.")
+    eps = _positive("eps", eps, allow_zero=True)
+
+    def init(params):
+        z = jnp.zeros_like(params)
+        return (z, z, jnp.asarray(-jnp.inf))  # m, v relative to the scale e^c, and c
+
+    def update(grad_fn, params, state, t):
+        m, v, c = state
+        G, cg = grad_fn(params)
+        c_new = cg  # the state follows the current gradient's scale
+        r = jnp.where(jnp.isfinite(c), jnp.exp(c - c_new), 0.0)
+        m = b1 * r * m + (1 - b1) * G
+        v = b2 * r**2 * v + (1 - b2) * G**2
+        mh, vh = m, v
+        if bias_correction:
+            mh = m / (1 - b1 ** (t + 1.0))
+            vh = v / (1 - b2 ** (t + 1.0))
+        den = jnp.sqrt(vh)
+        if eps > 0:  # eps in the unscaled units: eps e^{-c} relative to the scaled state
+            den = den + eps * jnp.exp(-c_new)
+        step = jnp.where(den > 0, mh / jnp.where(den > 0, den, 1.0), 0.0)
+        return params - eta(t) * step, (m, v, c_new)
+
+    return Optimizer("adam", init, update, _check_batch(batch), eta)
+
+
+def signum(lr: float, beta: float = 0.9, decay: float = 0.5, batch="full") -> Optimizer:
+    """Signum: m = beta m + (1-beta) g, w <- w - eta_t sign(m), any batch size."""
+    eta = _schedule(lr, decay)
+    if not 0.0 <= float(beta) < 1.0:
+        raise ValueError(f"beta must be in [0, 1); got {beta!r}.")
+
+    def init(params):
+        return (jnp.zeros_like(params), jnp.asarray(-jnp.inf))
+
+    def update(grad_fn, params, state, t):
+        m, c = state
+        G, cg = grad_fn(params)
+        r = jnp.where(jnp.isfinite(c), jnp.exp(c - cg), 0.0)
+        m = beta * r * m + (1 - beta) * G
+        return params - eta(t) * jnp.sign(m), (m, cg)
+
+    return Optimizer("signum", init, update, _check_batch(batch), eta)
+
+
+class DiscreteRun(NamedTuple):
+    """Recorded iterates: ``steps`` (records,), ``t`` = sum of the step sizes so far (the flow's
+    time), ``params`` (records, layers, d), ``beta``, ``margins``, ``log_loss``."""
+
+    optimizer: str
+    steps: np.ndarray
+    t: np.ndarray
+    params: np.ndarray
+    beta: np.ndarray
+    margins: np.ndarray
+    log_loss: np.ndarray
+
+    @property
+    def direction(self):
+        n = np.linalg.norm(self.beta, axis=1, keepdims=True)
+        return np.divide(self.beta, n, out=np.zeros_like(self.beta), where=n > 0)
+
+
+def _record_points(steps, records):
+    pts = np.round(np.geomspace(1, steps, max(records - 1, 1))).astype(np.int64)
+    return np.unique(np.concatenate([[0], pts, [steps]]))
+
+
+def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, records: int = 200) -> DiscreteRun:
+    """Run ``optimizer`` for ``steps`` steps on ``model`` x ``loss`` x ``data`` from ``init``,
+    recording on a log-spaced grid of steps (jitted ``lax.fori_loop`` between records)."""
+    from ._derive import derive
+    from ._flows import GD as _GD
+
+    if not isinstance(optimizer, Optimizer):
+        raise ValueError("optimizer must come from flowsim.optimizers (gd, sam, adam, signum).")
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise ValueError(f"steps must be a positive integer; got {steps!r}.")
+    system = derive(model, loss, _GD())
+    cj = system.jax
+    theta0 = jnp.asarray(model.init_params(init, data.d))
+    Z = jnp.asarray(data.z)
+    n = data.n
+    batch = optimizer.batch
+
+    def weights(t):
+        if batch == "full":
+            return jnp.ones(n)
+        b = 1 if batch == "cyclic" else batch
+        idx = (t * b + jnp.arange(b)) % n
+        return jnp.zeros(n).at[idx].add(1.0)
+
+    def margins(th):
+        return Z @ cj.beta(th)
+
+    def grad_at(t):
+        w = weights(t)
+
+        def grad_fn(th):
+            m, vjp = jax.vjp(margins, th)
+            lq = cj.log_q(m)
+            c = jnp.max(jnp.where(w > 0, lq, -jnp.inf))
+            p = w * jnp.exp(lq - c) / jnp.sum(w)
+            return -vjp(p)[0], c
+
+        return grad_fn
+
+    def body(t, carry):
+        th, st = carry
+        return optimizer.update(grad_at(t), th, st, t)
+
+    @jax.jit
+    def advance(th, st, t0, t1):
+        return jax.lax.fori_loop(t0, t1, body, (th, st))
+
+    etas_sum = np.concatenate([[0.0], np.cumsum(optimizer.schedule(np.arange(steps, dtype=np.float64)))])
+    pts = _record_points(int(steps), records)
+    th, st = theta0, optimizer.init(theta0)
+    out, t_prev = [np.asarray(th)], 0
+    for p in pts[1:]:
+        th, st = advance(th, st, t_prev, int(p))
+        out.append(np.asarray(th))
+        t_prev = int(p)
+    P = np.stack(out)
+    beta = np.asarray(jax.vmap(cj.beta)(jnp.asarray(P)))
+    m = beta @ data.z.T
+    ll = np.asarray(cj.log_l(jnp.asarray(m)))
+    mx = ll.max(axis=1, keepdims=True)
+    log_loss = mx[:, 0] + np.log(np.exp(ll - mx).sum(axis=1)) - math.log(n)
+    return DiscreteRun(optimizer.name, pts, etas_sum[pts], P, beta, m, log_loss)
