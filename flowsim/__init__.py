@@ -42,7 +42,9 @@ from ._flows import GD, SAM, USAM  # noqa: E402
 from ._losses import Loss, exponential_loss, logistic_loss  # noqa: E402
 from ._models import DiagonalNet, Linear  # noqa: E402
 from ._solution import FAILURES, OUTCOMES, STATUSES, Solution  # noqa: E402
+from . import _datasets as datasets  # noqa: E402
 from . import _optimizers as optimizers  # noqa: E402
+from ._fixed_point import AdamFixedPoint, adam_fixed_point, adam_metric  # noqa: E402
 from ._optimizers import DiscreteRun, Optimizer, iterate  # noqa: E402
 from ._references import MaxMargin, kkt_max_margin, max_margin, normalised_margin  # noqa: E402
 from ._solve import solve  # noqa: E402
@@ -53,7 +55,8 @@ __all__ = [
     "Dataset", "DiagonalNet", "Linear", "GD", "SAM", "USAM", "Loss", "exponential_loss", "logistic_loss",
     "derive", "System", "solve", "Solution", "STATUSES", "OUTCOMES", "FAILURES",
     "FlowsimError", "IntegrationError", "NonSeparableError", "__version__",
-    "optimizers", "Optimizer", "iterate", "DiscreteRun",
+    "optimizers", "Optimizer", "iterate", "DiscreteRun", "datasets",
+    "adam_fixed_point", "AdamFixedPoint", "adam_metric",
     "max_margin", "kkt_max_margin", "MaxMargin", "normalised_margin",
     "leading_coordinate", "shares", "switch_times", "sequential_amplification", "margin_gap", "angle",
     "convergence", "Convergence", "distance", "limit_direction", "LimitEstimate", "verdict", "Verdict", "linf_sam_prediction", "leading_by_alpha",

@@ -28,7 +28,8 @@ class Optimizer(NamedTuple):
     name: str
     init: Callable
     update: Callable
-    batch: object  # "full", "cyclic" (per-sample, i = t mod n) or an int batch size (cyclic blocks)
+    batch: object  # "full", "cyclic" (per-sample, i = t mod n), an int batch size (cyclic blocks), or
+    # "per_sample" (update receives every sample's gradient: the epoch map)
     schedule: Callable  # t -> eta_t
 
 
@@ -196,7 +197,14 @@ def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, recor
     def margins(th):
         return Z @ cj.beta(th)
 
+    def per_sample(th):
+        m, vjp = jax.vjp(margins, th)
+        lq = cj.log_q(m)
+        return jax.vmap(lambda e: -vjp(e)[0])(jnp.eye(n)), lq  # G_i with q_i factored out: grad l_i = e^{lq_i} G_i
+
     def grad_at(t):
+        if batch == "per_sample":
+            return per_sample
         w = weights(t)
 
         def grad_fn(th):
@@ -231,3 +239,37 @@ def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, recor
     mx = ll.max(axis=1, keepdims=True)
     log_loss = mx[:, 0] + np.log(np.exp(ll - mx).sum(axis=1)) - math.log(n)
     return DiscreteRun(optimizer.name, pts, etas_sum[pts], P, beta, m, log_loss)
+
+
+def epoch_direction(g, b1: float, b2: float):
+    r"""Per-sample Adam's steady-state update over one epoch of N samples with gradients g_j frozen
+    (seed 002, Prop. 2.5): :math:`\sum_i C \,[\sum_j b_1^{(i-j) \bmod N} g_j] / \sqrt{\sum_j b_2^{(i-j) \bmod N} g_j^2}`,
+    :math:`C = \frac{1-b_1}{1-b_1^N}\sqrt{\frac{1-b_2^N}{1-b_2}}`. ``g``: (N, ...) array (any scale)."""
+    xp = jnp if isinstance(g, jax.Array) else np
+    N = g.shape[0]
+    lag = (np.arange(N)[:, None] - np.arange(N)[None, :]) % N  # (i, j) -> (i - j) mod N
+    W1, W2 = xp.asarray(b1**lag), xp.asarray(b2**lag)
+    flat = g.reshape(N, -1)
+    num = W1 @ flat
+    den = xp.sqrt(W2 @ flat**2)
+    C = (1 - b1) / (1 - b1**N) * math.sqrt((1 - b2**N) / (1 - b2))
+    step = xp.where(den > 0, num / xp.where(den > 0, den, 1.0), 0.0)
+    return (C * step.sum(axis=0)).reshape(g.shape[1:])
+
+
+def adam_epoch_map(lr: float, n: int, b1: float = 0.9, b2: float = 0.999, decay: float = 0.5) -> Optimizer:
+    """Fast path of per-sample Adam: one update is one epoch of ``n`` cyclic samples through the
+    steady-state map :func:`epoch_direction` with the gradients taken at the epoch's start, and step
+    eta_{rN}. Its ``schedule`` is the epoch's total time n * eta_{rN}."""
+    eta = _schedule(lr, decay)
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be the number of samples (a positive int); got {n!r}.")
+    if not (0 <= b1 <= b2 < 1):
+        raise ValueError(f"need 0 <= b1 <= b2 < 1; got b1={b1}, b2={b2}.")
+
+    def update(grad_fn, params, state, r):
+        G, c = grad_fn(params)  # per-sample: (n, K, d), (n,)
+        g = jnp.exp(c - jnp.max(c))[:, None, None] * G
+        return params - eta(r * n) * epoch_direction(g, b1, b2), state
+
+    return Optimizer("adam_epoch_map", lambda p: (), update, "per_sample", lambda r: n * eta(r * n))

@@ -96,3 +96,31 @@ def test_full_batch_adam_and_signum_lean_to_linf_per_sample_adam_does_not():
 def test_optimizer_factories_validate_eagerly(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+def test_epoch_map_is_the_steady_state_of_per_sample_adam():
+    # frozen per-sample gradients: iterate the moving averages to steady state, sum one epoch of steps
+    rng = np.random.default_rng(0)
+    N, d, b1, b2 = 5, 3, 0.8, 0.95
+    g = rng.normal(size=(N, d)) * rng.uniform(0.1, 3, size=(N, 1))
+    m = np.zeros(d)
+    v = np.zeros(d)
+    for epoch in range(400):
+        total = np.zeros(d)
+        for i in range(N):
+            m = b1 * m + (1 - b1) * g[i]
+            v = b2 * v + (1 - b2) * g[i] ** 2
+            total += m / np.sqrt(v)
+    np.testing.assert_allclose(OPT.epoch_direction(g, b1, b2), total, rtol=1e-10)
+    np.testing.assert_allclose(OPT.epoch_direction(1e-100 * g, b1, b2), total, rtol=1e-10)  # scale-free
+
+
+def test_epoch_map_tracks_step_by_step_per_sample_adam():
+    data = rademacher(6, 3, seed=1)
+    steps = fs.iterate(OPT.adam(0.002, 0.5, 0.9, decay=0.0, batch="cyclic"), fs.Linear(), "logistic", data,
+                       steps=6 * 2000, init=0.01, records=3)
+    epochs = fs.iterate(OPT.adam_epoch_map(0.002, 6, 0.5, 0.9, decay=0.0), fs.Linear(), "logistic", data,
+                        steps=2000, init=0.01, records=3)
+    assert epochs.t[-1] == pytest.approx(steps.t[-1])
+    np.testing.assert_allclose(epochs.direction[-1], steps.direction[-1], atol=2e-3)
+    np.testing.assert_allclose(epochs.beta[-1], steps.beta[-1], rtol=2e-2)
