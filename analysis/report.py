@@ -8,11 +8,10 @@ from pathlib import Path
 
 import flowsim as fs
 
-from . import sam
+from . import adam, sam
 
-SUITES = {"sam": sam.run}
-NOT_YET = {"adam": "seed 002 (per-sample Adam, Signum): needs the discrete optimizers and Adam flows of issue 4, "
-                   "not built yet"}
+SUITES = {"sam": sam.run, "adam": adam.run}
+NOT_YET: dict = {}
 
 
 def reproduce(suite: str, out, quick: bool = False, progress=print) -> Path:
