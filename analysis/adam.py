@@ -50,7 +50,7 @@ def _sets(n=10, d=5):
 
 
 def per_sample_vs_full(out: Path, quick: bool) -> Claim:
-    steps = 20_000 if quick else 400_000
+    steps = 20_000 if quick else 3_000_000
     rows, ok, fig = [], True, Figure(figsize=(12, 6.5), constrained_layout=True)
     axes = fig.subplots(2, 3)
     for col, (name, data) in enumerate(_sets().items()):
@@ -86,7 +86,7 @@ def per_sample_vs_full(out: Path, quick: bool) -> Claim:
 
 
 def signum_batches(out: Path, quick: bool) -> Claim:
-    steps = 20_000 if quick else 400_000
+    steps = 20_000 if quick else 3_000_000
     data = fs.datasets.gaussian_clusters(10, 5, seed=0)
     tg = _targets(data)
     rows, ok = [], True
@@ -110,7 +110,7 @@ def signum_batches(out: Path, quick: bool) -> Claim:
 
 
 def batch_five_departs(out: Path, quick: bool) -> Claim:
-    steps = 20_000 if quick else 400_000
+    steps = 20_000 if quick else 3_000_000
     data = fs.datasets.gaussian_clusters(10, 5, seed=0)
     fp = fs.adam_fixed_point(data)
     rows, dist = [], {}

@@ -94,7 +94,8 @@ def test_reproduce_quick_preset(tmp_path):
     r = runner.invoke(app, ["reproduce", "all", "--out", str(tmp_path), "--quick"])
     assert r.exit_code == 0, r.output
     report = (tmp_path / "report.md").read_text()
-    for claim in ["000-thm3.1", "000-thm3.2", "000-thm4.2", "000-thm4.4", "000-thm4.5", "000-gauss"]:
+    for claim in ["000-thm3.1", "000-thm3.2", "000-thm4.2", "000-thm4.4", "000-thm4.5", "000-gauss", "000-discrete",
+                  "000-digits"]:
         assert f"| {claim} | **holds** |" in report, claim
     assert "| 002-metric | **holds** |" in report
     for claim in ["002-thm3.3/4.8", "002-thm5.1", "002-batch5"]:  # the quick preset is too short to decide these
