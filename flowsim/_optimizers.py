@@ -111,10 +111,13 @@ def adam(lr: float, b1: float = 0.9, b2: float = 0.999, decay: float = 0.5, eps:
     def update(grad_fn, params, state, t):
         m, v, c = state
         G, cg = grad_fn(params)
-        c_new = cg  # the state follows the current gradient's scale
-        r = jnp.where(jnp.isfinite(c), jnp.exp(c - c_new), 0.0)
-        m = b1 * r * m + (1 - b1) * G
-        v = b2 * r**2 * v + (1 - b2) * G**2
+        # the state's scale follows sqrt(v) itself, so both rescalings below stay bounded
+        # (r <= 1/sqrt(b2), s <= 1/sqrt(1-b2)) however fast or unevenly the gradients shrink
+        c_new = 0.5 * jnp.logaddexp(2 * c + math.log(b2) if b2 > 0 else -jnp.inf, 2 * cg + math.log(1 - b2))
+        r = jnp.exp(c - c_new)
+        s = jnp.exp(cg - c_new)
+        m = b1 * r * m + (1 - b1) * s * G
+        v = b2 * r**2 * v + (1 - b2) * (s * G) ** 2
         mh, vh = m, v
         if bias_correction:
             mh = m / (1 - b1 ** (t + 1.0))
@@ -140,9 +143,9 @@ def signum(lr: float, beta: float = 0.9, decay: float = 0.5, batch="full") -> Op
     def update(grad_fn, params, state, t):
         m, c = state
         G, cg = grad_fn(params)
-        r = jnp.where(jnp.isfinite(c), jnp.exp(c - cg), 0.0)
-        m = beta * r * m + (1 - beta) * G
-        return params - eta(t) * jnp.sign(m), (m, cg)
+        c_new = jnp.logaddexp(c + math.log(beta) if beta > 0 else -jnp.inf, cg + math.log(1 - beta))
+        m = beta * jnp.exp(c - c_new) * m + (1 - beta) * jnp.exp(cg - c_new) * G
+        return params - eta(t) * jnp.sign(m), (m, c_new)
 
     return Optimizer("signum", init, update, _check_batch(batch), eta)
 
@@ -211,7 +214,8 @@ def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, recor
             m, vjp = jax.vjp(margins, th)
             lq = cj.log_q(m)
             c = jnp.max(jnp.where(w > 0, lq, -jnp.inf))
-            p = w * jnp.exp(lq - c) / jnp.sum(w)
+            # samples outside the batch can have q far above the batch's: never form 0 * inf
+            p = jnp.where(w > 0, w * jnp.exp(jnp.where(w > 0, lq - c, 0.0)), 0.0) / jnp.sum(w)
             return -vjp(p)[0], c
 
         return grad_fn
