@@ -19,3 +19,17 @@ class Claim:
 
 def verdict_word(holds) -> str:
     return {True: "holds", False: "fails", None: "inconclusive"}[holds]
+
+
+def run_checks(checks, out, quick: bool, progress=print) -> list:
+    """Run each check(out, quick) -> Claim, timing it and reporting its verdict as it goes."""
+    import time
+
+    claims = []
+    for check in checks:
+        start = time.perf_counter()
+        c = check(out, quick)
+        c.seconds = time.perf_counter() - start
+        progress(f"[{c.verdict:>12}] {c.id}  ({c.seconds:.1f} s)")
+        claims.append(c)
+    return claims

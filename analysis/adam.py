@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 
 import flowsim as fs
 
-from ._claim import Claim
+from ._claim import Claim, run_checks
 
 INF = float("inf")
 OPT = fs.optimizers
@@ -146,13 +146,4 @@ CHECKS = [per_sample_vs_full, signum_batches, batch_five_departs, fixed_point_me
 
 
 def run(out: Path, quick: bool = False, progress=print) -> list[Claim]:
-    import time
-
-    claims = []
-    for check in CHECKS:
-        start = time.perf_counter()
-        c = check(out, quick)
-        c.seconds = time.perf_counter() - start
-        progress(f"[{c.verdict:>12}] {c.id}  ({c.seconds:.1f} s)")
-        claims.append(c)
-    return claims
+    return run_checks(CHECKS, out, quick, progress)

@@ -5,7 +5,6 @@ Every check runs the flow with flowsim and compares with the theorem's predictio
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +13,7 @@ from matplotlib.figure import Figure
 import flowsim as fs
 from flowsim import plot
 
-from ._claim import Claim, verdict_word
+from ._claim import Claim, run_checks, verdict_word
 
 INF = float("inf")
 MU = np.array([1.0, 2.0])
@@ -193,20 +192,6 @@ def gaussian_depth2(out: Path, quick: bool) -> Claim:
                  "sam_gaussian.png")
 
 
-CHECKS = [l1_limits_l2, linf_trichotomy, depth2_limits, amplification_time, amplification_alpha, gaussian_depth2]
-
-
-def run(out: Path, quick: bool = False, progress=print) -> list[Claim]:
-    claims = []
-    for check in CHECKS:
-        start = time.perf_counter()
-        c = check(out, quick)
-        c.seconds = time.perf_counter() - start
-        progress(f"[{c.verdict:>12}] {c.id}  ({c.seconds:.1f} s)")
-        claims.append(c)
-    return claims
-
-
 def discrete_tracks_flow(out: Path, quick: bool) -> Claim:
     data = fs.Dataset(MU[None], [1])
     model, T, rho = fs.DiagonalNet(2), 20.0, 0.05
@@ -265,4 +250,9 @@ def digits_pixels(out: Path, quick: bool) -> Claim:
                  "both flows separate the data; compare the pixel maps", rows, "sam_digits.png")
 
 
-CHECKS += [discrete_tracks_flow, digits_pixels]
+CHECKS = [l1_limits_l2, linf_trichotomy, depth2_limits, amplification_time, amplification_alpha, gaussian_depth2,
+          discrete_tracks_flow, digits_pixels]
+
+
+def run(out: Path, quick: bool = False, progress=print) -> list[Claim]:
+    return run_checks(CHECKS, out, quick, progress)

@@ -45,7 +45,7 @@ from ._solution import FAILURES, OUTCOMES, STATUSES, Solution  # noqa: E402
 from . import _datasets as datasets  # noqa: E402
 from . import _optimizers as optimizers  # noqa: E402
 from ._fixed_point import AdamFixedPoint, adam_fixed_point, adam_metric  # noqa: E402
-from ._optimizers import DiscreteRun, Optimizer, iterate  # noqa: E402
+from ._optimizers import DiscreteRun, Optimizer, flow_distance, iterate  # noqa: E402
 from ._references import MaxMargin, kkt_max_margin, max_margin, normalised_margin  # noqa: E402
 from ._solve import solve  # noqa: E402
 
@@ -55,7 +55,7 @@ __all__ = [
     "Dataset", "DiagonalNet", "Linear", "GD", "SAM", "USAM", "Loss", "exponential_loss", "logistic_loss",
     "derive", "System", "solve", "Solution", "STATUSES", "OUTCOMES", "FAILURES",
     "FlowsimError", "IntegrationError", "NonSeparableError", "__version__",
-    "optimizers", "Optimizer", "iterate", "DiscreteRun", "datasets",
+    "optimizers", "Optimizer", "iterate", "flow_distance", "DiscreteRun", "datasets",
     "adam_fixed_point", "AdamFixedPoint", "adam_metric",
     "max_margin", "kkt_max_margin", "MaxMargin", "normalised_margin",
     "leading_coordinate", "shares", "switch_times", "sequential_amplification", "margin_gap", "angle",

@@ -28,7 +28,8 @@ class Optimizer(NamedTuple):
     name: str
     init: Callable
     update: Callable
-    batch: object  # "full", "cyclic" (per-sample, i = t mod n), an int batch size (cyclic blocks), or
+    batch: object  # "full"; per-sample "cyclic" (i = t mod n), "shuffle" (a new permutation each epoch)
+    # or "replace" (i uniform, with replacement); an int batch size (cyclic blocks); or
     # "per_sample" (update receives every sample's gradient: the epoch map)
     schedule: Callable  # t -> eta_t
 
@@ -43,12 +44,16 @@ def _positive(name, v, allow_zero=False):
     return v
 
 
+SAMPLINGS = ("full", "cyclic", "shuffle", "replace")
+
+
 def _check_batch(batch):
-    if batch in ("full", "cyclic"):
+    if batch in SAMPLINGS:
         return batch
     if isinstance(batch, (int, np.integer)) and not isinstance(batch, bool) and batch >= 1:
         return int(batch)
-    raise ValueError(f"batch must be 'full', 'cyclic' (per-sample) or a positive int; got {batch!r}.")
+    raise ValueError(f"batch must be one of {SAMPLINGS} (the last three per-sample) or a positive int (cyclic "
+                     f"mini-batches); got {batch!r}.")
 
 
 def _schedule(lr, decay):
@@ -173,9 +178,11 @@ def _record_points(steps, records):
     return np.unique(np.concatenate([[0], pts, [steps]]))
 
 
-def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, records: int = 200) -> DiscreteRun:
+def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, records: int = 200,
+            seed: int = 0) -> DiscreteRun:
     """Run ``optimizer`` for ``steps`` steps on ``model`` x ``loss`` x ``data`` from ``init``,
-    recording on a log-spaced grid of steps (jitted ``lax.fori_loop`` between records)."""
+    recording on a log-spaced grid of steps (jitted ``lax.fori_loop`` between records). ``seed``
+    drives the "shuffle" and "replace" samplings."""
     from ._derive import derive
     from ._flows import GD as _GD
 
@@ -190,9 +197,16 @@ def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, recor
     n = data.n
     batch = optimizer.batch
 
+    key = jax.random.PRNGKey(seed)
+
     def weights(t):
         if batch == "full":
             return jnp.ones(n)
+        if batch == "shuffle":
+            perm = jax.random.permutation(jax.random.fold_in(key, t // n), n)
+            return jnp.zeros(n).at[perm[t % n]].add(1.0)
+        if batch == "replace":
+            return jnp.zeros(n).at[jax.random.randint(jax.random.fold_in(key, t), (), 0, n)].add(1.0)
         b = 1 if batch == "cyclic" else batch
         idx = (t * b + jnp.arange(b)) % n
         return jnp.zeros(n).at[idx].add(1.0)
@@ -277,3 +291,17 @@ def adam_epoch_map(lr: float, n: int, b1: float = 0.9, b2: float = 0.999, decay:
         return params - eta(r * n) * epoch_direction(g, b1, b2), state
 
     return Optimizer("adam_epoch_map", lambda p: (), update, "per_sample", lambda r: n * eta(r * n))
+
+
+def flow_distance(make_optimizer, flow, model, loss, data, init, t_end: float, etas, *, rtol=1e-12, atol=1e-14):
+    """Run the discrete optimizer ``make_optimizer(eta)`` for t_end / eta steps and the flow to t_end
+    on the same problem; return (errors max|beta_eta - beta_flow|, fitted order in eta). For GD and
+    SAM against their flows the order is 1."""
+    from ._derive import derive
+    from ._solve import solve
+
+    ref = solve(derive(model, loss, flow), data, init, t1=t_end, rtol=rtol, atol=atol, saves=2, track=()).beta[-1]
+    errs = np.array([np.abs(iterate(make_optimizer(eta), model, loss, data, steps=int(round(t_end / eta)), init=init,
+                                    records=2).beta[-1] - ref).max() for eta in etas])
+    slope = np.polyfit(np.log(np.asarray(etas, float)), np.log(errs), 1)[0]
+    return errs, float(slope)

@@ -10,7 +10,6 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
-import numpy as np
 
 
 def _versions() -> dict:

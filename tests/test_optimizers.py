@@ -134,3 +134,27 @@ def test_per_sample_state_stays_finite_when_sample_losses_differ_by_e700(make):
     run = fs.iterate(make(), fs.Linear(), "exponential", data, steps=100_000, init=1e-3, records=6)
     assert np.all(np.isfinite(run.params)) and np.ptp(run.margins[-1]) > 700
     assert np.all(np.diff(run.margins.min(axis=1)[1:]) > 0)
+
+
+def test_flow_distance_reports_order_one(one_sample):
+    errs, order = fs.flow_distance(lambda eta: OPT.sam(eta, 0.05), fs.SAM(0.05), fs.DiagonalNet(2), "logistic",
+                                   one_sample, 0.3, 10.0, [0.1, 0.05, 0.025])
+    assert order == pytest.approx(1.0, abs=0.05) and np.all(np.diff(errs) < 0)
+
+
+@pytest.mark.parametrize("sampling", ["shuffle", "replace"])
+def test_random_per_sample_orders_visit_samples_as_promised(sampling):
+    # per-sample GD on the linear model: every step adds lr * q_i z_i for the one sample drawn
+    data = fs.Dataset(np.eye(4), [1, 1, 1, 1])
+    run = fs.iterate(OPT.gd(1e-3, batch=sampling), fs.Linear(), "exponential", data, steps=400, init=0.0 + 1e-12,
+                     records=2, seed=1)
+    visits = run.params[-1, 0] / 1e-3  # ~ number of visits of each sample (q decays only slightly here)
+    cyclic = fs.iterate(OPT.gd(1e-3, batch="cyclic"), fs.Linear(), "exponential", data, steps=400, init=1e-12, records=2)
+    if sampling == "shuffle":
+        # every epoch visits every sample once; with orthogonal samples the order within epochs is irrelevant
+        np.testing.assert_allclose(run.params[-1], cyclic.params[-1], rtol=1e-12)
+    else:
+        assert visits.std() > 3 and abs(visits.sum() - cyclic.params[-1, 0].sum() / 1e-3) < 0.1 * 400
+    again = fs.iterate(OPT.gd(1e-3, batch=sampling), fs.Linear(), "exponential", data, steps=400, init=1e-12,
+                       records=2, seed=1)
+    np.testing.assert_array_equal(again.params, run.params)  # seeded
