@@ -142,7 +142,35 @@ def fixed_point_metric(out: Path, quick: bool) -> Claim:
                  "converged on every set; Rademacher fixed point = l2 direction" if ok else "see the table", rows)
 
 
-CHECKS = [per_sample_vs_full, signum_batches, batch_five_departs, fixed_point_metric]
+def proxy_flow_limit(out: Path, quick: bool) -> Claim:
+    t1 = 1e30 if quick else 1e100
+    system = fs.derive(fs.Linear(), "logistic", fs.AdamProxy())
+    rows, ok = [], True
+    fig = Figure(figsize=(12, 3.5), constrained_layout=True)
+    for ax, (name, data) in zip(fig.subplots(1, 3), _sets().items()):
+        fp = fs.adam_fixed_point(data)
+        sol = fs.solve(system, data, 1e-3, t1=t1)
+        l2 = _unit(fs.max_margin(data, 2).direction)
+        cos_fp, cos_l2 = sol.direction @ fp.direction, sol.direction @ l2
+        keep = np.isfinite(sol.log10_t) & (sol.log10_t > 0)
+        ax.plot(sol.log10_t[keep], cos_fp[keep], label="fixed point")
+        ax.plot(sol.log10_t[keep], cos_l2[keep], label="l2", ls="--")
+        ax.set_title(f"Adam proxy flow, {name}", fontsize=9)
+        ax.set_xlabel("log10 t")
+        ax.set_ylabel("cosine")
+        ax.legend(fontsize=7)
+        ok &= cos_fp[-1] >= 0.99 and sol.status == "completed"
+        rows.append((name, f"cos to fixed point {cos_fp[-1]:.5f}, to l2 {cos_l2[-1]:.5f} at log10 t = {sol.log10_t[-1]:.4g} "
+                     f"({sol.stats['steps']} steps)"))
+    fig.savefig(out / "adam_proxy.png", dpi=100)
+    return Claim("002-prop4.1", "The b2 -> 1 proxy flow of per-sample Adam, theta' = -eta g / sqrt(sum_i g_i^2) "
+                 "(Prop. 4.1), converges in direction to the fixed-point Mahalanobis max-margin (Thm 4.8).",
+                 f"linear model, logistic loss, eta = 1/(t+1) (schedule clock), t1={t1:g}", "holds" if ok else "inconclusive",
+                 "cosine to the fixed-point direction >= 0.99 on all three sets" if ok else "see the table", rows,
+                 "adam_proxy.png")
+
+
+CHECKS = [per_sample_vs_full, proxy_flow_limit, signum_batches, batch_five_departs, fixed_point_metric]
 
 
 def run(out: Path, quick: bool = False, progress=print) -> list[Claim]:

@@ -38,7 +38,7 @@ from ._analysis import (  # noqa: E402
 from ._data import Dataset  # noqa: E402
 from ._derive import System, derive  # noqa: E402
 from ._errors import FlowsimError, IntegrationError, NonSeparableError  # noqa: E402
-from ._flows import GD, SAM, USAM  # noqa: E402
+from ._flows import GD, SAM, USAM, AdamProxy, SignFlow  # noqa: E402
 from ._losses import Loss, exponential_loss, logistic_loss  # noqa: E402
 from ._models import DiagonalNet, Linear  # noqa: E402
 from ._solution import FAILURES, OUTCOMES, STATUSES, Solution  # noqa: E402
@@ -52,7 +52,7 @@ from ._solve import solve  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
-    "Dataset", "DiagonalNet", "Linear", "GD", "SAM", "USAM", "Loss", "exponential_loss", "logistic_loss",
+    "Dataset", "DiagonalNet", "Linear", "GD", "SAM", "USAM", "SignFlow", "AdamProxy", "Loss", "exponential_loss", "logistic_loss",
     "derive", "System", "solve", "Solution", "STATUSES", "OUTCOMES", "FAILURES",
     "FlowsimError", "IntegrationError", "NonSeparableError", "__version__",
     "optimizers", "Optimizer", "iterate", "flow_distance", "DiscreteRun", "datasets",

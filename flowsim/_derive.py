@@ -29,7 +29,7 @@ from functools import lru_cache
 import numpy as np
 import sympy as sp
 
-from ._flows import GD, SAM, USAM
+from ._flows import GD, SAM, USAM, AdamProxy, SignFlow
 from ._losses import M, Loss, get_loss, jax_functions, numpy_functions
 from ._models import DiagonalNet
 
@@ -127,12 +127,12 @@ def _broadcasting(fn, n_out):
 
 
 def _compile(system_parts, modules, xp) -> Compiled:
-    (w, wt, sig, r, rt, N, S, rho, beta, direction, perturbed, field_wt, loss) = system_parts
+    (w, wt, sig, r, rt, N, S, rho, beta, direction, perturbed, field_wt, loss, Pt, n) = system_parts
     raw = {
         "beta": sp.lambdify(list(w), beta, modules=modules, cse=True),
         "direction": sp.lambdify([*w, r], list(direction), modules=modules, cse=True),
         "perturbed": sp.lambdify([*w, r, N, S, rho, *sig], list(perturbed), modules=modules, cse=True),
-        "field": sp.lambdify([*wt, rt], list(field_wt), modules=modules, cse=True),
+        "field": sp.lambdify([*wt, rt, Pt, n, *sig], list(field_wt), modules=modules, cse=True),
         "log_q": sp.lambdify([M], loss.log_q, modules=modules),
         "log_l": sp.lambdify([M], loss.log_expr, modules=modules),
     }
@@ -152,7 +152,7 @@ def _compile(system_parts, modules, xp) -> Compiled:
         beta=lambda W: b(xp, W),
         direction=lambda W, r_: g(xp, W, r_),
         perturbed=lambda W, r_, N_, S_, rho_, Sig: p(xp, W, r_, N_, S_, rho_, *Sig),
-        field=lambda Wt, rt_: f(xp, Wt, rt_),
+        field=lambda Wt, rt_, Pt_, n_, Sig: f(xp, Wt, rt_, Pt_, n_, *Sig),
         log_q=log_q,
         log_l=log_l,
         raw=raw,
@@ -168,8 +168,8 @@ def derive(model, loss, flow) -> System:
     """
     if not isinstance(model, DiagonalNet):
         raise ValueError(f"model must be a flowsim.DiagonalNet or flowsim.Linear(); got {model!r}.")
-    if not isinstance(flow, (GD, SAM, USAM)):
-        raise ValueError(f"flow must be flowsim.GD(), SAM(rho, norm) or USAM(rho); got {flow!r}.")
+    if not isinstance(flow, (GD, SAM, USAM, SignFlow, AdamProxy)):
+        raise ValueError(f"flow must be flowsim.GD(), SAM(rho, norm), USAM(rho), SignFlow() or AdamProxy(); got {flow!r}.")
     loss = get_loss(loss)
     parts = _derive_parts(model, loss, _structure(flow))
     return System(model, loss, flow, *parts[:-2], numpy=parts[-2], jax=parts[-1])
@@ -181,6 +181,10 @@ def _structure(flow):
         return SAM(1.0, flow.norm)
     if isinstance(flow, USAM):
         return USAM(1.0)
+    if isinstance(flow, SignFlow):
+        return SignFlow()
+    if isinstance(flow, AdamProxy):
+        return AdamProxy(batch=flow.batch)
     return GD()
 
 
@@ -210,11 +214,12 @@ def _derive_parts(model: DiagonalNet, loss: Loss, flow):
     # no simplify here: for general p it rewrites |G|^(q-1) through sqrt of possibly negative terms
     perturbed = tuple(w[k] + flow.perturbation(w[k], direction[k], N, S, rho, sig[k]) for k in range(K))
     at_tilde = dict(zip(w, wt))
-    # dtheta/dtau = -G(theta~) = +dbeta/dw(theta~) * r~
-    field_wt = tuple(sp.simplify(grad_beta[k].xreplace(at_tilde) * rt) for k in range(K))
+    Pt, n = sp.Symbol(r"\tilde{P}", positive=True), sp.Symbol("n", positive=True)
+    # gradient flows: dtheta/dtau = -G(theta~) = +dbeta/dw(theta~) * r~; others: their own rule
+    field_wt = tuple(sp.simplify(flow.field(grad_beta[k].xreplace(at_tilde), rt, Pt, n, sig[k])) for k in range(K))
     field_w = tuple(f.xreplace(dict(zip(wt, perturbed))) for f in field_wt)
 
-    common = (w, wt, sig, r, rt, N, S, rho, beta, direction, perturbed, field_wt, loss)
+    common = (w, wt, sig, r, rt, N, S, rho, beta, direction, perturbed, field_wt, loss, Pt, n)
     np_c = _compile(common, [numpy_functions(), "numpy"], np)
     jax_c = _compile(common, [jax_functions(), "jax"], jnp)
     return (w, wt, sig, r, rt, N, S, rho, beta, direction, perturbed, field_wt, field_w, np_c, jax_c)

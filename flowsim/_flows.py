@@ -123,4 +123,100 @@ class USAM:
         return f"USAM(rho={self.rho:g})"
 
 
-FLOWS = {"gd": GD, "sam": SAM, "usam": USAM}
+def _field_at(dbeta_t, r_t, P_t, n, sigma):
+    """The gradient flows' field at the evaluation point: -grad L(theta~) / e^{S~} = dbeta/dw(w~) r~."""
+    return dbeta_t * r_t
+
+
+for _cls in (GD, SAM, USAM):
+    _cls.field = staticmethod(_field_at)
+    _cls.clock = None
+    _cls.needs_P = False
+
+
+def _check_schedule(lr, decay):
+    lr, decay = float(lr), float(decay)
+    if not (math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a positive number (eta_t = lr (t+1)^-decay); got {lr!r}.")
+    if not 0 <= decay <= 1:
+        raise ValueError(f"decay must be in [0, 1]; got {decay!r}.")
+    return lr, decay
+
+
+@dataclass(frozen=True)
+class SignFlow:
+    r"""Sign flow :math:`\dot	heta = -\eta(t)\,\mathrm{sign}(g)`, :math:`\eta = lr\,(t+1)^{-a}`: the
+    small-step limit of Signum and full-batch Adam (MATH.md 3). Integrated in the schedule clock
+    :math:`ds = \eta(t)\,dt` as a Filippov system (sign switches by events). The default decay = 1
+    makes s = lr log(1+t), so every horizon is a short integration."""
+
+    lr: float = 1.0
+    decay: float = 1.0
+    rho = 0.0
+    uses_sign = True
+    dual_exponent = None
+    clock = "schedule"
+    needs_P = False
+
+    def __post_init__(self):
+        lr, decay = _check_schedule(self.lr, self.decay)
+        object.__setattr__(self, "lr", lr)
+        object.__setattr__(self, "decay", decay)
+
+    def perturbation(self, w, G, N, S, rho, sigma):
+        return sp.Integer(0)
+
+    @staticmethod
+    def field(dbeta_t, r_t, P_t, n, sigma):
+        return -sigma
+
+    @property
+    def key(self):
+        return ("SignFlow",)
+
+    def __str__(self):
+        return f"SignFlow(lr={self.lr:g}, decay={self.decay:g})"
+
+
+@dataclass(frozen=True)
+class AdamProxy:
+    r"""The beta_2 -> 1 proxy of (mini-batch) Adam (seed 002, Prop. 4.1 and its mini-batch form):
+    :math:`\dot	heta = -\eta(t)\,\Phi`, :math:`\Phi = \sqrt{b(N-1)/N}\,S \oslash ((b-1)S^2 + (N-b)Q)^{1/2}`,
+    S = sum_n g_n, Q = sum_n g_n^2 (elementwise); b = 1 gives S / sqrt(N Q) (per-sample Adam),
+    b = N gives sign(S) (the sign flow). Integrated in the schedule clock ds = eta(t) dt."""
+
+    lr: float = 1.0
+    decay: float = 1.0
+    batch: int = 1
+    rho = 0.0
+    uses_sign = False
+    dual_exponent = None
+    clock = "schedule"
+    needs_P = True
+
+    def __post_init__(self):
+        lr, decay = _check_schedule(self.lr, self.decay)
+        object.__setattr__(self, "lr", lr)
+        object.__setattr__(self, "decay", decay)
+        if isinstance(self.batch, bool) or not isinstance(self.batch, int) or self.batch < 1:
+            raise ValueError(f"batch must be a positive int (1: per-sample Adam); got {self.batch!r}.")
+
+    def perturbation(self, w, G, N, S, rho, sigma):
+        return sp.Integer(0)
+
+    def field(self, dbeta_t, r_t, P_t, n, sigma):
+        # -Phi with S = -dbeta r, Q = dbeta^2 P: dbeta cancels up to its sign (scale-free in q)
+        b = self.batch
+        if b == 1:
+            return sp.sign(dbeta_t) * r_t / sp.sqrt(n * P_t)
+        return sp.sign(dbeta_t) * sp.sqrt(b * (n - 1) / n) * r_t / sp.sqrt((b - 1) * r_t**2 + (n - b) * P_t)
+
+    @property
+    def key(self):
+        return ("AdamProxy", self.batch)
+
+    def __str__(self):
+        return f"AdamProxy(lr={self.lr:g}, decay={self.decay:g}, batch={self.batch})"
+
+
+FLOWS = {"gd": GD, "sam": SAM, "usam": USAM, "sign": SignFlow, "adam_proxy": AdamProxy}

@@ -8,14 +8,14 @@ import time
 import numpy as np
 
 from ._backends._diffrax import DiffraxBackend
-from ._backends._events import SCORES, scores
+from ._backends._events import SCORES, armed, event_functions, scores
 from ._backends._scipy import ScipyBackend
 from ._data import Dataset
 from ._derive import System
 from ._errors import IntegrationError, NonSeparableError
 from ._filippov import classify
 from ._solution import FAILURES, OUTCOMES, Solution, log10_t_from_u
-from ._vector_field import CLOCKS, VectorField
+from ._vector_field import CLOCKS, SCHEDULE, VectorField
 
 LN10 = math.log(10.0)
 MAX_SEGMENTS = 10_000
@@ -129,6 +129,11 @@ def solve(
         )
     if clock not in CLOCKS:
         raise ValueError(f"clock must be one of {CLOCKS}; got {clock!r}.")
+    if getattr(system.flow, "batch", 1) >= data.n > 1:
+        raise ValueError(f"AdamProxy(batch={system.flow.batch}) on n={data.n} samples: batch must be < n "
+                         "(batch = n is the sign flow, a discontinuous field: use flowsim.SignFlow()).")
+    if getattr(system.flow, "clock", None) == SCHEDULE:
+        clock = SCHEDULE  # the learning-rate schedule is the clock of sign and Adam-proxy flows
     rtol, atol = _positive("rtol", rtol), _positive("atol", atol)
     collapse_tol, blowup_size = _positive("collapse_tol", collapse_tol), _positive("blowup_size", blowup_size)
     if isinstance(saves, bool) or not isinstance(saves, (int, np.integer)) or saves < 2:
@@ -148,21 +153,23 @@ def solve(
     uses_sign = flow.uses_sign
     K, d = theta0.shape
     key = (system.model, system.loss.name, flow.key)
-    vf_np = VectorField(system.numpy, np, K, d, flow.dual_exponent)
+    vf_np = VectorField(system.numpy, np, K, d, flow.dual_exponent, flow.needs_P)
     vf_jax = None
     if be.__class__ is DiffraxBackend or (be.__class__ is ScipyBackend and be.method in {"Radau", "BDF", "LSODA"}):
         import jax.numpy as jnp
 
-        vf_jax = VectorField(system.jax, jnp, K, d, flow.dual_exponent)
+        vf_jax = VectorField(system.jax, jnp, K, d, flow.dual_exponent, flow.needs_P)
     vf_run = vf_jax if isinstance(be, DiffraxBackend) else vf_np
 
     Z = data.z
     rho = float(flow.rho)
+    to_s, to_u = _clock_maps(clock, flow, u1)
     targets = _save_grid(L1, int(saves))
     # below ~atol the solver no longer resolves the state, and the l2-SAM field is discontinuous at 0
     log_floor = math.log(max(collapse_tol * float(np.abs(theta0).max()), 1e3 * atol))
     log_ceiling = math.log(blowup_size)
-    s_max = u1 if clock == "log_time" else 1e300
+    s_max = 1e300 if clock == "tau" else float(to_s(u1))
+    run_targets = targets if clock == "tau" else to_s(targets)
 
     sigma = np.ones((K, d))
     pinned = np.zeros((K, d), bool)
@@ -177,7 +184,7 @@ def solve(
     y = np.concatenate([theta.ravel(), [0.0]])
     s = 0.0
     rec_s, rec_y = [s], [y]
-    remaining = targets[1:]
+    remaining = run_targets[1:]
     stats = {"steps": 0, "segments": 0, "switches": 0}
     events = []
     bar = _progress_bar(L1, targets) if progress else None
@@ -189,13 +196,14 @@ def solve(
                 break
             if uses_sign and pinned.all():
                 status = "stalled"
-                _extend_constant(vf_np, clock, s, y, Z, rho, sigma, pinned, remaining, rec_s, rec_y)
+                _extend_constant(vf_np, clock, s, y, Z, rho, sigma, pinned, remaining, rec_s, rec_y, to_u)
                 remaining = remaining[:0]
                 break
             if stats["segments"] >= MAX_SEGMENTS:
                 status, message = "chattering", f"more than {MAX_SEGMENTS} sign-switch segments (Zeno switching?)"
                 break
             args = (Z, rho, sigma, pinned, u1, log_floor, log_ceiling, leaders.copy())
+            args = args + (armed(event_functions(vf_np, clock, uses_sign, track), s, y, args),)
             if isinstance(be, ScipyBackend):
                 extra = {"vf_jax": vf_jax, "progress": bar.to_u if bar else None, "track": track}
             else:
@@ -209,7 +217,7 @@ def solve(
             rec_y.extend(list(seg.y_saves))
             remaining = remaining[len(seg.s_saves):]
             s, y = seg.s_end, seg.y_end
-            u_end = s if clock == "log_time" else y[-1]
+            u_end = y[-1] if clock == "tau" else float(to_u(s))
             if bar:
                 bar.to_u(u_end)
             if seg.reason in ("end", "horizon"):
@@ -247,8 +255,8 @@ def solve(
             bar.close()
     if status == "completed" and len(remaining):
         # the horizon event is located to ~1e-13 in u; targets within that of the end are the end point
-        u_end = s if clock == "log_time" else y[-1]
-        close = remaining <= u_end + 1e-9 * (1.0 + abs(u_end))
+        end = y[-1] if clock == "tau" else s  # remaining targets are in the integration's own units
+        close = remaining <= end + 1e-9 * (1.0 + abs(end))
         rec_s.extend([s] * int(close.sum()))
         rec_y.extend([y] * int(close.sum()))
     if status not in ("completed", "stalled") and rec_s[-1] != s:
@@ -256,7 +264,7 @@ def solve(
         rec_y.append(y)
     stats["wall_s"] = time.perf_counter() - t_start
     message = message or (OUTCOMES.get(status) or FAILURES.get(status, ""))
-    sol = _assemble(system, data, clock, np.asarray(rec_s), np.asarray(rec_y), K, d, status, message, stats, events,
+    sol = _assemble(system, data, clock, to_u, np.asarray(rec_s), np.asarray(rec_y), K, d, status, message, stats, events,
                     dict(init=np.asarray(init).tolist(), log10_t1=L1, backend=backend, clock=clock, rtol=rtol,
                          atol=atol, saves=int(saves), max_steps=int(max_steps), rho=rho, track=track))
     if throw and status in FAILURES:
@@ -283,11 +291,30 @@ def _tau(clock, s, y):
     return float(s if clock == "tau" else y[-1])
 
 
-def _extend_constant(vf, clock, s, y, Z, rho, sigma, pinned, remaining, rec_s, rec_y):
+def _clock_maps(clock, flow, u1):
+    """s(u) and u(s) for the integration variable s, u = log(1+t). Schedule clock ds = eta dt with
+    eta = lr (t+1)^-a: s = lr expm1((1-a) u)/(1-a) (a < 1), lr u (a = 1)."""
+    if clock != SCHEDULE:
+        return (lambda u: np.asarray(u, float)), (lambda s: np.asarray(s, float))
+    lr, a = flow.lr, flow.decay
+    if a == 1.0:
+        return (lambda u: lr * np.asarray(u, float)), (lambda s: np.asarray(s, float) / lr)
+    if (1 - a) * u1 > 700:
+        raise ValueError(f"with decay={a} the schedule clock s ~ t^(1-a) overflows before t1; use decay=1 "
+                         "(s = lr log(1+t)) for horizons beyond t ~ 10^(300/(1-a)).")
+    return (lambda u: lr * np.expm1((1 - a) * np.asarray(u, float)) / (1 - a),
+            lambda s: np.log1p((1 - a) * np.asarray(s, float) / lr) / (1 - a))
+
+
+def _extend_constant(vf, clock, s, y, Z, rho, sigma, pinned, remaining, rec_s, rec_y, to_u):
     """Every entry slides: the state is constant; only the clocks move (dt/dtau = e^{-S})."""
     K, d = vf.K, vf.d
+    if clock == SCHEDULE:  # remaining targets are values of s; the last entry counts s
+        rec_s.extend(remaining.tolist())
+        rec_y.extend(np.concatenate([y[:-1], [sk]]) for sk in remaining)
+        return
     _, S = vf.sliding_field_and_scale(y[:-1].reshape(K, d), Z, rho, sigma, pinned)
-    u_now = s if clock == "log_time" else y[-1]
+    u_now = y[-1] if clock == "tau" else s
     tau_now = _tau(clock, s, y)
     with np.errstate(over="ignore"):
         for u in remaining:
@@ -302,9 +329,14 @@ def _extend_constant(vf, clock, s, y, Z, rho, sigma, pinned, remaining, rec_s, r
                 rec_y.append(np.concatenate([y[:-1], [tau]]))
 
 
-def _assemble(system, data, clock, s, Y, K, d, status, message, stats, events, config):
+def _assemble(system, data, clock, to_u, s, Y, K, d, status, message, stats, events, config):
     params = Y[:, :-1].reshape(-1, K, d)
-    u, tau = (s, Y[:, -1]) if clock == "log_time" else (Y[:, -1], s)
+    if clock == "tau":
+        u, tau = Y[:, -1], s
+    elif clock == SCHEDULE:  # tau holds the schedule clock s for these flows
+        u, tau = to_u(s), s
+    else:
+        u, tau = s, Y[:, -1]
     c = system.numpy  # elementwise formulas: evaluate all save points at once
     beta = c.beta(np.moveaxis(params, 1, 0)).reshape(-1, d)
     margins = beta @ data.z.T

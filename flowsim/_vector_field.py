@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 CLOCKS = ("tau", "log_time")
+#: flows with a learning-rate schedule (sign flow, Adam proxy) run in ds = eta(t) dt instead
+SCHEDULE = "schedule"
 
 
 def _logsumexp(xp, a):
@@ -37,6 +39,7 @@ class VectorField:
     K: int
     d: int
     dual_exponent: float | None
+    needs_P: bool = False
 
     def couplings(self, theta, Z):
         """Margins m, log gradient scale S, and r = Z^T softmax(log q(m)) at theta."""
@@ -68,9 +71,17 @@ class VectorField:
 
     def field_and_scale(self, theta, Z, rho, sigma):
         """F = dtheta/dtau at theta and the log scale S~ at the evaluation point."""
+        xp = self.xp
         theta_t = self.evaluation_point(theta, Z, rho, sigma)
-        _, _, S_t, r_t = self.couplings(theta_t, Z)
-        return self.compiled.field(theta_t, r_t), S_t
+        beta_t = self.compiled.beta(theta_t)
+        lq = self.compiled.log_q(Z @ beta_t)
+        lse = _logsumexp(xp, lq)
+        p = xp.exp(lq - lse)
+        S_t = lse - xp.log(float(Z.shape[0]))
+        r_t = Z.T @ p
+        # P = sum_i p_i^2 z_ij^2: the per-sample second moment the Adam proxy needs
+        P_t = (Z**2).T @ p**2 if self.needs_P else r_t
+        return self.compiled.field(theta_t, r_t, P_t, float(Z.shape[0]), sigma), S_t
 
     def sliding_field_and_scale(self, theta, Z, rho, sigma, pinned):
         """Filippov field with the entries in ``pinned`` sliding on w = 0: the real-time fields
@@ -97,6 +108,8 @@ class VectorField:
             F, S_t = fs(theta, Z, rho, sigma, pinned)
             if clock == "tau":
                 return xp.concatenate([xp.reshape(F, (-1,)), xp.reshape(xp.exp(-S_t - y[-1]), (1,))])
+            if clock == SCHEDULE:  # s itself is the clock; the last state entry counts s
+                return xp.concatenate([xp.reshape(F, (-1,)), xp.ones(1)])
             rate = xp.exp(S_t + s)
             return xp.concatenate([xp.reshape(F * rate, (-1,)), xp.reshape(rate, (1,))])
 

@@ -46,7 +46,7 @@ def _build(vf, clock, uses_sign, sliding, solver_name, rtol, atol, max_steps, n_
             max_steps=max_steps, throw=False,
         )
         s_end, y_end = sol.ts[-1], sol.ys[-1]
-        if clock == "log_time":
+        if clock != "tau":  # log-time and schedule clocks: the targets are values of s itself
             u_end = s_end
             s_t = jnp.clip(u_targets, s0, s_end)
         else:

@@ -13,7 +13,9 @@ falls through zero:
   minus the best other score: another coordinate is about to lead in |beta_j| or in the relative
   growth rate d log|beta_j| / dtau (clock-free: every clock rescales all rates alike).
 
-``args = (Z, rho, sigma, pinned, u_end, log_floor, log_ceiling, leaders)``.
+``args = (Z, rho, sigma, pinned, u_end, log_floor, log_ceiling, leaders, armed)``; ``armed`` (one bool
+per event, in ``event_functions`` order) disarms an event that is not positive at the segment's
+start (say two coordinates tied for ever by symmetry), so it cannot blind the others.
 """
 
 from __future__ import annotations
@@ -60,16 +62,25 @@ def event_functions(vf, clock: str, uses_sign: bool, track=()) -> dict:
             sc = scores(vf, kind, xp.reshape(y[:-1], (K, d)), Z, rho, sigma)
             k = args[7][i]
             others = xp.where(xp.arange(d) == k, -xp.inf, sc)
-            return sc[k] - xp.max(others)
+            # a tie at the segment start (the leader was just chosen by a probe) still counts as ahead
+            return sc[k] - xp.max(others) + 1e-12 * (1.0 + xp.abs(sc[k]))
 
         fns[f"lead_{kind}"] = lead
     return fns
 
 
+def armed(fns: dict, s, y, args):
+    """Which events are positive at the segment's start (numpy)."""
+    import numpy as np
+
+    return np.array([float(f(s, y, args)) > 0 for f in fns.values()])
+
+
 def first_event(fns: dict, xp):
-    """One continuous function, the minimum of all events: it crosses zero when the first does."""
+    """One continuous function, the minimum of the armed events: it crosses zero when the first does."""
 
     def combined(s, y, args):
-        return xp.min(xp.stack([f(s, y, args) for f in fns.values()]))
+        vals = xp.stack([f(s, y, args) for f in fns.values()])
+        return xp.min(xp.where(args[8], vals, xp.inf))
 
     return combined

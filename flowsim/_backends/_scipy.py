@@ -59,8 +59,11 @@ class ScipyBackend:
             kwargs["jac"] = jac_fn
         solver = METHODS[self.method](fun, s0, np.asarray(y0, float), s_max, rtol=rtol, atol=atol, **kwargs)
         events = event_functions(vf, clock, uses_sign, track)
+        on = dict(zip(events, args[8]))
+        events = {k: f for k, f in events.items() if on[k]}
         ev_val = {k: f(s0, solver.y, args) for k, f in events.items()}
-        u_of = (lambda s, y: s) if clock == "log_time" else (lambda s, y: y[-1])
+        # log-time and schedule clocks: targets are values of s itself; tau: of the state u
+        u_of = (lambda s, y: y[-1]) if clock == "tau" else (lambda s, y: s)
         targets = np.asarray(u_targets, float)
         ti = 0
         s_saves, y_saves = [], []
@@ -97,7 +100,7 @@ class ScipyBackend:
                 s_stop = hit_s if hit is not None else s_new
                 u_stop = u_of(s_stop, dense(s_stop))
                 while ti < len(targets) and targets[ti] <= u_stop:
-                    if clock == "log_time":
+                    if clock != "tau":
                         s_k = targets[ti]
                     else:
                         # earlier targets were saved in earlier steps, so u(s_old) < target <= u(s_stop)
