@@ -143,20 +143,12 @@ def _check_schedule(lr, decay):
     return lr, decay
 
 
-@dataclass(frozen=True)
-class SignFlow:
-    r"""Sign flow :math:`\dot	heta = -\eta(t)\,\mathrm{sign}(g)`, :math:`\eta = lr\,(t+1)^{-a}`: the
-    small-step limit of Signum and full-batch Adam (MATH.md 3). Integrated in the schedule clock
-    :math:`ds = \eta(t)\,dt` as a Filippov system (sign switches by events). The default decay = 1
-    makes s = lr log(1+t), so every horizon is a short integration."""
+class _Scheduled:
+    """Shared by flows with a learning-rate schedule: validation, and theta~ = theta."""
 
-    lr: float = 1.0
-    decay: float = 1.0
     rho = 0.0
-    uses_sign = True
     dual_exponent = None
     clock = "schedule"
-    needs_P = False
 
     def __post_init__(self):
         lr, decay = _check_schedule(self.lr, self.decay)
@@ -165,6 +157,19 @@ class SignFlow:
 
     def perturbation(self, w, G, N, S, rho, sigma):
         return sp.Integer(0)
+
+
+@dataclass(frozen=True)
+class SignFlow(_Scheduled):
+    r"""Sign flow :math:`\dot\theta = -\eta(t)\,\mathrm{sign}(g)`, :math:`\eta = lr\,(t+1)^{-a}`: the
+    small-step limit of Signum and full-batch Adam (MATH.md 3). Integrated in the schedule clock
+    :math:`ds = \eta(t)\,dt` as a Filippov system (sign switches by events). The default decay = 1
+    makes s = lr log(1+t), so every horizon is a short integration."""
+
+    lr: float = 1.0
+    decay: float = 1.0
+    uses_sign = True
+    needs_P = False
 
     @staticmethod
     def field(dbeta_t, r_t, P_t, n, sigma):
@@ -179,30 +184,22 @@ class SignFlow:
 
 
 @dataclass(frozen=True)
-class AdamProxy:
+class AdamProxy(_Scheduled):
     r"""The beta_2 -> 1 proxy of (mini-batch) Adam (seed 002, Prop. 4.1 and its mini-batch form):
-    :math:`\dot	heta = -\eta(t)\,\Phi`, :math:`\Phi = \sqrt{b(N-1)/N}\,S \oslash ((b-1)S^2 + (N-b)Q)^{1/2}`,
+    :math:`\dot\theta = -\eta(t)\,\Phi`, :math:`\Phi = \sqrt{b(N-1)/N}\,S \oslash ((b-1)S^2 + (N-b)Q)^{1/2}`,
     S = sum_n g_n, Q = sum_n g_n^2 (elementwise); b = 1 gives S / sqrt(N Q) (per-sample Adam),
     b = N gives sign(S) (the sign flow). Integrated in the schedule clock ds = eta(t) dt."""
 
     lr: float = 1.0
     decay: float = 1.0
     batch: int = 1
-    rho = 0.0
     uses_sign = False
-    dual_exponent = None
-    clock = "schedule"
     needs_P = True
 
     def __post_init__(self):
-        lr, decay = _check_schedule(self.lr, self.decay)
-        object.__setattr__(self, "lr", lr)
-        object.__setattr__(self, "decay", decay)
+        super().__post_init__()
         if isinstance(self.batch, bool) or not isinstance(self.batch, int) or self.batch < 1:
             raise ValueError(f"batch must be a positive int (1: per-sample Adam); got {self.batch!r}.")
-
-    def perturbation(self, w, G, N, S, rho, sigma):
-        return sp.Integer(0)
 
     def field(self, dbeta_t, r_t, P_t, n, sigma):
         # -Phi with S = -dbeta r, Q = dbeta^2 P: dbeta cancels up to its sign (scale-free in q)
