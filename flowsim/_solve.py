@@ -86,7 +86,7 @@ def solve(
     collapse_tol: float = 1e-10,
     blowup_size: float = 1e100,
     progress: bool = False,
-    track=("magnitude",),
+    track=(),
 ) -> Solution:
     r"""Integrate ``system`` (from :func:`flowsim.derive`) on ``data`` from ``init`` to ``t1``.
 
@@ -113,7 +113,8 @@ def solve(
         progress: show a progress bar measured in log10 t.
         track: leading-coordinate scores to locate switches of, by events: ``"magnitude"``
             (argmax |beta_j|) and/or ``"growth"`` (argmax d log|beta_j|/dt). Each switch is
-            recorded in ``sol.events`` (see :func:`flowsim.switch_times`).
+            recorded in ``sol.events`` (see :func:`flowsim.switch_times`). Off by default: each
+            switch restarts the solver, which costs time on wide data.
 
     Returns:
         A :class:`flowsim.Solution`.

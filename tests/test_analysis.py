@@ -39,12 +39,12 @@ def test_growth_switch_time_matches_crossover_condition(one_sample, backend):
 
 def test_sequential_feature_amplification_along_time():
     data = fs.Dataset(np.array([[1.0, 2.0, 3.0]]), [1])
-    sam = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1)), data, 0.05, t1=1e100)
+    sam = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1)), data, 0.05, t1=1e100, track=("magnitude",))
     amp = fs.sequential_amplification(sam)
     assert amp["order"] == [0, 1, 2] and amp["minor_to_major"]
     times = [e["log10_t"] for e in amp["switches"]]
     assert times == sorted(times) and len(times) == 2
-    gd = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.GD()), data, 0.05, t1=1e100)
+    gd = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.GD()), data, 0.05, t1=1e100, track=("magnitude",))
     assert fs.sequential_amplification(gd)["order"] == [2]  # GD: the major coordinate leads throughout
 
 
@@ -124,7 +124,8 @@ def test_plots_take_and_return_an_axis(one_sample):
 
     from flowsim import plot
 
-    sol = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1)), one_sample, [0.1, 0.05], t1=1e30, saves=50)
+    sol = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1)), one_sample, [0.1, 0.05], t1=1e30, saves=50,
+                   track=("magnitude",))
     refs = {"l1": fs.max_margin(one_sample, 1), "l2": fs.max_margin(one_sample, 2)}
     fig = Figure()
     axes = fig.subplots(1, 4)
