@@ -216,4 +216,3 @@ class AdamProxy(_Scheduled):
         return f"AdamProxy(lr={self.lr:g}, decay={self.decay:g}, batch={self.batch})"
 
 
-FLOWS = {"gd": GD, "sam": SAM, "usam": USAM, "sign": SignFlow, "adam_proxy": AdamProxy}
