@@ -214,5 +214,3 @@ class AdamProxy(_Scheduled):
 
     def __str__(self):
         return f"AdamProxy(lr={self.lr:g}, decay={self.decay:g}, batch={self.batch})"
-
-
