@@ -27,20 +27,14 @@ def _targets(data):
     return {"l2": fs.max_margin(data, 2), "linf": fs.max_margin(data, INF), "fixed point": fp.solution}
 
 
-def _cosines(run, targets):
+def _ratios(run, targets, data):
     """Normalised-margin ratios gamma_p(beta_t) / gamma_p* (1 at the max-margin): l_inf optima are often
     not unique, so a cosine against one LP vertex would mislead (MATH.md 6)."""
-    data = run_data[id(run)]
     return {k: fs.normalised_margin(data, run.beta, r.norm, r.metric) / r.margin for k, r in targets.items()}
 
 
-run_data: dict = {}
-
-
 def _iterate(opt, data, steps, records):
-    run = fs.iterate(opt, fs.Linear(), "logistic", data, steps=steps, init=1e-3, records=records)
-    run_data[id(run)] = data
-    return run
+    return fs.iterate(opt, fs.Linear(), "logistic", data, steps=steps, init=1e-3, records=records)
 
 
 def _sets(n=10, d=5):
@@ -58,7 +52,7 @@ def per_sample_vs_full(out: Path, quick: bool) -> Claim:
         for row, (label, opt) in enumerate({"per-sample Adam": OPT.adam(0.05, 0.9, 0.99, batch="cyclic"),
                                             "full-batch Adam": OPT.adam(0.05, 0.9, 0.99)}.items()):
             run = _iterate(opt, data, steps, 40)
-            cos = _cosines(run, tg)
+            cos = _ratios(run, tg, data)
             ax = axes[row, col]
             for k, c in cos.items():
                 ax.semilogx(np.maximum(run.steps, 1), c, label=k)
@@ -94,7 +88,7 @@ def signum_batches(out: Path, quick: bool) -> Claim:
     ax = fig.add_subplot()
     for b in (1, 5, 10):
         run = _iterate(OPT.signum(0.05, 0.9, batch=b if b < data.n else "full"), data, steps, 40)
-        cos = _cosines(run, tg)
+        cos = _ratios(run, tg, data)
         ax.semilogx(np.maximum(run.steps, 1), cos["linf"], label=f"batch {b}")
         final = {k: float(c[-1]) for k, c in cos.items()}
         ok &= final["linf"] >= 0.985 and cos["linf"][-1] >= cos["linf"][-10]

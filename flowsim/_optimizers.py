@@ -169,8 +169,9 @@ class DiscreteRun(NamedTuple):
 
     @property
     def direction(self):
-        n = np.linalg.norm(self.beta, axis=1, keepdims=True)
-        return np.divide(self.beta, n, out=np.zeros_like(self.beta), where=n > 0)
+        from ._solution import unit_rows
+
+        return unit_rows(self.beta)
 
 
 def _record_points(steps, records):

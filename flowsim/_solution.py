@@ -30,6 +30,12 @@ def log10_t_from_u(u):
         return np.where(u > 1.0, (u + np.log1p(-np.exp(-np.maximum(u, 1.0)))) / np.log(10.0), np.log10(np.expm1(u)))
 
 
+def unit_rows(a: np.ndarray) -> np.ndarray:
+    """Each row divided by its l2 norm (rows of zeros stay zero)."""
+    n = np.linalg.norm(a, axis=1, keepdims=True)
+    return np.divide(a, n, out=np.zeros_like(a), where=n > 0)
+
+
 @dataclass(frozen=True, eq=False)
 class Solution:
     """Saved trajectory of a flow.
@@ -68,8 +74,7 @@ class Solution:
     @property
     def direction(self) -> np.ndarray:
         """beta / ||beta||_2 at each save point (0 where beta = 0)."""
-        n = np.linalg.norm(self.beta, axis=1, keepdims=True)
-        return np.divide(self.beta, n, out=np.zeros_like(self.beta), where=n > 0)
+        return unit_rows(self.beta)
 
     def __repr__(self) -> str:
         end = self.log10_t[-1] if len(self.log10_t) else float("nan")

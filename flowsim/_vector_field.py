@@ -41,15 +41,18 @@ class VectorField:
     dual_exponent: float | None
     needs_P: bool = False
 
-    def couplings(self, theta, Z):
-        """Margins m, log gradient scale S, and r = Z^T softmax(log q(m)) at theta."""
+    def weights(self, theta, Z):
+        """beta, margins m, log gradient scale S and the sample weights p = softmax(log q(m))."""
         xp = self.xp
         beta = self.compiled.beta(theta)
         m = Z @ beta
         lq = self.compiled.log_q(m)
         lse = _logsumexp(xp, lq)
-        p = xp.exp(lq - lse)
-        S = lse - xp.log(float(Z.shape[0]))
+        return beta, m, lse - xp.log(float(Z.shape[0])), xp.exp(lq - lse)
+
+    def couplings(self, theta, Z):
+        """Margins m, log gradient scale S, and r = Z^T softmax(log q(m)) at theta."""
+        beta, m, S, p = self.weights(theta, Z)
         return beta, m, S, Z.T @ p
 
     def direction(self, theta, Z):
@@ -71,13 +74,8 @@ class VectorField:
 
     def field_and_scale(self, theta, Z, rho, sigma):
         """F = dtheta/dtau at theta and the log scale S~ at the evaluation point."""
-        xp = self.xp
         theta_t = self.evaluation_point(theta, Z, rho, sigma)
-        beta_t = self.compiled.beta(theta_t)
-        lq = self.compiled.log_q(Z @ beta_t)
-        lse = _logsumexp(xp, lq)
-        p = xp.exp(lq - lse)
-        S_t = lse - xp.log(float(Z.shape[0]))
+        _, _, S_t, p = self.weights(theta_t, Z)
         r_t = Z.T @ p
         # P = sum_i p_i^2 z_ij^2: the per-sample second moment the Adam proxy needs
         P_t = (Z**2).T @ p**2 if self.needs_P else r_t
