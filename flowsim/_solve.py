@@ -119,58 +119,30 @@ def solve(
     Returns:
         A :class:`flowsim.Solution`.
     """
-    if not isinstance(system, System):
-        raise ValueError(f"system must come from flowsim.derive(model, loss, flow); got {type(system).__name__}.")
-    if not isinstance(data, Dataset):
-        raise ValueError(f"data must be a flowsim.Dataset(X, y); got {type(data).__name__}.")
-    if not allow_nonseparable and not data.is_separable:
-        raise NonSeparableError(
-            "data are not linearly separable (the LP Z beta >= 1 is infeasible), so there is no max-margin "
-            "limit; pass allow_nonseparable=True to integrate anyway."
-        )
-    if clock not in CLOCKS:
-        raise ValueError(f"clock must be one of {CLOCKS}; got {clock!r}.")
-    if getattr(system.flow, "batch", 1) >= data.n > 1:
-        raise ValueError(f"AdamProxy(batch={system.flow.batch}) on n={data.n} samples: batch must be < n "
-                         "(batch = n is the sign flow, a discontinuous field: use flowsim.SignFlow()).")
-    if getattr(system.flow, "clock", None) == SCHEDULE:
-        clock = SCHEDULE  # the learning-rate schedule is the clock of sign and Adam-proxy flows
-    rtol, atol = _positive("rtol", rtol), _positive("atol", atol)
-    collapse_tol, blowup_size = _positive("collapse_tol", collapse_tol), _positive("blowup_size", blowup_size)
-    if isinstance(saves, bool) or not isinstance(saves, (int, np.integer)) or saves < 2:
-        raise ValueError(f"saves must be an integer >= 2; got {saves!r}.")
-    if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
-        raise ValueError(f"max_steps must be a positive integer; got {max_steps!r}.")
+    rtol, atol, collapse_tol, blowup_size, clock = _check_common(
+        system, data, clock, rtol, atol, saves, max_steps, allow_nonseparable, collapse_tol, blowup_size)
     L1, u1 = _horizon(t1, log10_t1)
     be = _backend(backend, L1)
     track = tuple(track)
     if any(k not in SCORES for k in track):
         raise ValueError(f"track takes scores from {SCORES}; got {track!r}.")
-    theta0 = system.model.init_params(init, data.d)
-    if not np.any(theta0):
-        raise ValueError("init is all zeros: every flow here has beta = 0 as an equilibrium; start from alpha != 0.")
+    theta0 = initial_params(system, data, init)
 
     flow = system.flow
     uses_sign = flow.uses_sign
     K, d = theta0.shape
-    key = (system.model, system.loss.name, flow.key)
+    key = structure_key(system)
     vf_np = VectorField(system.numpy, np, K, d, flow.dual_exponent, flow.needs_P)
     vf_jax = None
     if be.__class__ is DiffraxBackend or (be.__class__ is ScipyBackend and be.method in {"Radau", "BDF", "LSODA"}):
-        import jax.numpy as jnp
-
-        vf_jax = VectorField(system.jax, jnp, K, d, flow.dual_exponent, flow.needs_P)
+        vf_jax = jax_field(system, K, d)
     vf_run = vf_jax if isinstance(be, DiffraxBackend) else vf_np
 
     Z = data.z
     rho = float(flow.rho)
-    to_s, to_u = _clock_maps(clock, flow, u1)
-    targets = _save_grid(L1, int(saves))
-    # below ~atol the solver no longer resolves the state, and the l2-SAM field is discontinuous at 0
-    log_floor = math.log(max(collapse_tol * float(np.abs(theta0).max()), 1e3 * atol))
+    _, to_u, targets, run_targets, s_max = _clock_plan(clock, flow, L1, u1, saves)
+    log_floor = _log_floor(theta0, collapse_tol, atol)
     log_ceiling = math.log(blowup_size)
-    s_max = 1e300 if clock == "tau" else float(to_s(u1))
-    run_targets = targets if clock == "tau" else to_s(targets)
 
     sigma = np.ones((K, d))
     pinned = np.zeros((K, d), bool)
@@ -271,6 +243,64 @@ def solve(
     if throw and status in FAILURES:
         raise IntegrationError(f"{system}: status {status!r}: {message}. The partial solution is in .solution.", sol)
     return sol
+
+
+def _check_common(system, data, clock, rtol, atol, saves, max_steps, allow_nonseparable, collapse_tol, blowup_size):
+    """Validate the arguments :func:`solve` and :func:`flowsim.sweep` share; returns the
+    normalised tolerances and the clock the flow runs in."""
+    if not isinstance(system, System):
+        raise ValueError(f"system must come from flowsim.derive(model, loss, flow); got {type(system).__name__}.")
+    if not isinstance(data, Dataset):
+        raise ValueError(f"data must be a flowsim.Dataset(X, y); got {type(data).__name__}.")
+    if not allow_nonseparable and not data.is_separable:
+        raise NonSeparableError(
+            "data are not linearly separable (the LP Z beta >= 1 is infeasible), so there is no max-margin "
+            "limit; pass allow_nonseparable=True to integrate anyway."
+        )
+    if clock not in CLOCKS:
+        raise ValueError(f"clock must be one of {CLOCKS}; got {clock!r}.")
+    if getattr(system.flow, "batch", 1) >= data.n > 1:
+        raise ValueError(f"AdamProxy(batch={system.flow.batch}) on n={data.n} samples: batch must be < n "
+                         "(batch = n is the sign flow, a discontinuous field: use flowsim.SignFlow()).")
+    if getattr(system.flow, "clock", None) == SCHEDULE:
+        clock = SCHEDULE  # the learning-rate schedule is the clock of sign and Adam-proxy flows
+    rtol, atol = _positive("rtol", rtol), _positive("atol", atol)
+    collapse_tol, blowup_size = _positive("collapse_tol", collapse_tol), _positive("blowup_size", blowup_size)
+    if isinstance(saves, bool) or not isinstance(saves, (int, np.integer)) or saves < 2:
+        raise ValueError(f"saves must be an integer >= 2; got {saves!r}.")
+    if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
+        raise ValueError(f"max_steps must be a positive integer; got {max_steps!r}.")
+    return rtol, atol, collapse_tol, blowup_size, clock
+
+
+def initial_params(system, data, init):
+    theta0 = system.model.init_params(init, data.d)
+    if not np.any(theta0):
+        raise ValueError("init is all zeros: every flow here has beta = 0 as an equilibrium; start from alpha != 0.")
+    return theta0
+
+
+def structure_key(system):
+    return (system.model, system.loss.name, system.flow.key)
+
+
+def jax_field(system, K, d):
+    import jax.numpy as jnp
+
+    return VectorField(system.jax, jnp, K, d, system.flow.dual_exponent, system.flow.needs_P)
+
+
+def _log_floor(theta0, collapse_tol, atol):
+    # below ~atol the solver no longer resolves the state, and the l2-SAM field is discontinuous at 0
+    return math.log(max(collapse_tol * float(np.abs(theta0).max()), 1e3 * atol))
+
+
+def _clock_plan(clock, flow, L1, u1, saves):
+    """Clock maps, the save grid (in u and in the integration variable) and the end of the clock."""
+    to_s, to_u = _clock_maps(clock, flow, u1)
+    targets = _save_grid(L1, int(saves))
+    s_max = 1e300 if clock == "tau" else float(to_s(u1))
+    return to_s, to_u, targets, (targets if clock == "tau" else to_s(targets)), s_max
 
 
 def _leader(vf, kind, theta, Z, rho, sigma, exclude=None):

@@ -72,7 +72,33 @@ def _build(vf, clock, uses_sign, sliding, solver_name, rtol, atol, max_steps, n_
         stats = (sol.stats["num_steps"], sol.stats["num_accepted_steps"], sol.stats["num_rejected_steps"])
         return s_t, y_t, u_targets <= u_end, s_end, y_end, flags, stats
 
-    return jax.jit(run), names
+    return run, names
+
+
+def kernel(vf, key, clock, uses_sign, sliding, solver, rtol, atol, max_steps, n_targets, track=(), batched=False):
+    """The jitted segment solve ``run(y0, s0, s_max, args, u_targets)`` and its event names, compiled
+    once per structure. ``batched=True``: vmapped over y0 and the per-member arguments rho
+    (``args[1]``) and log_floor (``args[5]``), everything else shared (for :func:`flowsim.sweep`)."""
+    ck = (key, clock, uses_sign, sliding, solver, rtol, atol, max_steps, n_targets, vf.K, vf.d, track, batched)
+    if ck not in _CACHE:
+        run, names = _build(vf, clock, uses_sign, sliding, solver, rtol, atol, max_steps, n_targets, track)
+        if batched:
+            axes = (None, 0, None, None, None, 0, None, None, None)
+            run = jax.vmap(run, in_axes=(0, None, None, axes, None))
+        _CACHE[ck] = jax.jit(run), names
+    return _CACHE[ck]
+
+
+def reason(names, fired, maxed, failed) -> str:
+    """Why a segment ended: an event's name, "max_steps", "failed" or "end"."""
+    if int(fired) >= 0:
+        return names[int(fired)]
+    if bool(maxed):
+        return "max_steps"
+    return "failed" if bool(failed) else "end"
+
+
+FAILED_MESSAGE = "diffrax stopped: step size fell below its limit or the state became non-finite"
 
 
 class DiffraxBackend:
@@ -87,10 +113,7 @@ class DiffraxBackend:
                   n_targets=None, track=()):
         # a fixed number of (inf-padded) targets, so later segments reuse the compiled solve
         n_targets = max(n_targets or len(u_targets), len(u_targets), 1)
-        ck = (key, clock, uses_sign, sliding, self.solver, rtol, atol, max_steps, n_targets, vf.K, vf.d, track)
-        if ck not in _CACHE:
-            _CACHE[ck] = _build(vf, clock, uses_sign, sliding, self.solver, rtol, atol, max_steps, n_targets, track)
-        run, names = _CACHE[ck]
+        run, names = kernel(vf, key, clock, uses_sign, sliding, self.solver, rtol, atol, max_steps, n_targets, track)
         targets = np.full(n_targets, np.inf)
         targets[: len(u_targets)] = u_targets
         jargs = tuple(jnp.asarray(a) for a in args)
@@ -98,18 +121,11 @@ class DiffraxBackend:
             jnp.asarray(y0), jnp.float64(s0), jnp.float64(s_max), jargs, jnp.asarray(targets)
         )
         ok = np.asarray(ok) & np.isfinite(targets)
-        if int(fired) >= 0:
-            reason = names[int(fired)]
-        elif bool(maxed):
-            reason = "max_steps"
-        elif bool(failed):
-            reason = "failed"
-        else:
-            reason = "end"
+        why = reason(names, fired, maxed, failed)
         n_steps, n_acc, n_rej = (int(x) for x in stats)
         return Segment(
             s_saves=np.asarray(s_t)[ok], y_saves=np.asarray(y_t)[ok], s_end=float(s_end),
-            y_end=np.asarray(y_end), reason=reason,
-            message="diffrax stopped: step size fell below its limit or the state became non-finite" if reason == "failed" else "",
+            y_end=np.asarray(y_end), reason=why,
+            message=FAILED_MESSAGE if why == "failed" else "",
             stats={"steps": n_steps, "accepted": n_acc, "rejected": n_rej},
         )
