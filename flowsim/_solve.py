@@ -193,8 +193,8 @@ def solve(
             u_end = y[-1] if clock == "tau" else float(to_u(s))
             if bar:
                 bar.to_u(u_end)
-            if seg.reason in ("end", "horizon"):
-                status = "completed"
+            if seg.reason in ENDINGS:
+                status = ENDINGS[seg.reason]
             elif seg.reason == "switch" or seg.reason.startswith("lead_"):
                 # events can coincide (a coordinate sliding to 0 ties with another at 0): re-examine
                 # the signs and every tracked leader whatever fired
@@ -215,10 +215,6 @@ def solve(
                     if leaders[i] != old:
                         events.append({"kind": f"lead_{kind}", "log10_t": lt_now, "tau": tau_now,
                                        "from": old, "to": int(leaders[i])})
-            elif seg.reason == "collapse":
-                status = "collapsed"
-            elif seg.reason == "blowup":
-                status = "blew_up"
             else:
                 status, message = seg.reason, seg.message
     except KeyboardInterrupt:
@@ -226,6 +222,23 @@ def solve(
     finally:
         if bar:
             bar.close()
+    close_records(status, clock, remaining, s, y, rec_s, rec_y)
+    stats["wall_s"] = time.perf_counter() - t_start
+    message = message or (OUTCOMES.get(status) or FAILURES.get(status, ""))
+    sol = _assemble(system, data, clock, to_u, np.asarray(rec_s), np.asarray(rec_y), K, d, status, message, stats, events,
+                    dict(init=np.asarray(init).tolist(), log10_t1=L1, backend=backend, clock=clock, rtol=rtol,
+                         atol=atol, saves=int(saves), max_steps=int(max_steps), rho=rho, track=track))
+    if throw and status in FAILURES:
+        raise IntegrationError(f"{system}: status {status!r}: {message}. The partial solution is in .solution.", sol)
+    return sol
+
+
+#: segment endings (backend reasons) that end a solve normally, and the status each gives
+ENDINGS = {"end": "completed", "horizon": "completed", "collapse": "collapsed", "blowup": "blew_up"}
+
+
+def close_records(status, clock, remaining, s, y, rec_s, rec_y):
+    """Finish the saved records of a solve that ended at (s, y) with ``remaining`` targets unreached."""
     if status == "completed" and len(remaining):
         # the horizon event is located to ~1e-13 in u; targets within that of the end are the end point
         end = y[-1] if clock == "tau" else s  # remaining targets are in the integration's own units
@@ -235,14 +248,6 @@ def solve(
     if status not in ("completed", "stalled") and rec_s[-1] != s:
         rec_s.append(s)  # keep the final state of an early ending
         rec_y.append(y)
-    stats["wall_s"] = time.perf_counter() - t_start
-    message = message or (OUTCOMES.get(status) or FAILURES.get(status, ""))
-    sol = _assemble(system, data, clock, to_u, np.asarray(rec_s), np.asarray(rec_y), K, d, status, message, stats, events,
-                    dict(init=np.asarray(init).tolist(), log10_t1=L1, backend=backend, clock=clock, rtol=rtol,
-                         atol=atol, saves=int(saves), max_steps=int(max_steps), rho=rho, track=track))
-    if throw and status in FAILURES:
-        raise IntegrationError(f"{system}: status {status!r}: {message}. The partial solution is in .solution.", sol)
-    return sol
 
 
 def _check_common(system, data, clock, rtol, atol, saves, max_steps, allow_nonseparable, collapse_tol, blowup_size):

@@ -1,5 +1,6 @@
 """diffrax backend: one jitted ``diffeqsolve`` per segment, events root-found by bisection on the
-dense output, save targets found on the same dense output. Compiled once per (system structure,
+dense output; save targets saved as the solver passes them (log-time and schedule clocks) or found
+on the dense output (tau clock, where the targets are values of the state u). Compiled once per (system structure,
 solver, clock, tolerances, number of save targets); data, rho, init and horizon are run-time
 arguments, so one compile serves every horizon, alpha and rho."""
 
@@ -38,17 +39,23 @@ def _build(vf, clock, uses_sign, sliding, solver_name, rtol, atol, max_steps, n_
     bisect = _IntervalBisection(rtol=1e-14, atol=1e-14, flip=True)  # events fall through 0
 
     def run(y0, s0, s_max, args, u_targets):
+        if clock == "tau":  # targets are values of u, a state: found on the dense output
+            saveat = diffrax.SaveAt(t1=True, dense=True)
+        else:  # targets are values of s itself: saved as the solver passes them (no dense buffer)
+            saveat = diffrax.SaveAt(ts=jnp.clip(u_targets, s0, s_max), t1=True)
         sol = diffrax.diffeqsolve(
             diffrax.ODETerm(rhs), solver, s0, s_max, None, y0, args,
-            saveat=diffrax.SaveAt(t1=True, dense=True),
+            saveat=saveat,
             stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
             event=diffrax.Event(lambda t, y, args, **kw: combined(t, y, args), root_finder=bisect, direction=False),
             max_steps=max_steps, throw=False,
         )
-        s_end, y_end = sol.ts[-1], sol.ys[-1]
-        if clock != "tau":  # log-time and schedule clocks: the targets are values of s itself
+        # an event ends the saves early: the end state follows the last target reached, inf after it
+        last = jnp.sum(jnp.isfinite(sol.ts)) - 1
+        s_end, y_end = sol.ts[last], sol.ys[last]
+        if clock != "tau":
             u_end = s_end
-            s_t = jnp.clip(u_targets, s0, s_end)
+            s_t, y_t = jnp.clip(u_targets, s0, s_end), sol.ys[:-1]
         else:
             u_end = y_end[-1]
 
@@ -62,7 +69,7 @@ def _build(vf, clock, uses_sign, sliding, solver_name, rtol, atol, max_steps, n_
                 return jax.lax.fori_loop(0, 64, body, (s0, s_end))[1]
 
             s_t = jax.vmap(find)(jnp.clip(u_targets, None, u_end))
-        y_t = jax.vmap(sol.evaluate)(s_t)
+            y_t = jax.vmap(sol.evaluate)(s_t)
         values = jnp.stack([events[k](s_end, y_end, args) for k in names])
         flags = (
             jnp.where(sol.result == diffrax.RESULTS.event_occurred, jnp.argmin(values), -1),
@@ -78,12 +85,12 @@ def _build(vf, clock, uses_sign, sliding, solver_name, rtol, atol, max_steps, n_
 def kernel(vf, key, clock, uses_sign, sliding, solver, rtol, atol, max_steps, n_targets, track=(), batched=False):
     """The jitted segment solve ``run(y0, s0, s_max, args, u_targets)`` and its event names, compiled
     once per structure. ``batched=True``: vmapped over y0 and the per-member arguments rho
-    (``args[1]``) and log_floor (``args[5]``), everything else shared (for :func:`flowsim.sweep`)."""
+    (``args[1]``), log_floor (``args[5]``) and the armed events (``args[8]``), the rest shared (for :func:`flowsim.sweep`)."""
     ck = (key, clock, uses_sign, sliding, solver, rtol, atol, max_steps, n_targets, vf.K, vf.d, track, batched)
     if ck not in _CACHE:
         run, names = _build(vf, clock, uses_sign, sliding, solver, rtol, atol, max_steps, n_targets, track)
         if batched:
-            axes = (None, 0, None, None, None, 0, None, None, None)
+            axes = (None, 0, None, None, None, 0, None, None, 0)
             run = jax.vmap(run, in_axes=(0, None, None, axes, None))
         _CACHE[ck] = jax.jit(run), names
     return _CACHE[ck]

@@ -1,0 +1,96 @@
+"""Phase diagrams from sweeps: leading-coordinate switch times and the l_inf-SAM limit over the
+initialisation plane, against seed 000's Cor 3.5."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._analysis import linf_sam_prediction
+from ._data import Dataset
+from ._derive import derive
+from ._flows import SAM
+from ._models import DiagonalNet
+from ._sweep import sweep
+
+
+def switch_log10_t(ds, max_switches: int | None = None):
+    """log10 t of each change of the leading coordinate argmax |beta_j| in a :func:`flowsim.sweep`
+    result, as a DataArray over the grid and ``switch`` (NaN where fewer switches happened).
+
+    A switch between save points k and k+1 (from a to b) is placed where log|beta_b/beta_a|
+    crosses zero, linearly interpolated in log10 t: the log-ratio is smooth in log t, so the error
+    is second order in the save spacing. The init (t = 0, where a uniform alpha ties every
+    coordinate) is not a switch."""
+    import xarray as xr
+
+    with np.errstate(divide="ignore"):
+        beta = np.log(np.abs(ds["beta"].values))
+    lead = ds["leader"].values
+    x = ds["log10_t"].values
+    grid_shape = lead.shape[:-1]
+    flat_b = beta.reshape((-1,) + beta.shape[-2:])
+    flat_l = lead.reshape(-1, lead.shape[-1])
+    d = beta.shape[-1]
+    cap = max_switches if max_switches is not None else max(d - 1, 1)
+    out = np.full((flat_l.shape[0], cap), np.nan)
+    for i, (b, lv) in enumerate(zip(flat_b, flat_l)):
+        found = 0
+        for k in range(1, len(x) - 1):
+            a, c = lv[k], lv[k + 1]
+            if a < 0 or c < 0 or a == c:
+                continue
+            g0, g1 = b[k, c] - b[k, a], b[k + 1, c] - b[k + 1, a]
+            w = g0 / (g0 - g1) if np.isfinite(g0 - g1) and g0 != g1 else 0.5
+            if found < cap:
+                out[i, found] = x[k] + np.clip(w, 0.0, 1.0) * (x[k + 1] - x[k])
+            found += 1
+    dims = [dim for dim in ds["leader"].dims if dim != "log10_t"]
+    coords = {dim: ds[dim].values for dim in dims}
+    return xr.DataArray(out.reshape(grid_shape + (cap,)), dims=dims + ["switch"], coords=coords, name="switch_log10_t",
+                        attrs={"description": "log10 t of the k-th change of argmax |beta_j| (NaN: none)"})
+
+
+def first_switch_log10_t(ds):
+    """log10 t of the first change of the leading coordinate (NaN where it never changed)."""
+    return switch_log10_t(ds, max_switches=1).isel(switch=0, drop=True).rename("first_switch_log10_t")
+
+
+def linf_sam_phase(mu, alpha_1, alpha_2, rho: float, depth: int = 2, *, loss="logistic", t1: float | None = None,
+                   atol: float | None = None, init=None, leader_factor: float = 10.0, **sweep_kw):
+    """The l_inf-SAM limit over the (alpha_1, alpha_2) plane on one example ``mu``, next to seed
+    000's prediction (Thm 3.2 / Cor 3.5, :func:`flowsim.linf_sam_prediction`).
+
+    Labels: j (0-based) when the flow's limit direction is e_j, i.e. beta_j leads at the end and
+    exceeds ``leader_factor`` * rho^L; -1 when beta stays bounded. Defaults: t1 = 1e30 and
+    atol 1e-10 for even L; t1 = 1e10 and atol 1e-14 for odd L, where w_j = rho is semi-stable
+    (attracting from below, repelling from above) and a solver error of size atol lets w_j escape
+    at t ~ 1/(mu_j atol). Extra keywords go to :func:`flowsim.sweep` (e.g. ``executor``).
+
+    Returns the sweep's Dataset with ``observed``, ``predicted`` and ``match`` added.
+    """
+    mu = np.asarray(mu, dtype=np.float64)
+    if mu.ndim != 1 or mu.size < 2 or np.any(mu <= 0):
+        raise ValueError(f"mu must be a vector of >= 2 positive features (Cor 3.5 is for mu > 0); got {mu.tolist()}.")
+    odd = depth % 2 == 1
+    t1 = t1 if t1 is not None else (1e10 if odd else 1e30)
+    atol = atol if atol is not None else (1e-14 if odd else 1e-10)
+    system = derive(DiagonalNet(depth), loss, SAM(rho, float("inf")))
+    base = np.full(mu.size, rho) if init is None else init
+    ds = sweep(system, Dataset(mu[None], [1]), {"alpha_1": alpha_1, "alpha_2": alpha_2}, init=base, t1=t1, atol=atol,
+               **sweep_kw)
+    b = ds["beta_end"].values
+    observed = np.where(b.max(axis=-1) > leader_factor * rho**depth, np.argmax(b, axis=-1), -1)
+    predicted = np.empty_like(observed)
+    base_v = np.broadcast_to(np.asarray(base, float), mu.shape)
+    for i, a1 in enumerate(ds["alpha_1"].values):
+        for j, a2 in enumerate(ds["alpha_2"].values):
+            alpha = base_v.copy()
+            alpha[:2] = a1, a2
+            lead = linf_sam_prediction(mu, alpha, rho, depth)["leader"]
+            predicted[i, j] = -1 if lead is None else lead
+    dims = ("alpha_1", "alpha_2")
+    ds["observed"] = (dims, observed)
+    ds["predicted"] = (dims, predicted)
+    ds["match"] = (dims, observed == predicted)
+    ds.attrs.update(mu=str(mu.tolist()), rho=rho, depth=depth, t1=t1)
+    return ds

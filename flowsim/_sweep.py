@@ -1,0 +1,300 @@
+"""``flowsim.sweep``: one system solved over a grid of initialisations and radii.
+
+Smooth flows (GD, lp-SAM with p < inf, USAM, the Adam proxy) on diffrax run as one ``jax.vmap`` of
+the same compiled segment solve that :func:`flowsim.solve` uses: alpha and rho are run-time
+arguments, so one compile serves the grid. vmap runs in lockstep (a chunk costs as many steps as its
+slowest member), so the grid is cut into chunks of ``chunk_size`` points, ordered by rho then alpha
+so that neighbours of similar cost share a chunk. Sign flows (l_inf-SAM, the sign flow) restart at
+every sign switch, at different times for different members, so they are solved point by point.
+
+With ``executor=`` (a ``dask.distributed`` Client, an address, or ``"dask"`` for a LocalCluster) the
+chunks become Dask tasks, each a vmapped solve on a worker; the worker derives the system itself
+(derivations are cached per process) and sends back plain arrays.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from itertools import product
+
+import numpy as np
+
+from ._derive import System, derive
+from ._flows import SAM, USAM
+from ._solution import FAILURES, OUTCOMES, log10_t_from_u
+from ._solve import (
+    ENDINGS, _assemble, _backend, _check_common, _clock_plan, _horizon, _log_floor, close_records, initial_params,
+    jax_field, solve, structure_key,
+)
+
+#: grid keys: "alpha" (every entry), "alpha_<j>" (coordinate j, 1-based as in the papers), "rho"
+ALPHA, RHO = "alpha", "rho"
+
+
+def _check_grid(system, data, grid):
+    if not isinstance(grid, dict) or not grid:
+        raise ValueError('grid must be a non-empty dict such as {"alpha": [0.01, 0.1], "rho": [0.05, 0.1]}.')
+    axes = {}
+    for key, values in grid.items():
+        if key == RHO:
+            if not isinstance(system.flow, (SAM, USAM)):
+                raise ValueError(f"grid key 'rho' needs a flow with a radius (SAM, USAM); {system.flow} has none.")
+        elif key != ALPHA:
+            j = key[len("alpha_"):] if key.startswith("alpha_") else ""
+            if not (j.isdigit() and 1 <= int(j) <= data.d):
+                raise ValueError(f"unknown grid key {key!r}: use 'alpha', 'rho', or 'alpha_<j>' with j in 1..{data.d} "
+                                 "(coordinate j of the initialisation, 1-based as in the papers).")
+        v = np.atleast_1d(np.asarray(values, dtype=np.float64))
+        if v.ndim != 1 or v.size == 0 or not np.all(np.isfinite(v)):
+            raise ValueError(f"grid[{key!r}] must be a non-empty 1-D list of finite numbers; got {values!r}.")
+        if key == RHO and np.any(v < 0):
+            raise ValueError(f"grid['rho'] must be >= 0 (a perturbation radius); got {v[v < 0][:3].tolist()}.")
+        axes[key] = v
+    if ALPHA in axes and any(k.startswith("alpha_") for k in axes):
+        raise ValueError("grid: give either 'alpha' (every entry) or per-coordinate 'alpha_<j>' keys, not both.")
+    return axes
+
+
+def _point_init(base, point, d):
+    """The init of one grid point: ``base`` with the grid's alpha or alpha_j written in."""
+    if ALPHA in point:
+        return point[ALPHA]
+    init = np.array(np.broadcast_to(np.asarray(base, np.float64), np.shape(base) or (d,)), dtype=np.float64)
+    if init.ndim == 1 and init.shape != (d,):
+        raise ValueError(f"init must be a scalar or shape (d,) = ({d},) when the grid sets alpha_<j>; got {init.shape}.")
+    for key, v in point.items():
+        if key.startswith("alpha_"):
+            init[..., int(key[len("alpha_"):]) - 1] = v
+    return init
+
+
+def sweep(
+    system: System,
+    data,
+    grid: dict,
+    *,
+    init=0.1,
+    t1: float | None = None,
+    log10_t1: float | None = None,
+    backend: str = "auto",
+    clock: str = "log_time",
+    rtol: float = 1e-8,
+    atol: float = 1e-10,
+    saves: int = 200,
+    max_steps: int = 16_384,
+    allow_nonseparable: bool = False,
+    collapse_tol: float = 1e-10,
+    blowup_size: float = 1e100,
+    chunk_size: int = 256,
+    executor=None,
+    progress: bool = False,
+):
+    """Solve ``system`` on ``data`` at every point of ``grid`` (the Cartesian product of its axes).
+
+    Args:
+        grid: ``{"alpha": [...]}`` (scalar init), ``{"alpha_1": [...], "alpha_2": [...]}``
+            (coordinates of the init, 1-based; the others come from ``init``), and/or ``{"rho": [...]}``.
+        init: the base initialisation that ``alpha_<j>`` keys write into.
+        chunk_size: grid points per vmapped solve (and per Dask task).
+        executor: None (this process), a ``dask.distributed.Client``, a scheduler address
+            (``"tcp://host:8786"``), or ``"dask"`` for a ``LocalCluster`` started and closed here.
+        Everything else as in :func:`flowsim.solve` (``throw`` is always False here: failed
+        points have a failure status and NaN past their end).
+
+    Returns:
+        An ``xarray.Dataset`` with one dimension per grid key plus ``log10_t`` (the save grid,
+        shared) and ``coordinate``: ``beta``, ``log_loss``, ``leader`` (argmax |beta_j|, -1 past
+        the end), per point ``status``, ``steps``, ``log10_t_end`` and ``beta_end``; ``attrs`` say
+        how it was run (``method``: "vmap" or "solve per point", chunks, wall time).
+    """
+    rtol, atol, collapse_tol, blowup_size, run_clock = _check_common(
+        system, data, clock, rtol, atol, saves, max_steps, allow_nonseparable, collapse_tol, blowup_size)
+    axes = _check_grid(system, data, grid)
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer; got {chunk_size!r}.")
+    L1, _ = _horizon(t1, log10_t1)
+    be = _backend(backend, L1)  # validates the name
+    keys = list(axes)
+    points = [dict(zip(keys, combo)) for combo in product(*axes.values())]
+    base_rho = float(system.flow.rho)
+    rhos = np.array([p.get(RHO, base_rho) for p in points])
+    inits = [_point_init(init, p, data.d) for p in points]
+    for a in inits:
+        initial_params(system, data, a)  # every init valid before anything runs
+    # neighbours of similar cost share a chunk: order by rho, then by the size of the init
+    order = np.lexsort((np.array([np.abs(a).max() for a in inits]), rhos))
+    chunks = [order[i:i + chunk_size] for i in range(0, len(order), chunk_size)]
+    vmapped = be.__class__.__name__ == "DiffraxBackend" and not system.flow.uses_sign
+    opts = dict(t1=t1, log10_t1=log10_t1, backend=backend, clock=clock, rtol=rtol, atol=atol, saves=int(saves),
+                max_steps=int(max_steps), collapse_tol=collapse_tol, blowup_size=blowup_size,
+                allow_nonseparable=allow_nonseparable, vmapped=vmapped)
+    spec = (system.model, system.loss, system.flow)
+    tasks = [(spec, data, [inits[i] for i in c], rhos[c], opts) for c in chunks]
+    t0 = time.perf_counter()
+    results, where = _execute(tasks, executor, progress)
+    wall = time.perf_counter() - t0
+
+    n = len(points)
+    out = {k: np.empty((n,) + results[0][k].shape[1:], results[0][k].dtype) for k in results[0]}
+    for c, r in zip(chunks, results):
+        for k in out:
+            out[k][c] = r[k]
+    return _dataset(system, data, axes, out, L1, int(saves), attrs={
+        "system": str(system), "method": "vmap" if vmapped else "solve per point", "chunk_size": int(chunk_size),
+        "chunks": len(chunks), "executor": where, "wall_s": wall, "rtol": rtol, "atol": atol, "clock": run_clock,
+        "backend": "diffrax:" + be.solver if vmapped else backend, "log10_t1": L1, "init": str(np.asarray(init).tolist())})
+
+
+def _execute(tasks, executor, progress):
+    if executor is None:
+        from tqdm.auto import tqdm
+
+        it = tqdm(tasks, desc="sweep chunks", disable=not progress)
+        return [_chunk(*t) for t in it], "local"
+    client, owned = _client(executor)
+    try:
+        futures = client.map(_chunk, *zip(*tasks), pure=False)
+        if progress:
+            from dask.distributed import progress as dask_progress
+
+            dask_progress(futures)
+        return client.gather(futures), f"dask {client.scheduler.address}"
+    finally:
+        if owned:
+            cluster = client.cluster
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+
+def _client(executor):
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError as e:  # pragma: no cover - dask[distributed] is a dependency
+        raise ValueError("executor= needs dask.distributed: pip install 'dask[distributed]'.") from e
+    if isinstance(executor, Client):
+        return executor, False
+    if executor == "dask":
+        return Client(LocalCluster(threads_per_worker=1, processes=True, dashboard_address=None)), True
+    if isinstance(executor, str) and "://" in executor:
+        return Client(executor), True
+    raise ValueError(f"executor must be None, a dask.distributed.Client, a scheduler address such as "
+                     f"'tcp://127.0.0.1:8786', or 'dask' (a LocalCluster); got {executor!r}.")
+
+
+def _chunk(spec, data, inits, rhos, opts):
+    """Solve one chunk of grid points; returns plain arrays (what a Dask worker sends back)."""
+    model, loss, flow = spec
+    system = derive(model, loss, flow)
+    opts = dict(opts)
+    sols = _vmapped(system, data, inits, rhos, opts) if opts.pop("vmapped") else [
+        solve(derive(model, loss, _with_rho(flow, r)), data, a, throw=False, **opts) for a, r in zip(inits, rhos)]
+    L1, _ = _horizon(opts["t1"], opts["log10_t1"])
+    return _on_grid(sols, L1, opts["saves"], data.d)
+
+
+def _with_rho(flow, rho):
+    from dataclasses import replace
+
+    return replace(flow, rho=float(rho)) if isinstance(flow, (SAM, USAM)) else flow
+
+
+def _vmapped(system, data, inits, rhos, opts):
+    """The per-point solves of :func:`flowsim.solve` for a smooth flow (one segment each), as one vmap."""
+    import jax.numpy as jnp
+
+    from ._backends._diffrax import FAILED_MESSAGE, kernel, reason
+    from ._backends._events import armed, event_functions
+    from ._vector_field import SCHEDULE, VectorField
+
+    flow = system.flow
+    clock = SCHEDULE if getattr(flow, "clock", None) == SCHEDULE else opts["clock"]
+    L1, u1 = _horizon(opts["t1"], opts["log10_t1"])
+    be = _backend(opts["backend"], L1)
+    theta0 = np.stack([initial_params(system, data, a) for a in inits])
+    m, K, d = theta0.shape
+    to_s, to_u, targets, run_targets, s_max = _clock_plan(clock, flow, L1, u1, opts["saves"])
+    Z = data.z
+    floors = np.array([_log_floor(th, opts["collapse_tol"], opts["atol"]) for th in theta0])
+    y0 = np.concatenate([theta0.reshape(m, -1), np.zeros((m, 1))], axis=1)
+    sigma, pinned, leaders = np.ones((K, d)), np.zeros((K, d), bool), np.zeros(0, np.int64)
+    log_ceiling = math.log(opts["blowup_size"])
+    vf_np = VectorField(system.numpy, np, K, d, flow.dual_exponent, flow.needs_P)
+    fns = event_functions(vf_np, clock, False)
+    arm = np.stack([armed(fns, 0.0, y0[i], (Z, rhos[i], sigma, pinned, u1, floors[i], log_ceiling, leaders))
+                    for i in range(m)])
+    run, names = kernel(jax_field(system, K, d), structure_key(system), clock, False, False, be.solver,
+                        opts["rtol"], opts["atol"], opts["max_steps"], len(targets), (), batched=True)
+    u_targets = np.full(len(targets), np.inf)
+    remaining = run_targets[1:]
+    u_targets[: len(remaining)] = remaining
+    args = tuple(jnp.asarray(a) for a in (Z, rhos, sigma, pinned, u1, floors, log_ceiling, leaders, arm))
+    t0 = time.perf_counter()
+    s_t, y_t, ok, s_end, y_end, (fired, maxed, failed), stats = (
+        np.asarray(x) if not isinstance(x, tuple) else tuple(np.asarray(v) for v in x)
+        for x in run(jnp.asarray(y0), jnp.float64(0.0), jnp.float64(s_max), args, jnp.asarray(u_targets)))
+    wall = (time.perf_counter() - t0) / m
+    ok = ok & np.isfinite(u_targets)
+    sols = []
+    for i in range(m):
+        why = reason(names, fired[i], maxed[i], failed[i])
+        status = ENDINGS.get(why, why)
+        rec_s, rec_y = [0.0, *s_t[i][ok[i]].tolist()], [y0[i], *y_t[i][ok[i]]]
+        close_records(status, clock, remaining[ok[i].sum():], float(s_end[i]), y_end[i], rec_s, rec_y)
+        message = FAILED_MESSAGE if why == "failed" else (OUTCOMES.get(status) or FAILURES.get(status, ""))
+        st = {"steps": int(stats[0][i]), "accepted": int(stats[1][i]), "rejected": int(stats[2][i]), "segments": 1,
+              "switches": 0, "wall_s": wall}
+        sols.append(_assemble(system, data, clock, to_u, np.asarray(rec_s), np.asarray(rec_y), K, d, status, message,
+                              st, [], {"rho": float(rhos[i])}))
+    return sols
+
+
+def _on_grid(sols, L1, saves, d):
+    """Each solution's saves on the shared save grid (NaN past its end), plus its end state."""
+    from ._solve import _save_grid
+
+    grid = log10_t_from_u(_save_grid(L1, saves))
+    m = len(sols)
+    beta = np.full((m, saves, d), np.nan)
+    log_loss = np.full((m, saves), np.nan)
+    for i, sol in enumerate(sols):
+        k = min(len(sol.log10_t), saves)
+        same = np.isclose(sol.log10_t[:k], grid[:k], rtol=1e-10, atol=1e-12)
+        k = int(np.argmin(same)) if not same.all() else k  # saves of the grid (an early end appends its end)
+        beta[i, :k], log_loss[i, :k] = sol.beta[:k], sol.log_loss[:k]
+    return {
+        "beta": beta, "log_loss": log_loss,
+        "status": np.array([s.status for s in sols], dtype=object),
+        "steps": np.array([s.stats.get("steps", 0) for s in sols], dtype=np.int64),
+        "log10_t_end": np.array([s.log10_t[-1] for s in sols]),
+        "beta_end": np.stack([s.beta[-1] for s in sols]),
+    }
+
+
+def _dataset(system, data, axes, out, L1, saves, attrs):
+    import xarray as xr
+
+    from ._solve import _save_grid
+
+    shape = tuple(len(v) for v in axes.values())
+    dims = list(axes)
+    grid_t = log10_t_from_u(_save_grid(L1, saves))
+    beta = out["beta"].reshape(shape + (saves, data.d))
+    reached = np.isfinite(beta).all(axis=-1)
+    leader = np.where(reached, np.argmax(np.nan_to_num(np.abs(beta), nan=-1.0), axis=-1), -1)
+    ds = xr.Dataset(
+        {
+            "beta": (dims + ["log10_t", "coordinate"], beta),
+            "log_loss": (dims + ["log10_t"], out["log_loss"].reshape(shape + (saves,))),
+            "leader": (dims + ["log10_t"], leader),
+            "status": (dims, out["status"].reshape(shape).astype(str)),
+            "steps": (dims, out["steps"].reshape(shape)),
+            "log10_t_end": (dims, out["log10_t_end"].reshape(shape)),
+            "beta_end": (dims + ["coordinate"], out["beta_end"].reshape(shape + (data.d,))),
+        },
+        coords={**{k: v for k, v in axes.items()}, "log10_t": grid_t, "coordinate": np.arange(data.d)},
+        attrs=attrs,
+    )
+    ds["leader"].attrs["description"] = "argmax_j |beta_j| (0-based), -1 where the solve had ended"
+    return ds

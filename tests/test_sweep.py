@@ -1,0 +1,128 @@
+"""fs.sweep (vmapped, per point, on Dask) against per-point fs.solve, and the phase diagrams
+against seed 000's Cor 3.5."""
+
+import numpy as np
+import pytest
+
+import flowsim as fs
+
+MU3 = fs.Dataset(np.array([[1.0, 2.0, 3.0]]), [1])
+L2SAM = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, 2))
+ALPHAS = [0.01, 0.05, 0.3]
+RHOS = [0.05, 0.2]
+
+
+@pytest.fixture(scope="module")
+def l2_sweep():
+    return fs.sweep(L2SAM, MU3, {"alpha": ALPHAS, "rho": RHOS}, t1=1e30, saves=120, chunk_size=4)
+
+
+def _compare(ds, index, sol):
+    b = ds["beta"].values[index]
+    reached = np.isfinite(b).all(axis=1)
+    k = int(reached.sum())
+    assert reached[:k].all()  # saves are a prefix of the grid
+    np.testing.assert_allclose(b[:k], sol.beta[:k], rtol=1e-10, atol=1e-300)
+    np.testing.assert_allclose(ds["log_loss"].values[index][:k], sol.log_loss[:k], rtol=1e-10)
+    np.testing.assert_allclose(ds["beta_end"].values[index], sol.beta[-1], rtol=1e-10, atol=1e-300)
+    assert ds["status"].values[index] == sol.status
+    assert ds["steps"].values[index] == sol.stats["steps"]
+    return k
+
+
+def test_vmapped_sweep_equals_per_point_solves(l2_sweep):
+    ds = l2_sweep
+    assert ds.attrs["method"] == "vmap" and ds.attrs["chunks"] == 2
+    assert ds["beta"].dims == ("alpha", "rho", "log10_t", "coordinate")
+    statuses = set()
+    for i, a in enumerate(ALPHAS):
+        for j, r in enumerate(RHOS):
+            sol = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(r, 2)), MU3, a, t1=1e30, saves=120,
+                           throw=False)
+            k = _compare(ds, (i, j), sol)
+            statuses.add(sol.status)
+            if sol.status == "completed":
+                assert k == 120
+            else:
+                assert k < 120 and ds["leader"].values[i, j, k:].tolist() == [-1] * (120 - k)
+    assert statuses == {"completed", "collapsed"}  # the grid crosses the collapse boundary
+
+
+def test_per_point_sweep_for_sign_flows_equals_solve():
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, float("inf")))
+    data = fs.Dataset(np.array([[1.0, 2.0]]), [1])
+    ds = fs.sweep(system, data, {"alpha_1": [0.05, 0.3], "alpha_2": [0.2]}, init=0.1, t1=1e20, saves=50)
+    assert ds.attrs["method"] == "solve per point"
+    for i, a1 in enumerate([0.05, 0.3]):
+        _compare(ds, (i, 0), fs.solve(system, data, [a1, 0.2], t1=1e20, saves=50, throw=False))
+
+
+def test_schedule_flow_sweeps_in_its_clock():
+    system = fs.derive(fs.Linear(), "logistic", fs.AdamProxy(lr=1.0, batch=1))
+    data = fs.datasets.scaled_rademacher(4, 3, seed=0)
+    ds = fs.sweep(system, data, {"alpha": [1e-3, 1e-2]}, t1=1e20, saves=30)
+    assert ds.attrs["clock"] == "schedule"
+    for i, a in enumerate([1e-3, 1e-2]):
+        _compare(ds, (i,), fs.solve(system, data, a, t1=1e20, saves=30))
+
+
+def test_dask_local_cluster_equals_local_path(l2_sweep):
+    distributed = pytest.importorskip("dask.distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        ds = fs.sweep(L2SAM, MU3, {"alpha": ALPHAS, "rho": RHOS}, t1=1e30, saves=120, chunk_size=2, executor=client)
+        workers = {w for w in client.run(lambda: __import__("os").getpid()).values()}
+    assert ds.attrs["executor"].startswith("dask tcp://127.0.0.1") and ds.attrs["chunks"] == 3 and len(workers) == 2
+    for var in ("beta", "log_loss", "beta_end"):
+        np.testing.assert_allclose(ds[var].values, l2_sweep[var].values, rtol=1e-10, atol=1e-300)
+    assert (ds["status"].values == l2_sweep["status"].values).all()
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+def test_linf_sam_phase_matches_cor_3_5(depth):
+    # off the boundaries alpha_j = rho and (for L = 3) mu_1 (alpha_1 - rho) = mu_2 (alpha_2 - rho)
+    a1 = np.array([0.03, 0.07, 0.16, 0.33])
+    a2 = np.array([0.05, 0.13, 0.21, 0.27])
+    ds = fs.linf_sam_phase([1.0, 2.0], a1, a2, rho=0.1, depth=depth)
+    pred = ds["predicted"].values
+    assert set(np.unique(pred)) == {-1, 0, 1}  # all three phases are on the grid
+    np.testing.assert_array_equal(ds["observed"].values, pred)
+    assert ds["match"].values.all()
+
+
+def test_switch_times_from_a_sweep_agree_with_solver_events():
+    ds = fs.sweep(L2SAM, MU3, {"alpha": [0.05, 0.1]}, t1=1e30, saves=400)
+    sw = fs.switch_log10_t(ds)
+    spacing = np.diff(ds["log10_t"].values[1:]).max()
+    for i, a in enumerate([0.05, 0.1]):
+        events = [e["log10_t"] for e in fs.switch_times(fs.solve(L2SAM, MU3, a, t1=1e30, track=("magnitude",)))]
+        got = sw.values[i][np.isfinite(sw.values[i])]
+        assert len(got) == len(events)
+        np.testing.assert_allclose(got, events, atol=spacing / 2)
+    first = fs.first_switch_log10_t(ds)
+    assert first.dims == ("alpha",) and np.isclose(first.values[0], sw.values[0, 0])
+
+
+@pytest.mark.parametrize("grid, match", [
+    ({}, "non-empty dict"),
+    ({"beta": [1.0]}, "unknown grid key 'beta'"),
+    ({"alpha_4": [0.1]}, "j in 1..3"),
+    ({"alpha": [0.1], "alpha_1": [0.2]}, "not both"),
+    ({"rho": [-0.1]}, "must be >= 0"),
+    ({"alpha": [np.nan]}, "finite numbers"),
+    ({"alpha": []}, "non-empty"),
+    ({"alpha": [0.0]}, "all zeros"),
+])
+def test_bad_grids_are_refused(grid, match):
+    with pytest.raises(ValueError, match=match):
+        fs.sweep(L2SAM, MU3, grid, t1=1e10)
+
+
+def test_rho_grid_needs_a_radius_and_executor_must_be_known():
+    gd = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
+    with pytest.raises(ValueError, match="has none"):
+        fs.sweep(gd, MU3, {"rho": [0.1]}, t1=1e10)
+    with pytest.raises(ValueError, match="executor must be"):
+        fs.sweep(L2SAM, MU3, {"alpha": [0.1]}, t1=1e10, executor="ray")
+    with pytest.raises(ValueError, match="chunk_size"):
+        fs.sweep(L2SAM, MU3, {"alpha": [0.1]}, t1=1e10, chunk_size=0)
