@@ -125,12 +125,14 @@ def sweep(
     # neighbours of similar cost share a chunk: order by rho, then by the size of the init
     order = np.lexsort((np.array([np.abs(a).max() for a in inits]), rhos))
     chunks = [order[i:i + chunk_size] for i in range(0, len(order), chunk_size)]
+    # every chunk the same size (the last padded with copies of its last point): one compile per sweep
+    padded = [np.concatenate([c, np.repeat(c[-1:], len(chunks[0]) - len(c))]) for c in chunks]
     vmapped = be.__class__.__name__ == "DiffraxBackend" and not system.flow.uses_sign
     opts = dict(t1=t1, log10_t1=log10_t1, backend=backend, clock=clock, rtol=rtol, atol=atol, saves=int(saves),
                 max_steps=int(max_steps), collapse_tol=collapse_tol, blowup_size=blowup_size,
                 allow_nonseparable=allow_nonseparable, vmapped=vmapped)
     spec = (system.model, system.loss, system.flow)
-    tasks = [(spec, data, [inits[i] for i in c], rhos[c], opts) for c in chunks]
+    tasks = [(spec, data, [inits[i] for i in c], rhos[c], opts) for c in padded]
     t0 = time.perf_counter()
     results, where = _execute(tasks, executor, progress)
     wall = time.perf_counter() - t0
@@ -139,7 +141,7 @@ def sweep(
     out = {k: np.empty((n,) + results[0][k].shape[1:], results[0][k].dtype) for k in results[0]}
     for c, r in zip(chunks, results):
         for k in out:
-            out[k][c] = r[k]
+            out[k][c] = r[k][: len(c)]
     return _dataset(system, data, axes, out, L1, int(saves), attrs={
         "system": str(system), "method": "vmap" if vmapped else "solve per point", "chunk_size": int(chunk_size),
         "chunks": len(chunks), "executor": where, "wall_s": wall, "rtol": rtol, "atol": atol, "clock": run_clock,
