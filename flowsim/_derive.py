@@ -109,6 +109,21 @@ class System:
         compiled = {"numpy": self.numpy, "jax": self.jax}[backend]
         return inspect.getsource(compiled.raw[part])
 
+    def vector_field(self, params, data):
+        """The rescaled field F = dtheta/dtau (O(1) at any t) at ``params`` (an init-like scalar,
+        (d,) or (layers, d) array) on ``data``, and log s with dtheta/dt = s F (s = e^{S~}, the loss
+        scale at the evaluation point). Sign flows use sign(G) at ``params`` (one side of a switch
+        surface; solve handles sliding). For phase portraits and checks, not for integration."""
+        import numpy as np
+
+        from ._vector_field import VectorField
+
+        theta = self.model.init_params(params, data.d)
+        K, d = theta.shape
+        vf = VectorField(self.numpy, np, K, d, self.flow.dual_exponent, self.flow.needs_P)
+        sigma = np.sign(vf.direction(theta, data.z)[0]) if self.flow.uses_sign else np.ones((K, d))
+        return vf.field_and_scale(theta, data.z, float(self.flow.rho), sigma)
+
     def __repr__(self) -> str:
         return f"System({self.model}, {self.loss.name}, {self.flow})"
 
