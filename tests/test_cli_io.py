@@ -94,7 +94,7 @@ def test_reproduce_quick_preset(tmp_path):
     r = runner.invoke(app, ["reproduce", "all", "--out", str(tmp_path), "--quick"])
     assert r.exit_code == 0, r.output
     report = (tmp_path / "report.md").read_text()
-    for claim in ["000-thm3.1", "000-thm3.2", "000-thm4.2", "000-thm4.4", "000-thm4.5", "000-gauss", "000-discrete",
+    for claim in ["000-thm3.1", "000-thm3.2", "000-cor3.5", "000-thm4.2", "000-thm4.4", "000-thm4.5", "000-gauss", "000-discrete",
                   "000-digits"]:
         assert f"| {claim} | **holds** |" in report, claim
     assert "| 002-metric | **holds** |" in report
@@ -102,4 +102,5 @@ def test_reproduce_quick_preset(tmp_path):
         assert f"| {claim} | **holds** |" in report or f"| {claim} | **inconclusive** |" in report, claim
     assert (tmp_path / "adam_cosines.png").exists()
     assert (tmp_path / "sam_linf.png").exists() and (tmp_path / "sam_amplification.png").exists()
+    assert (tmp_path / "sam_linf_phase.png").exists()
     assert runner.invoke(app, ["reproduce", "nonsense", "--out", str(tmp_path)]).exit_code != 0

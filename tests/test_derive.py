@@ -90,3 +90,20 @@ def test_derive_is_cached_and_rho_is_runtime():
     a = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1))
     b = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.7))
     assert a.numpy is b.numpy and a.flow.rho == 0.1 and b.flow.rho == 0.7
+
+
+@pytest.mark.parametrize("flow", [fs.GD(), fs.SAM(0.07, 2)], ids=str)
+def test_vector_field_is_minus_the_gradient_at_the_perturbed_point(flow):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(5, 3))
+    data = fs.Dataset(X, np.sign(X @ np.array([1.0, 0.5, 2.0])))
+    system = fs.derive(fs.DiagonalNet(2), "logistic", flow)
+    theta = rng.uniform(0.1, 0.6, size=(2, 3))
+
+    def loss(th):
+        return jnp.mean(jnp.logaddexp(0.0, -(jnp.asarray(data.z) @ (th[0] * th[1]))))
+
+    g = np.asarray(jax.grad(loss)(jnp.asarray(theta)))
+    point = theta + (flow.rho * g / np.linalg.norm(g) if isinstance(flow, fs.SAM) else 0.0)
+    F, log_scale = system.vector_field(theta, data)
+    np.testing.assert_allclose(np.exp(log_scale) * F, -np.asarray(jax.grad(loss)(jnp.asarray(point))), rtol=1e-12)

@@ -2,7 +2,6 @@
 parameters (FLOWSIM_NB_SMALL=1), so they cannot rot. Their own asserts (tied vs product, field vs
 autodiff) run too."""
 
-import os
 from pathlib import Path
 
 import pytest
