@@ -111,7 +111,8 @@ def trajectories(rho, init=(0.3, 0.05)):
 try:
     import ipywidgets
 
-    ipywidgets.interact(trajectories, rho=ipywidgets.FloatSlider(value=RHO, min=0.0, max=0.3, step=0.01))
+    ipywidgets.interact(trajectories, rho=ipywidgets.FloatSlider(value=RHO, min=0.0, max=0.3, step=0.01),
+                        init=ipywidgets.fixed((0.3, 0.05)))
 except ImportError:
     for rho in (0.0, 0.1, 0.2):
         trajectories(rho)
