@@ -16,6 +16,10 @@ from ._claim import Claim, run_checks
 
 INF = float("inf")
 OPT = fs.optimizers
+#: eta_t = 0.1 (t+1)^-0.3: any decay in (0, 1] satisfies the theorems; a slow one reaches their asymptotic regime in
+#: ~1e5-1e6 steps, where (t+1)^-1/2 needs ~1e7 (per-sample Adam on Gaussian data: 0.07 from its limit after 3e6 steps)
+ADAM = dict(lr=0.1, b1=0.9, b2=0.99, decay=0.3)
+ADAM_SETTING = "Adam(lr 0.1 (t+1)^-0.3, b1 0.9, b2 0.99, no eps, no bias correction)"
 
 
 def _unit(v):
@@ -38,19 +42,20 @@ def _iterate(opt, data, steps, records):
 
 
 def _sets(n=10, d=5):
-    return {"scaled Rademacher": fs.datasets.scaled_rademacher(n, d, seed=0),
+    # seed 3: a Rademacher set whose l2 and l_inf max-margins differ (each scores ~0.7-0.9 on the other's margin)
+    return {"scaled Rademacher": fs.datasets.scaled_rademacher(n, d, seed=3),
             "Gaussian": fs.datasets.gaussian_clusters(n, d, seed=0),
             "shifted diagonal": fs.datasets.shifted_diagonal(n, d, seed=0)}
 
 
 def per_sample_vs_full(out: Path, quick: bool) -> Claim:
-    steps = 20_000 if quick else 3_000_000
+    steps = 20_000 if quick else 1_000_000
     rows, ok, fig = [], True, Figure(figsize=(12, 6.5), constrained_layout=True)
     axes = fig.subplots(2, 3)
     for col, (name, data) in enumerate(_sets().items()):
         tg = _targets(data)
-        for row, (label, opt) in enumerate({"per-sample Adam": OPT.adam(0.05, 0.9, 0.99, batch="cyclic"),
-                                            "full-batch Adam": OPT.adam(0.05, 0.9, 0.99)}.items()):
+        for row, (label, opt) in enumerate({"per-sample Adam": OPT.adam(**ADAM, batch="cyclic"),
+                                            "full-batch Adam": OPT.adam(**ADAM)}.items()):
             run = _iterate(opt, data, steps, 40)
             cos = _ratios(run, tg, data)
             ax = axes[row, col]
@@ -73,8 +78,7 @@ def per_sample_vs_full(out: Path, quick: bool) -> Claim:
     fig.savefig(out / "adam_cosines.png", dpi=90)
     return Claim("002-thm3.3/4.8", "Per-sample Adam converges to the data-adaptive Mahalanobis max-margin (fixed point; "
                  "= l2 on scaled-Rademacher data, Thm 3.3 / 4.8) while full-batch Adam goes to the l_inf max-margin.",
-                 f"linear model, logistic loss, Adam(lr 0.05 (t+1)^-1/2, b1 0.9, b2 0.99, no eps, no bias correction), "
-                 f"n=10, d=5, {steps} steps", "holds" if ok else "inconclusive",
+                 f"linear model, logistic loss, {ADAM_SETTING}, n=10, d=5, {steps} steps", "holds" if ok else "inconclusive",
                  "every run's margin ratio for its predicted reference is >= 0.985 and rising" if ok else
                  "some run's margin ratio for its predicted reference is below 0.985 or falling at the horizon", rows, "adam_cosines.png")
 
@@ -104,20 +108,22 @@ def signum_batches(out: Path, quick: bool) -> Claim:
 
 
 def batch_five_departs(out: Path, quick: bool) -> Claim:
-    steps = 20_000 if quick else 3_000_000
+    steps = 20_000 if quick else 1_000_000
     data = fs.datasets.gaussian_clusters(10, 5, seed=0)
     fp = fs.adam_fixed_point(data)
     rows, dist = [], {}
     for b in (1, 5, 10):
-        opt = OPT.adam(0.05, 0.9, 0.99, batch="cyclic" if b == 1 else (b if b < data.n else "full"))
+        opt = OPT.adam(**ADAM, batch="cyclic" if b == 1 else (b if b < data.n else "full"))
         run = _iterate(opt, data, steps, 5)
         dist[b] = float(np.linalg.norm(run.direction[-1] - fp.direction))
         rows.append((f"Adam batch {b}", f"distance to the per-sample fixed point {dist[b]:.4g}"))
-    ok = dist[5] > 2 * dist[1]
+    # a departure means something only once per-sample Adam itself sits at the fixed point
+    converged = dist[1] < 0.02
+    ok = converged and dist[5] > 2 * dist[1]
+    why = f"distance to the fixed point: batch 1 {dist[1]:.3g}, batch 5 {dist[5]:.3g}, batch n {dist[10]:.3g}"
     return Claim("002-batch5", "Batch size 5 already departs from the per-sample limit.",
-                 f"Gaussian clusters n=10 d=5, Adam as above, {steps} steps", "holds" if ok else "inconclusive",
-                 f"distance to the fixed point: batch 1 {dist[1]:.3g}, batch 5 {dist[5]:.3g}, batch n {dist[10]:.3g}",
-                 rows)
+                 f"Gaussian clusters n=10 d=5, {ADAM_SETTING}, {steps} steps", "holds" if ok else "inconclusive",
+                 why if converged else why + " (batch 1 has not reached the fixed point: 0.02 or less is needed)", rows)
 
 
 def fixed_point_metric(out: Path, quick: bool) -> Claim:
@@ -127,8 +133,9 @@ def fixed_point_metric(out: Path, quick: bool) -> Claim:
         ok &= fp.residual < 1e-8
         rows.append((name, f"c* = {np.round(fp.c, 4).tolist()}, diag M(c*) = {np.round(np.diag(fp.metric), 4).tolist()}, "
                      f"residual {fp.residual:.2g} after {fp.iterations} iterations"))
-    r = fs.adam_fixed_point(fs.datasets.scaled_rademacher(10, 5, seed=0))
-    l2 = fs.max_margin(fs.datasets.scaled_rademacher(10, 5, seed=0), 2).direction
+    rademacher = _sets()["scaled Rademacher"]
+    r = fs.adam_fixed_point(rademacher)
+    l2 = fs.max_margin(rademacher, 2).direction
     ok &= float(r.direction @ l2) > 1 - 1e-10
     return Claim("002-metric", "The fixed-point metric M(c*) = diag(sqrt(sum_i c_i^2 x_i^2)) with c* = T(c*); on "
                  "scaled-Rademacher data M is a multiple of I and the limit is the l2 max-margin.",
