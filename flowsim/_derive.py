@@ -48,6 +48,8 @@ class Compiled:
     log_q: object
     log_l: object
     raw: dict
+    #: symbolic partial derivatives for the Jacobian (see :mod:`flowsim._jacobian`): name -> function
+    partials: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True, eq=False)
@@ -141,6 +143,35 @@ def _broadcasting(fn, n_out):
     return call
 
 
+def _no_delta(e):
+    """d sign(x)/dx = 2 delta(x): zero off the switching surface, which events and the Filippov logic
+    handle; the Jacobian is that of the smooth field on one side of it."""
+    return e.replace(sp.DiracDelta, lambda *a: sp.Integer(0))
+
+
+def _partials(w, wt, r, rt, N, S, Pt, direction, perturbed, field_wt, loss):
+    """Per-coordinate partial derivatives of the field's building blocks, with the argument lists
+    their compiled functions take. Matrices over layers (d a_k / d b_l) are flattened row-major."""
+    K = len(w)
+
+    def d(exprs, wrt):
+        return [_no_delta(sp.diff(e, x)) for e in exprs for x in wrt] if isinstance(wrt, tuple) else \
+               [_no_delta(sp.diff(e, wrt)) for e in exprs]
+
+    return {
+        # G = -dbeta/dw r: d/dw (K x K) and d/dr
+        "G_w": (d(direction, w), "direction", K * K), "G_r": (d(direction, r), "direction", K),
+        # the evaluation point w~(w, r, N, S)
+        "P_w": (d(perturbed, w), "perturbed", K * K), "P_r": (d(perturbed, r), "perturbed", K),
+        "P_N": (d(perturbed, N), "perturbed", K), "P_S": (d(perturbed, S), "perturbed", K),
+        # the field at the evaluation point, F(w~, r~, P~)
+        "F_w": (d(field_wt, wt), "field", K * K), "F_r": (d(field_wt, rt), "field", K),
+        "F_P": (d(field_wt, Pt), "field", K),
+        # d log q / dm: how the sample weights move with the margins
+        "log_q_m": (_no_delta(sp.diff(loss.log_q, M)), "margin", None),
+    }
+
+
 def _compile(system_parts, modules, xp) -> Compiled:
     (w, wt, sig, r, rt, N, S, rho, beta, direction, perturbed, field_wt, loss, Pt, n) = system_parts
     raw = {
@@ -163,6 +194,21 @@ def _compile(system_parts, modules, xp) -> Compiled:
     def log_l(m):
         return xp.broadcast_to(xp.asarray(ll(m), dtype=xp.float64), xp.shape(m))
 
+    # the partials take the arguments of the function they differentiate
+    signatures = {"direction": [*w, r], "perturbed": [*w, r, N, S, rho, *sig], "field": [*wt, rt, Pt, n, *sig], "margin": [M]}
+    calls = {
+        "direction": lambda c: lambda W, r_: c(xp, W, r_),
+        "perturbed": lambda c: lambda W, r_, N_, S_, rho_, Sig: c(xp, W, r_, N_, S_, rho_, *Sig),
+        "field": lambda c: lambda Wt, rt_, Pt_, n_, Sig: c(xp, Wt, rt_, Pt_, n_, *Sig),
+    }
+    partials = {}
+    for name, (exprs, of, n_out) in _partials(w, wt, r, rt, N, S, Pt, direction, perturbed, field_wt, loss).items():
+        raw[name] = sp.lambdify(signatures[of], exprs, modules=modules, cse=True)
+        if of == "margin":
+            partials[name] = (lambda fn: lambda m: xp.broadcast_to(xp.asarray(fn(m), dtype=xp.float64), xp.shape(m)))(raw[name])
+        else:
+            partials[name] = calls[of](_broadcasting(raw[name], n_out))
+
     return Compiled(
         beta=lambda W: b(xp, W),
         direction=lambda W, r_: g(xp, W, r_),
@@ -171,6 +217,7 @@ def _compile(system_parts, modules, xp) -> Compiled:
         log_q=log_q,
         log_l=log_l,
         raw=raw,
+        partials=partials,
     )
 
 

@@ -133,10 +133,7 @@ def solve(
     K, d = theta0.shape
     key = structure_key(system)
     vf_np = VectorField(system.numpy, np, K, d, flow.dual_exponent, flow.needs_P)
-    vf_jax = None
-    if be.__class__ is DiffraxBackend or (be.__class__ is ScipyBackend and be.method in {"Radau", "BDF", "LSODA"}):
-        vf_jax = jax_field(system, K, d)
-    vf_run = vf_jax if isinstance(be, DiffraxBackend) else vf_np
+    vf_run = jax_field(system, K, d) if isinstance(be, DiffraxBackend) else vf_np
 
     Z = data.z
     rho = float(flow.rho)
@@ -178,7 +175,7 @@ def solve(
             args = (Z, rho, sigma, pinned, u1, log_floor, log_ceiling, leaders.copy())
             args = args + (armed(event_functions(vf_np, clock, uses_sign, track), s, y, args),)
             if isinstance(be, ScipyBackend):
-                extra = {"vf_jax": vf_jax, "progress": bar.to_u if bar else None, "track": track}
+                extra = {"progress": bar.to_u if bar else None, "track": track}
             else:
                 extra = {"n_targets": len(targets), "track": track}
             seg = be.integrate(vf_run, key, clock, uses_sign, bool(pinned.any()), y, s, s_max, args, remaining,

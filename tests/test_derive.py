@@ -18,20 +18,26 @@ FLOWS = [fs.GD(), fs.SAM(0.3, 2), fs.SAM(0.2, 3.0), fs.SAM(0.1, float("inf")), f
 LOSSES = ["exponential", "logistic"]
 
 
-def reference_field(model, loss, flow, theta, Z):
-    """Independent implementation: loss by hand, gradients by jax.grad."""
-    def beta(th):
-        if model.form == "product":
-            return jnp.prod(th, axis=0)
-        if model.form == "tied":
-            return th[0] ** model.depth
-        return th[0] ** model.depth - th[1] ** model.depth
+def reference_beta(model, th):
+    if model.form == "product":
+        return jnp.prod(th, axis=0)
+    if model.form == "tied":
+        return th[0] ** model.depth
+    return th[0] ** model.depth - th[1] ** model.depth
 
+
+def reference_loss(model, loss, Z):
+    """Independent implementation: the loss by hand (gradients then by jax.grad)."""
     def L(th):
-        m = Z @ beta(th)
+        m = Z @ reference_beta(model, th)
         return jnp.mean(jnp.exp(-m) if loss == "exponential" else jnp.logaddexp(0.0, -m))
 
-    g = jax.grad(L)(theta)
+    return L
+
+
+def reference_point(model, loss, flow, theta, Z):
+    """The evaluation point theta~ = theta + rho P(g), and g = grad L(theta)."""
+    g = jax.grad(reference_loss(model, loss, Z))(theta)
     if isinstance(flow, fs.GD):
         pert = 0.0
     elif isinstance(flow, fs.USAM):
@@ -41,7 +47,13 @@ def reference_field(model, loss, flow, theta, Z):
     else:
         q = flow.norm / (flow.norm - 1)
         pert = flow.rho * jnp.sign(g) * jnp.abs(g) ** (q - 1) / jnp.sum(jnp.abs(g) ** q) ** ((q - 1) / q)
-    return -jax.grad(L)(theta + pert), g
+    return theta + pert, g
+
+
+def reference_field(model, loss, flow, theta, Z):
+    """-grad L(theta~), and g."""
+    point, g = reference_point(model, loss, flow, theta, Z)
+    return -jax.grad(reference_loss(model, loss, Z))(point), g
 
 
 @pytest.mark.parametrize("model", MODELS, ids=str)

@@ -1,7 +1,7 @@
 """scipy backend: ``scipy.integrate`` OdeSolver classes stepped one at a time (so max_steps,
 progress and Ctrl-C are honoured), the NumPy-compiled field as right-hand side, and for the
-implicit methods (Radau, BDF, LSODA) the exact Jacobian of that same derived field (forward-mode
-JAX differentiation of the lambdified expressions, jitted). Events and save targets are
+implicit methods (Radau, BDF, LSODA) the exact Jacobian of that same field, assembled from sympy's
+partial derivatives by the chain rule (:mod:`flowsim._jacobian`). Events and save targets are
 root-found with ``brentq`` on each step's dense output."""
 
 from __future__ import annotations
@@ -10,22 +10,11 @@ import numpy as np
 from scipy import integrate, optimize
 
 from ._base import Segment
+from .._jacobian import FieldJacobian
 from ._events import event_functions
 
 METHODS = {"RK45": integrate.RK45, "DOP853": integrate.DOP853, "Radau": integrate.Radau, "BDF": integrate.BDF, "LSODA": integrate.LSODA}
 IMPLICIT = {"Radau", "BDF", "LSODA"}
-
-_JAC_CACHE: dict = {}
-
-
-def _jacobian(vf_jax, key, clock, sliding):
-    ck = (key, clock, sliding, vf_jax.K, vf_jax.d)
-    if ck not in _JAC_CACHE:
-        import jax
-
-        _JAC_CACHE[ck] = jax.jit(jax.jacfwd(vf_jax.rhs(clock, sliding), argnums=1))
-    return _JAC_CACHE[ck]
-
 
 class ScipyBackend:
     """``backend="scipy:<Method>"`` with Method in ``METHODS``."""
@@ -36,7 +25,7 @@ class ScipyBackend:
         self.method = method
 
     def integrate(self, vf, key, clock, uses_sign, sliding, y0, s0, s_max, args, u_targets, rtol, atol,
-                  max_steps, vf_jax=None, progress=None, track=()):
+                  max_steps, progress=None, track=()):
         rhs = vf.rhs(clock, sliding)
         nfev = [0]
 
@@ -46,15 +35,12 @@ class ScipyBackend:
 
         kwargs = {}
         if self.method in IMPLICIT:
-            import jax.numpy as jnp
-
-            jac = _jacobian(vf_jax, key, clock, sliding)
-            jargs = tuple(jnp.asarray(a) for a in args)
+            jac = FieldJacobian(vf).rhs_jacobian(clock, sliding)
             njev = [0]
 
             def jac_fn(s, y):
                 njev[0] += 1
-                return np.asarray(jac(jnp.float64(s), jnp.asarray(y), jargs))
+                return jac(s, y, args)
 
             kwargs["jac"] = jac_fn
         solver = METHODS[self.method](fun, s0, np.asarray(y0, float), s_max, rtol=rtol, atol=atol, **kwargs)

@@ -1,0 +1,130 @@
+r"""The Jacobian of the derived field, assembled by the chain rule from the per-coordinate partial
+derivatives that sympy derives (``System.numpy.partials``) and the data couplings, for the implicit
+scipy methods (Radau, BDF, LSODA). Written against an array namespace like :mod:`._vector_field`.
+
+With :math:`c_{lj} = \partial\beta_j/\partial w_{lj}`, margins :math:`m = Z\beta`, weights
+:math:`p = \mathrm{softmax}(a)`, :math:`a = \log q(m)` and :math:`a' = d\log q/dm`:
+
+.. math::  \frac{\partial r}{\partial w_{li}} = Z^\top H Z_{:i}\, c_{li},\quad
+           H = \mathrm{diag}(p\odot a') - p\,(p\odot a')^\top,\qquad
+           \frac{\partial S}{\partial w_{li}} = (Z^\top (p\odot a'))_i\, c_{li},
+
+the same at the evaluation point, and :math:`N = \|G\|_q` through :math:`G = -c\,r`. Then
+
+.. math::  \frac{d\tilde w}{d\theta} = P_w + P_r \frac{dr}{d\theta} + P_N \frac{dN}{d\theta} + P_S \frac{dS}{d\theta},\qquad
+           \frac{dF}{d\theta} = \Big(F_{\tilde w} + F_{\tilde r}\frac{\partial\tilde r}{\partial\tilde w}
+           + F_{\tilde P}\frac{\partial\tilde P}{\partial\tilde w}\Big)\frac{d\tilde w}{d\theta}
+
+and the clocks multiply by their rates (``rhs_jacobian``). Entries are ordered like the flat state,
+layer-major: index ``l * d + j``.
+"""
+
+from __future__ import annotations
+
+from ._vector_field import SCHEDULE
+
+
+def _local(xp, block):
+    """(K*K, d) per-coordinate partials d a_k / d b_l -> the (Kd, Kd) matrix, block-diagonal in j."""
+    K2, d = block.shape
+    K = int(round(K2**0.5))
+    eye = xp.eye(d)
+    # [k, j, l, i] = block[k, l, j] delta_ij
+    full = xp.reshape(block, (K, K, d))[:, :, :, None] * eye[None, None, :, :]
+    return xp.reshape(xp.transpose(full, (0, 2, 1, 3)), (K * d, K * d))
+
+
+def _couplings(vf, W, Z):
+    """At W: r, S, the weights p, p * a', c = dbeta/dw (K, d), dr/dW (d, Kd) and dS/dW (Kd,)."""
+    xp, K, d = vf.xp, vf.K, vf.d
+    c = -vf.compiled.direction(W, xp.ones(d))
+    _, m, S, p = vf.weights(W, Z)
+    pa = p * vf.compiled.partials["log_q_m"](m)
+    v = Z.T @ pa  # dS/dbeta
+    r = Z.T @ p
+    M1 = Z.T @ (pa[:, None] * Z) - xp.outer(r, v)  # dr/dbeta = Z^T H Z
+    dr = xp.reshape(M1[:, None, :] * c[None, :, :], (d, K * d))
+    return r, S, p, pa, c, dr, xp.reshape(v[None, :] * c, (K * d,))
+
+
+class FieldJacobian:
+    """``field_and_scale`` of a :class:`VectorField` together with its derivatives."""
+
+    def __init__(self, vf):
+        self.vf = vf
+
+    def field_and_scale(self, theta, Z, rho, sigma):
+        """F, S~ and their Jacobians dF/dtheta (Kd, Kd), dS~/dtheta (Kd,)."""
+        vf = self.vf
+        xp, K, d, P = vf.xp, vf.K, vf.d, vf.compiled.partials
+        r, S, _, _, _, dr, dS = _couplings(vf, theta, Z)
+        G = vf.compiled.direction(theta, r)
+        q = vf.dual_exponent
+        if q is None:
+            N, dN = 1.0, xp.zeros(K * d)
+        else:
+            N = xp.sum(xp.abs(G) ** q) ** (1.0 / q)
+            dG = _local(xp, P["G_w"](theta, r)) + xp.reshape(P["G_r"](theta, r), (K * d, 1)) * xp.tile(dr, (K, 1))
+            nu = xp.reshape(xp.sign(G) * (xp.abs(G) / xp.where(N > 0, N, 1.0)) ** (q - 1), (K * d,))
+            dN = xp.where(N > 0, nu @ dG, 0.0)
+            N = xp.where(N > 0, N, 1.0)
+        args = (theta, r, N, S, rho, sigma)
+        col = lambda name: xp.reshape(P[name](*args), (K * d, 1))  # noqa: E731
+        dwt = _local(xp, P["P_w"](*args)) + col("P_r") * xp.tile(dr, (K, 1)) + col("P_N") * dN[None, :] \
+            + col("P_S") * dS[None, :]
+        theta_t = vf.compiled.perturbed(*args)
+
+        rt, St, pt, pat, ct, drt, dSt = _couplings(vf, theta_t, Z)
+        n = float(Z.shape[0])
+        if vf.needs_P:
+            Pt = (Z**2).T @ pt**2
+            # dP~/dw~ = 2 (Z^2)^T diag(p~) dp~/dw~, dp~/dw~ = H~ Z c~
+            Hz = pat[:, None] * Z - xp.outer(pt, pat @ Z)
+            M2 = 2.0 * (Z**2).T @ (pt[:, None] * Hz)
+            dPt = xp.reshape(M2[:, None, :] * ct[None, :, :], (d, K * d))
+        else:
+            Pt, dPt = rt, drt
+        fargs = (theta_t, rt, Pt, n, sigma)
+        F = vf.compiled.field(*fargs)
+        fcol = lambda name: xp.reshape(P[name](*fargs), (K * d, 1))  # noqa: E731
+        dF_dwt = _local(xp, P["F_w"](*fargs)) + fcol("F_r") * xp.tile(drt, (K, 1)) + fcol("F_P") * xp.tile(dPt, (K, 1))
+        return F, St, dF_dwt @ dwt, dSt @ dwt
+
+    def sliding_field_and_scale(self, theta, Z, rho, sigma, pinned):
+        """The Filippov average of :meth:`VectorField.sliding_field_and_scale` and its Jacobians."""
+        xp = self.vf.xp
+        Fp, Sp, dFp, dSp = self.field_and_scale(theta, Z, rho, xp.where(pinned, 1.0, sigma))
+        Fm, Sm, dFm, dSm = self.field_and_scale(theta, Z, rho, xp.where(pinned, -1.0, sigma))
+        lam = 1.0 / (1.0 + xp.exp(Sm - Sp))  # the weight of the +1 side
+        F = lam * Fp + (1 - lam) * Fm
+        mx = xp.maximum(Sp, Sm)
+        S = mx + xp.log(0.5 * (xp.exp(Sp - mx) + xp.exp(Sm - mx)))
+        dF = lam * dFp + (1 - lam) * dFm + lam * (1 - lam) * xp.reshape(Fp - Fm, (-1, 1)) * (dSp - dSm)[None, :]
+        keep = xp.reshape(~pinned, (-1, 1))
+        return xp.where(pinned, 0.0, F), S, xp.where(keep, dF, 0.0), lam * dSp + (1 - lam) * dSm
+
+    def rhs_jacobian(self, clock: str, sliding: bool):
+        """d(rhs)/dy for :meth:`VectorField.rhs` under ``clock``; same arguments ``(s, y, args)``."""
+        vf = self.vf
+        xp, K, d = vf.xp, vf.K, vf.d
+        fs = self.sliding_field_and_scale if sliding else (lambda th, Z, rho, sg, pn: self.field_and_scale(th, Z, rho, sg))
+
+        def jac(s, y, args):
+            Z, rho, sigma, pinned = args[:4]
+            theta = xp.reshape(y[:-1], (K, d))
+            F, S_t, dF, dS = fs(theta, Z, rho, sigma, pinned)
+            F = xp.reshape(F, (-1, 1))
+            zero = xp.zeros((K * d, 1))
+            if clock == SCHEDULE:
+                top, bottom = xp.concatenate([dF, zero], axis=1), xp.zeros((1, K * d + 1))
+            elif clock == "tau":
+                rate = xp.exp(-S_t - y[-1])  # du/dtau
+                top = xp.concatenate([dF, zero], axis=1)
+                bottom = xp.concatenate([-rate * dS, -rate * xp.ones(1)])[None, :]
+            else:
+                rate = xp.exp(S_t + s)
+                top = xp.concatenate([rate * (dF + F * dS[None, :]), zero], axis=1)
+                bottom = xp.concatenate([rate * dS, xp.zeros(1)])[None, :]
+            return xp.concatenate([top, bottom], axis=0)
+
+        return jac

@@ -1,0 +1,96 @@
+"""The Jacobian that the implicit scipy methods get: assembled by the chain rule from sympy's partial
+derivatives (flowsim._jacobian), checked against forward-mode autodiff of an independent gradient
+(jax.grad of a hand-written loss) and of the compiled field, for every model x loss x flow, clock and
+the Filippov sliding field; and a work budget for BDF with it."""
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from test_derive import LOSSES, MODELS, reference_beta, reference_field, reference_point
+
+import flowsim as fs
+from flowsim._jacobian import FieldJacobian
+from flowsim._solve import jax_field
+from flowsim._vector_field import VectorField
+
+
+def symbolic_jacobian(system, K, d, clock, sliding, s, y, args):
+    vf = VectorField(system.numpy, np, K, d, system.flow.dual_exponent, system.flow.needs_P)
+    return FieldJacobian(vf).rhs_jacobian(clock, sliding)(s, y, args)
+
+
+@pytest.mark.parametrize("model", MODELS, ids=str)
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("flow", [fs.GD(), fs.SAM(0.3, 2), fs.SAM(0.2, 3.0), fs.SAM(0.1, float("inf")), fs.USAM(0.4)], ids=str)
+@settings(max_examples=4, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_log_time_jacobian_equals_autodiff_of_an_independent_gradient(model, loss, flow, seed):
+    # log-time clock: d theta/ds = e^s (-grad L(theta~)), d tau/ds = e^s e^{S~} with e^{S~} = mean_i q(m~_i)
+    rng = np.random.default_rng(seed)
+    n, d = int(rng.integers(1, 6)), int(rng.integers(1, 5))
+    K = model.n_layers
+    Z = rng.normal(size=(n, d))
+    theta = rng.uniform(0.2, 1.0, size=(K, d)) * rng.choice([-1, 1], size=(K, d))
+    system = fs.derive(model, loss, flow)
+    Zj = jnp.asarray(Z)
+    field = lambda th: reference_field(model, loss, flow, th, Zj)[0]  # noqa: E731
+    ref = np.asarray(jax.jacfwd(field)(jnp.asarray(theta))).reshape(K * d, K * d)
+    assume(bool(np.all(np.isfinite(ref))) and np.abs(ref).max() < 1e100)
+    g = np.asarray(reference_field(model, loss, flow, jnp.asarray(theta), Zj)[1])
+    sigma = np.sign(g)  # the side of every switching surface the point is on
+    s = 0.4
+    y = np.concatenate([theta.ravel(), [0.0]])
+    J = symbolic_jacobian(system, K, d, "log_time", False, s, y, (Z, flow.rho, sigma, np.zeros((K, d), bool)))
+    np.testing.assert_allclose(J[:-1, :-1], np.exp(s) * ref, rtol=1e-9, atol=1e-11 * np.abs(ref).max())
+    assert np.all(J[:, -1] == 0)  # nothing depends on tau
+    # the clock row: e^s d e^{S~}/d theta, e^{S~} = mean_i q(m~_i) with q = -l' at the evaluation point's margins
+    def mean_q(th):
+        m = Zj @ reference_beta(model, reference_point(model, loss, flow, th, Zj)[0])
+        return jnp.mean(jnp.exp(-m) if loss == "exponential" else jax.nn.sigmoid(-m))
+
+    ref_row = np.asarray(jax.grad(mean_q)(jnp.asarray(theta))).ravel()
+    np.testing.assert_allclose(J[-1, :-1], np.exp(s) * ref_row, rtol=1e-9, atol=1e-11 * max(np.abs(ref_row).max(), 1e-300))
+
+
+CASES = [(model, loss, flow, clock, sliding)
+         for model, loss, flow in itertools.product(
+             [fs.Linear(), fs.DiagonalNet(2), fs.DiagonalNet(3, "tied"), fs.DiagonalNet(2, "difference")], LOSSES,
+             [fs.GD(), fs.SAM(0.3, 2), fs.SAM(0.1, float("inf")), fs.USAM(0.4), fs.SignFlow(), fs.AdamProxy(batch=1),
+              fs.AdamProxy(batch=2)])
+         for clock in (["schedule"] if getattr(flow, "clock", None) == "schedule" else ["log_time", "tau"])
+         for sliding in ([False, True] if flow.uses_sign else [False])]
+
+
+@pytest.mark.parametrize("model, loss, flow, clock, sliding", CASES, ids=lambda v: str(v))
+def test_every_clock_and_the_sliding_field_equal_autodiff_of_the_compiled_field(model, loss, flow, clock, sliding):
+    rng = np.random.default_rng(abs(hash((str(model), loss, str(flow), clock, sliding))) % 2**32)
+    K, n, d = model.n_layers, 4, 3
+    Z = rng.normal(size=(n, d))
+    theta = rng.uniform(0.2, 1.0, size=(K, d)) * rng.choice([-1, 1], size=(K, d))
+    sigma = rng.choice([-1.0, 1.0], size=(K, d)) if flow.uses_sign else np.ones((K, d))
+    pinned = np.zeros((K, d), bool)
+    pinned[0, 0] = sliding
+    system = fs.derive(model, loss, flow)
+    y = np.concatenate([theta.ravel(), [0.7]])
+    args = (Z, flow.rho, sigma, pinned)
+    J = symbolic_jacobian(system, K, d, clock, sliding, 1.3, y, args)
+    rhs = jax_field(system, K, d).rhs(clock, sliding)
+    ref = np.asarray(jax.jacfwd(rhs, argnums=1)(1.3, jnp.asarray(y), tuple(jnp.asarray(a) for a in args)))
+    np.testing.assert_allclose(J, ref, rtol=1e-10, atol=1e-12 * np.abs(ref).max())
+
+
+def test_bdf_with_the_symbolic_jacobian_reaches_log10_t_a_million_in_a_budget(one_sample):
+    # work budget (scipy's test style): explicit steps grow like log t1; BDF's do not
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.05, 2))
+    sol = fs.solve(system, one_sample, 0.2, log10_t1=1e6, backend="scipy:BDF", saves=20)
+    assert sol.status == "completed" and np.all(np.isfinite(sol.params))
+    assert sol.stats["steps"] < 1500 and sol.stats["njev"] < 400, sol.stats
+    # and the explicit reference at a horizon both reach agrees (the direction -> e_2 is slow: compare states)
+    a = fs.solve(system, one_sample, 0.2, t1=1e100, backend="scipy:BDF", rtol=1e-10, atol=1e-12, saves=2)
+    b = fs.solve(system, one_sample, 0.2, t1=1e100, backend="diffrax:Tsit5", rtol=1e-10, atol=1e-12, saves=2)
+    np.testing.assert_allclose(a.params[-1], b.params[-1], rtol=1e-6)
