@@ -18,7 +18,7 @@ INF = float("inf")
 OPT = fs.optimizers
 #: eta_t = 0.1 (t+1)^-0.3: any decay in (0, 1] satisfies the theorems; a slow one reaches their asymptotic regime in
 #: ~1e5-1e6 steps, where (t+1)^-1/2 needs ~1e7 (per-sample Adam on Gaussian data: 0.07 from its limit after 3e6 steps)
-ADAM = dict(lr=0.1, b1=0.9, b2=0.99, decay=0.3)
+ADAM = {"lr": 0.1, "b1": 0.9, "b2": 0.99, "decay": 0.3}
 ADAM_SETTING = "Adam(lr 0.1 (t+1)^-0.3, b1 0.9, b2 0.99, no eps, no bias correction)"
 
 

@@ -143,6 +143,11 @@ def _broadcasting(fn, n_out):
     return call
 
 
+def _elementwise(xp, fn):
+    """A lambdified function of the margins, broadcast to their shape (constants included)."""
+    return lambda m: xp.broadcast_to(xp.asarray(fn(m), dtype=xp.float64), xp.shape(m))
+
+
 def _no_delta(e):
     """d sign(x)/dx = 2 delta(x): zero off the switching surface, which events and the Filippov logic
     handle; the Jacobian is that of the smooth field on one side of it."""
@@ -174,51 +179,29 @@ def _partials(w, wt, r, rt, N, S, Pt, direction, perturbed, field_wt, loss):
 
 def _compile(system_parts, modules, xp) -> Compiled:
     (w, wt, sig, r, rt, N, S, rho, beta, direction, perturbed, field_wt, loss, Pt, n) = system_parts
-    raw = {
-        "beta": sp.lambdify(list(w), beta, modules=modules, cse=True),
-        "direction": sp.lambdify([*w, r], list(direction), modules=modules, cse=True),
-        "perturbed": sp.lambdify([*w, r, N, S, rho, *sig], list(perturbed), modules=modules, cse=True),
-        "field": sp.lambdify([*wt, rt, Pt, n, *sig], list(field_wt), modules=modules, cse=True),
-        "log_q": sp.lambdify([M], loss.log_q, modules=modules),
-        "log_l": sp.lambdify([M], loss.log_expr, modules=modules),
-    }
-    b = _broadcasting(raw["beta"], None)
-    g = _broadcasting(raw["direction"], len(w))
-    p = _broadcasting(raw["perturbed"], len(w))
-    f = _broadcasting(raw["field"], len(w))
-    lq, ll = raw["log_q"], raw["log_l"]
-
-    def log_q(m):
-        return xp.broadcast_to(xp.asarray(lq(m), dtype=xp.float64), xp.shape(m))
-
-    def log_l(m):
-        return xp.broadcast_to(xp.asarray(ll(m), dtype=xp.float64), xp.shape(m))
-
-    # the partials take the arguments of the function they differentiate
-    signatures = {"direction": [*w, r], "perturbed": [*w, r, N, S, rho, *sig], "field": [*wt, rt, Pt, n, *sig], "margin": [M]}
+    K = len(w)
+    # every compiled function (and each partial derivative, which takes the arguments of the function
+    # it differentiates) is one of these signatures
+    signatures = {"beta": list(w), "direction": [*w, r], "perturbed": [*w, r, N, S, rho, *sig],
+                  "field": [*wt, rt, Pt, n, *sig], "margin": [M]}
     calls = {
+        "beta": lambda c: lambda W: c(xp, W),
         "direction": lambda c: lambda W, r_: c(xp, W, r_),
         "perturbed": lambda c: lambda W, r_, N_, S_, rho_, Sig: c(xp, W, r_, N_, S_, rho_, *Sig),
         "field": lambda c: lambda Wt, rt_, Pt_, n_, Sig: c(xp, Wt, rt_, Pt_, n_, *Sig),
     }
-    partials = {}
-    for name, (exprs, of, n_out) in _partials(w, wt, r, rt, N, S, Pt, direction, perturbed, field_wt, loss).items():
-        raw[name] = sp.lambdify(signatures[of], exprs, modules=modules, cse=True)
-        if of == "margin":
-            partials[name] = (lambda fn: lambda m: xp.broadcast_to(xp.asarray(fn(m), dtype=xp.float64), xp.shape(m)))(raw[name])
-        else:
-            partials[name] = calls[of](_broadcasting(raw[name], n_out))
-
-    return Compiled(
-        beta=lambda W: b(xp, W),
-        direction=lambda W, r_: g(xp, W, r_),
-        perturbed=lambda W, r_, N_, S_, rho_, Sig: p(xp, W, r_, N_, S_, rho_, *Sig),
-        field=lambda Wt, rt_, Pt_, n_, Sig: f(xp, Wt, rt_, Pt_, n_, *Sig),
-        log_q=log_q,
-        log_l=log_l,
-        raw=raw,
-        partials=partials,
-    )
+    exprs = {
+        "beta": (beta, "beta", None), "direction": (list(direction), "direction", K),
+        "perturbed": (list(perturbed), "perturbed", K), "field": (list(field_wt), "field", K),
+        "log_q": (loss.log_q, "margin", None), "log_l": (loss.log_expr, "margin", None),
+        **_partials(w, wt, r, rt, N, S, Pt, direction, perturbed, field_wt, loss),
+    }
+    raw, fns = {}, {}
+    for name, (e, of, n_out) in exprs.items():
+        raw[name] = fn = sp.lambdify(signatures[of], e, modules=modules, cse=True)
+        fns[name] = _elementwise(xp, fn) if of == "margin" else calls[of](_broadcasting(fn, n_out))
+    main = {k: fns.pop(k) for k in ("beta", "direction", "perturbed", "field", "log_q", "log_l")}
+    return Compiled(**main, raw=raw, partials=fns)
 
 
 def derive(model, loss, flow) -> System:

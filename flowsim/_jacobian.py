@@ -21,17 +21,26 @@ layer-major: index ``l * d + j``.
 
 from __future__ import annotations
 
+import math
+
 from ._vector_field import SCHEDULE
 
 
 def _local(xp, block):
     """(K*K, d) per-coordinate partials d a_k / d b_l -> the (Kd, Kd) matrix, block-diagonal in j."""
     K2, d = block.shape
-    K = int(round(K2**0.5))
+    K = math.isqrt(K2)
     eye = xp.eye(d)
     # [k, j, l, i] = block[k, l, j] delta_ij
     full = xp.reshape(block, (K, K, d))[:, :, :, None] * eye[None, None, :, :]
     return xp.reshape(xp.transpose(full, (0, 2, 1, 3)), (K * d, K * d))
+
+
+def _through(xp, a, dx, K):
+    """Chain rule through a per-coordinate coupling x_j (dx: (d, Kd)) or a scalar (dx: (Kd,)):
+    rows (k, j) of (d y_kj / d x_j) (d x_j / d theta), with ``a`` = d y / d x of shape (K, d)."""
+    a = xp.reshape(a, (-1, 1))
+    return a * (xp.tile(dx, (K, 1)) if dx.ndim == 2 else dx[None, :])
 
 
 def _couplings(vf, W, Z):
@@ -64,14 +73,13 @@ class FieldJacobian:
             N, dN = 1.0, xp.zeros(K * d)
         else:
             N = xp.sum(xp.abs(G) ** q) ** (1.0 / q)
-            dG = _local(xp, P["G_w"](theta, r)) + xp.reshape(P["G_r"](theta, r), (K * d, 1)) * xp.tile(dr, (K, 1))
+            dG = _local(xp, P["G_w"](theta, r)) + _through(xp, P["G_r"](theta, r), dr, K)
             nu = xp.reshape(xp.sign(G) * (xp.abs(G) / xp.where(N > 0, N, 1.0)) ** (q - 1), (K * d,))
             dN = xp.where(N > 0, nu @ dG, 0.0)
             N = xp.where(N > 0, N, 1.0)
         args = (theta, r, N, S, rho, sigma)
-        col = lambda name: xp.reshape(P[name](*args), (K * d, 1))  # noqa: E731
-        dwt = _local(xp, P["P_w"](*args)) + col("P_r") * xp.tile(dr, (K, 1)) + col("P_N") * dN[None, :] \
-            + col("P_S") * dS[None, :]
+        dwt = _local(xp, P["P_w"](*args)) + _through(xp, P["P_r"](*args), dr, K) \
+            + _through(xp, P["P_N"](*args), dN, K) + _through(xp, P["P_S"](*args), dS, K)
         theta_t = vf.compiled.perturbed(*args)
 
         rt, St, pt, pat, ct, drt, dSt = _couplings(vf, theta_t, Z)
@@ -86,8 +94,8 @@ class FieldJacobian:
             Pt, dPt = rt, drt
         fargs = (theta_t, rt, Pt, n, sigma)
         F = vf.compiled.field(*fargs)
-        fcol = lambda name: xp.reshape(P[name](*fargs), (K * d, 1))  # noqa: E731
-        dF_dwt = _local(xp, P["F_w"](*fargs)) + fcol("F_r") * xp.tile(drt, (K, 1)) + fcol("F_P") * xp.tile(dPt, (K, 1))
+        dF_dwt = _local(xp, P["F_w"](*fargs)) + _through(xp, P["F_r"](*fargs), drt, K) \
+            + _through(xp, P["F_P"](*fargs), dPt, K)
         return F, St, dF_dwt @ dwt, dSt @ dwt
 
     def sliding_field_and_scale(self, theta, Z, rho, sigma, pinned):

@@ -38,7 +38,10 @@ def test_log_time_jacobian_equals_autodiff_of_an_independent_gradient(model, los
     theta = rng.uniform(0.2, 1.0, size=(K, d)) * rng.choice([-1, 1], size=(K, d))
     system = fs.derive(model, loss, flow)
     Zj = jnp.asarray(Z)
-    field = lambda th: reference_field(model, loss, flow, th, Zj)[0]  # noqa: E731
+
+    def field(th):
+        return reference_field(model, loss, flow, th, Zj)[0]
+
     ref = np.asarray(jax.jacfwd(field)(jnp.asarray(theta))).reshape(K * d, K * d)
     assume(bool(np.all(np.isfinite(ref))) and np.abs(ref).max() < 1e100)
     g = np.asarray(reference_field(model, loss, flow, jnp.asarray(theta), Zj)[1])

@@ -162,7 +162,7 @@ def test_random_per_sample_orders_visit_samples_as_promised(sampling):
 
 # A slowly decaying step (eta_t = 0.1 (t+1)^-0.3) reaches the asymptotic regime of seed 002 within 1e5 steps;
 # with the (t+1)^-1/2 schedule of the reproduction the same ratios need ~1e7 steps.
-FAST_ADAM = dict(lr=0.1, b1=0.9, b2=0.99, decay=0.3)
+FAST_ADAM = {"lr": 0.1, "b1": 0.9, "b2": 0.99, "decay": 0.3}
 
 
 def test_discrete_per_sample_adam_reaches_l2_and_full_batch_adam_linf_on_scaled_rademacher():
