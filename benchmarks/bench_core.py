@@ -86,12 +86,41 @@ def main():
                 verdict = "" if target is None else f"{target} ({'met' if wall * 1e3 <= target else 'MISSED'})"
                 print(f"| {n} | {d} | {flow} | {t1:g} | {compile_s:.2f} | {wall * 1e3:.1f} | {verdict} | {sol.stats['steps']} | {err:.1e} |")
                 rows.append((n, d, str(flow), t1, compile_s, wall, sol.stats["steps"], err))
+    implicit_path()
     # one compile serves every horizon, alpha and rho
     system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.05, 2))
     data = data_set(20, 10, seed=1)
     t0 = time.perf_counter()
     fs.solve(system, data, 0.3, t1=1e50, throw=False)
     print(f"\nnew rho, alpha and horizon on a compiled structure: {time.perf_counter() - t0:.3f} s (no recompile)")
+
+
+def implicit_path():
+    """backend="auto" beyond log10 t1 = 1000: scipy BDF with the symbolic Jacobian, and what the one-thread
+    BLAS limit inside the scipy backend is worth (baseline: the limit switched off, same run)."""
+    from flowsim._backends import _scipy
+
+    class NoLimit:
+        def restore_original_limits(self):
+            pass
+
+    print("\n## beyond float range: backend auto = scipy:BDF in the tau clock with the symbolic Jacobian, depth-2 "
+          "l2-SAM (rho 0.02), rtol 1e-8")
+    print("| n | d | log10 t1 | status | wall ms | steps | Jacobians | wall ms without the BLAS thread limit | ratio |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.02, 2))
+    limit = _scipy.threadpool_limits
+    for n, d in [(20, 10), (100, 100)]:
+        data = data_set(n, d, seed=1)
+        for L in [1e4, 1e6]:
+            wall, sol = timed(lambda: fs.solve(system, data, 0.1, log10_t1=L, throw=False), repeat=2)
+            _scipy.threadpool_limits = lambda **kw: NoLimit()  # noqa: E731
+            try:
+                base, _ = timed(lambda: fs.solve(system, data, 0.1, log10_t1=L, throw=False), repeat=2)
+            finally:
+                _scipy.threadpool_limits = limit
+            print(f"| {n} | {d} | {L:g} | {sol.status} | {wall * 1e3:.0f} | {sol.stats['steps']} | {sol.stats['njev']} | {base * 1e3:.0f} | "
+                  f"{base / wall:.1f}x |")
 
 
 if __name__ == "__main__":

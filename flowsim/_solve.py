@@ -9,7 +9,7 @@ import numpy as np
 
 from ._backends._diffrax import DiffraxBackend
 from ._backends._events import SCORES, armed, event_functions, scores
-from ._backends._scipy import ScipyBackend
+from ._backends._scipy import IMPLICIT, ScipyBackend
 from ._data import Dataset
 from ._derive import System
 from ._errors import IntegrationError, NonSeparableError
@@ -76,7 +76,7 @@ def solve(
     t1: float | None = None,
     log10_t1: float | None = None,
     backend: str = "auto",
-    clock: str = "log_time",
+    clock: str = "auto",
     rtol: float = 1e-8,
     atol: float = 1e-10,
     saves: int = 400,
@@ -99,9 +99,14 @@ def solve(
             ``"auto"``: diffrax:Tsit5 up to log10 t1 = 1000, scipy:BDF beyond (explicit methods need
             O(log t1) steps there; BDF with the exact Jacobian reaches log10 t = 1e6 in a few
             hundred).
-        clock: ``"log_time"`` (s = log(1+t), the default: save points fall on the clock itself and
-            it took the fewest steps at equal accuracy in ``benchmarks/``) or ``"tau"`` (the
-            loss-normalised clock, dt = dtau / q(theta~), the clock of arXiv 2603.08290).
+        clock: ``"log_time"`` (s = log(1+t): save points fall on the clock itself and it took the
+            fewest explicit steps at equal accuracy in ``benchmarks/``), ``"tau"`` (the
+            loss-normalised clock, dt = dtau / q(theta~), the clock of arXiv 2603.08290), or
+            ``"auto"`` (default): tau for the implicit scipy methods, log-time otherwise. In log-time
+            the field carries the rate e^{S~+s}, exponentially sensitive to theta, and Newton
+            iterates of BDF and LSODA overflow it on wide data at long horizons (n = d = 100:
+            BDF fails near log10 t = 1.2e5, LSODA returns NaN), while in tau theta's field has no
+            such factor (both complete to log10 t = 1e6, in fewer steps).
         rtol, atol: step-size control tolerances on the state.
         saves: number of save points: t = 0 and ``saves - 1`` log-spaced in t up to t1.
         max_steps: step budget per segment (a segment ends at a sign switch).
@@ -119,10 +124,11 @@ def solve(
     Returns:
         A :class:`flowsim.Solution`.
     """
-    rtol, atol, collapse_tol, blowup_size, clock = _check_common(
-        system, data, clock, rtol, atol, saves, max_steps, allow_nonseparable, collapse_tol, blowup_size)
     L1, u1 = _horizon(t1, log10_t1)
     be = _backend(backend, L1)
+    rtol, atol, collapse_tol, blowup_size, clock = _check_common(
+        system, data, resolve_clock(clock, be), rtol, atol, saves, max_steps, allow_nonseparable, collapse_tol,
+        blowup_size)
     track = tuple(track)
     if any(k not in SCORES for k in track):
         raise ValueError(f"track takes scores from {SCORES}; got {track!r}.")
@@ -190,7 +196,9 @@ def solve(
             u_end = y[-1] if clock == "tau" else float(to_u(s))
             if bar:
                 bar.to_u(u_end)
-            if seg.reason in ENDINGS:
+            if seg.reason == "end" and clock == "tau":
+                status, message = "failed", TAU_EXHAUSTED
+            elif seg.reason in ENDINGS:
                 status = ENDINGS[seg.reason]
             elif seg.reason == "switch" or seg.reason.startswith("lead_"):
                 # events can coincide (a coordinate sliding to 0 ties with another at 0): re-examine
@@ -232,6 +240,10 @@ def solve(
 
 #: segment endings (backend reasons) that end a solve normally, and the status each gives
 ENDINGS = {"end": "completed", "horizon": "completed", "collapse": "collapsed", "blowup": "blew_up"}
+#: the tau clock ends at the horizon event; running out of tau means t stopped growing with it
+TAU_EXHAUSTED = ("tau reached 1e300 before t1: the loss no longer decreases (an equilibrium, e.g. l_inf-SAM with "
+                 "alpha_j = rho), so t = tau e^{-S} cannot reach t1 in the tau clock; the log-time clock reaches "
+                 "t = 1e300 on it")
 
 
 def close_records(status, clock, remaining, s, y, rec_s, rec_y):
@@ -247,6 +259,13 @@ def close_records(status, clock, remaining, s, y, rec_s, rec_y):
         rec_y.append(y)
 
 
+def resolve_clock(clock, be):
+    """``clock="auto"``: the tau clock for the implicit scipy methods, log-time for the rest."""
+    if clock == "auto":
+        return "tau" if isinstance(be, ScipyBackend) and be.method in IMPLICIT else "log_time"
+    return clock
+
+
 def _check_common(system, data, clock, rtol, atol, saves, max_steps, allow_nonseparable, collapse_tol, blowup_size):
     """Validate the arguments :func:`solve` and :func:`flowsim.sweep` share; returns the
     normalised tolerances and the clock the flow runs in."""
@@ -260,7 +279,7 @@ def _check_common(system, data, clock, rtol, atol, saves, max_steps, allow_nonse
             "limit; pass allow_nonseparable=True to integrate anyway."
         )
     if clock not in CLOCKS:
-        raise ValueError(f"clock must be one of {CLOCKS}; got {clock!r}.")
+        raise ValueError(f"clock must be one of {(*CLOCKS, 'auto')}; got {clock!r}.")
     if getattr(system.flow, "batch", 1) >= data.n > 1:
         raise ValueError(f"AdamProxy(batch={system.flow.batch}) on n={data.n} samples: batch must be < n "
                          "(batch = n is the sign flow, a discontinuous field: use flowsim.SignFlow()).")

@@ -24,8 +24,8 @@ from ._derive import System, derive
 from ._flows import SAM, USAM
 from ._solution import FAILURES, OUTCOMES, log10_t_from_u
 from ._solve import (
-    ENDINGS, _assemble, _backend, _check_common, _clock_plan, _horizon, _log_floor, close_records, initial_params,
-    jax_field, solve, structure_key,
+    ENDINGS, TAU_EXHAUSTED, _assemble, _backend, _check_common, _clock_plan, _horizon, _log_floor, close_records, initial_params,
+    jax_field, resolve_clock, solve, structure_key,
 )
 
 #: grid keys: "alpha" (every entry), "alpha_<j>" (coordinate j, 1-based as in the papers), "rho"
@@ -78,7 +78,7 @@ def sweep(
     t1: float | None = None,
     log10_t1: float | None = None,
     backend: str = "auto",
-    clock: str = "log_time",
+    clock: str = "auto",
     rtol: float = 1e-8,
     atol: float = 1e-10,
     saves: int = 200,
@@ -108,13 +108,14 @@ def sweep(
         the end), per point ``status``, ``steps``, ``log10_t_end`` and ``beta_end``; ``attrs`` say
         how it was run (``method``: "vmap" or "solve per point", chunks, wall time).
     """
+    L1, _ = _horizon(t1, log10_t1)
+    be = _backend(backend, L1)  # validates the name
+    clock = resolve_clock(clock, be)
     rtol, atol, collapse_tol, blowup_size, run_clock = _check_common(
         system, data, clock, rtol, atol, saves, max_steps, allow_nonseparable, collapse_tol, blowup_size)
     axes = _check_grid(system, data, grid)
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer; got {chunk_size!r}.")
-    L1, _ = _horizon(t1, log10_t1)
-    be = _backend(backend, L1)  # validates the name
     keys = list(axes)
     points = [dict(zip(keys, combo)) for combo in product(*axes.values())]
     base_rho = float(system.flow.rho)
@@ -241,10 +242,12 @@ def _vmapped(system, data, inits, rhos, opts):
     sols = []
     for i in range(m):
         why = reason(names, fired[i], maxed[i], failed[i])
-        status = ENDINGS.get(why, why)
+        exhausted = why == "end" and clock == "tau"
+        status = "failed" if exhausted else ENDINGS.get(why, why)
         rec_s, rec_y = [0.0, *s_t[i][ok[i]].tolist()], [y0[i], *y_t[i][ok[i]]]
         close_records(status, clock, remaining[ok[i].sum():], float(s_end[i]), y_end[i], rec_s, rec_y)
-        message = FAILED_MESSAGE if why == "failed" else (OUTCOMES.get(status) or FAILURES.get(status, ""))
+        message = TAU_EXHAUSTED if exhausted else FAILED_MESSAGE if why == "failed" else (
+            OUTCOMES.get(status) or FAILURES.get(status, ""))
         st = {"steps": int(stats[0][i]), "accepted": int(stats[1][i]), "rejected": int(stats[2][i]), "segments": 1,
               "switches": 0, "wall_s": wall}
         sols.append(_assemble(system, data, clock, to_u, np.asarray(rec_s), np.asarray(rec_y), K, d, status, message,

@@ -97,3 +97,36 @@ def test_bdf_with_the_symbolic_jacobian_reaches_log10_t_a_million_in_a_budget(on
     a = fs.solve(system, one_sample, 0.2, t1=1e100, backend="scipy:BDF", rtol=1e-10, atol=1e-12, saves=2)
     b = fs.solve(system, one_sample, 0.2, t1=1e100, backend="diffrax:Tsit5", rtol=1e-10, atol=1e-12, saves=2)
     np.testing.assert_allclose(a.params[-1], b.params[-1], rtol=1e-6)
+
+
+def test_wide_data_beyond_float_range_never_silently_wrong():
+    # n = d = 100, l2-SAM to log10 t = 1e6: backend "auto" runs BDF in the tau clock; in log-time the field's rate
+    # e^{S~+s} overflows inside Newton iterates of BDF and LSODA on this problem. Whatever a method does, it either
+    # completes on the same trajectory or ends with a failure status and a finite partial trajectory.
+    from conftest import separable
+
+    data = separable(100, 100, seed=1)
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.02, 2))
+    ref = fs.solve(system, data, 0.1, log10_t1=1e6, saves=30)
+    assert ref.config["clock"] == "tau" and ref.status == "completed" and ref.stats["steps"] < 3000
+    u = ref.log10_t * np.log(10)
+    gap = ref.margins.min(axis=1) - u  # log t + O(log log t): the margin tracks the clock
+    assert np.all(np.isfinite(ref.params)) and 0 < gap[-1] < 100 and np.all(np.diff(gap[5:]) > 0)
+    for backend, clock in [("scipy:LSODA", "auto"), ("scipy:BDF", "log_time"), ("scipy:LSODA", "log_time")]:
+        sol = fs.solve(system, data, 0.1, log10_t1=1e6, saves=30, backend=backend, clock=clock, throw=False)
+        assert np.all(np.isfinite(sol.params)), (backend, clock)
+        if sol.status == "completed":
+            np.testing.assert_allclose(sol.margins[-1], ref.margins[-1], rtol=1e-5, err_msg=f"{backend} {clock}")
+        else:
+            assert sol.status == "failed" and "scipy" in sol.message and sol.log10_t[-1] < 1e6, (backend, clock)
+
+
+def test_tau_clock_that_cannot_reach_the_horizon_fails_loudly(one_sample):
+    # l_inf-SAM with alpha = rho sits at an equilibrium (seed 000, Thm 3.2: beta stays rho^2): the loss stays put, so
+    # t = tau e^{-S} grows only like tau and tau runs out (1e300) near t = 1e300, far before 10^(10^4)
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, float("inf")))
+    with pytest.raises(fs.IntegrationError, match="tau reached 1e300 before t1") as err:
+        fs.solve(system, one_sample, 0.1, log10_t1=1e4, backend="scipy:LSODA", saves=20)
+    sol = err.value.solution
+    assert sol.status == "failed" and 299 < sol.log10_t[-1] < 301
+    np.testing.assert_allclose(sol.beta[-1], [0.01, 0.01], rtol=1e-8)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import integrate, optimize
+from threadpoolctl import threadpool_limits
 
 from ._base import Segment
 from .._jacobian import FieldJacobian
@@ -31,7 +32,10 @@ class ScipyBackend:
 
         def fun(s, y):
             nfev[0] += 1
-            return rhs(s, y, args)
+            # an implicit method's trial point can overflow the clock rate; the step is then rejected, or the
+            # state is non-finite and the segment fails (checked after every step)
+            with np.errstate(over="ignore", invalid="ignore"):
+                return rhs(s, y, args)
 
         kwargs = {}
         if self.method in IMPLICIT:
@@ -40,7 +44,8 @@ class ScipyBackend:
 
             def jac_fn(s, y):
                 njev[0] += 1
-                return jac(s, y, args)
+                with np.errstate(over="ignore", invalid="ignore"):  # a non-finite Jacobian fails the step
+                    return jac(s, y, args)
 
             kwargs["jac"] = jac_fn
         solver = METHODS[self.method](fun, s0, np.asarray(y0, float), s_max, rtol=rtol, atol=atol, **kwargs)
@@ -56,6 +61,9 @@ class ScipyBackend:
         steps = 0
         reason, message = "end", ""
         s_end, y_end = s0, np.asarray(y0, float)
+        # one BLAS thread for the implicit methods' LU: the matrices are small, and OpenBLAS threads
+        # competing with XLA's for two cores made BDF 3x slower at n = d = 100 (benchmarks/bench_core.py)
+        blas = threadpool_limits(limits=1, user_api="blas")
         try:
             while True:
                 if solver.status == "finished":
@@ -65,10 +73,18 @@ class ScipyBackend:
                     reason, message = "max_steps", f"max_steps={max_steps} reached"
                     break
                 s_old = solver.t
-                msg = solver.step()
+                try:
+                    msg = solver.step()
+                except (ValueError, np.linalg.LinAlgError) as err:  # a non-finite Jacobian or iterate inside the step
+                    reason, message = "failed", f"scipy {self.method} at s = {s_old:.6g}: {err}"
+                    break
                 steps += 1
                 if solver.status == "failed":
                     reason, message = "failed", f"scipy {self.method}: {msg}"
+                    break
+                if not np.all(np.isfinite(solver.y)):  # LSODA can accept such a step; nothing after it is kept
+                    reason, message = "failed", (f"scipy {self.method}: the state became non-finite in the step from "
+                                                 f"s = {s_old:.6g} to {solver.t:.6g}")
                     break
                 dense = solver.dense_output()
                 s_new, y_new = solver.t, solver.y
@@ -103,6 +119,8 @@ class ScipyBackend:
                     break
         except KeyboardInterrupt:
             reason, message = "interrupted", "interrupted by the user (KeyboardInterrupt)"
+        finally:
+            blas.restore_original_limits()
         stats = {"steps": steps, "nfev": nfev[0]}
         if self.method in IMPLICIT:
             stats["njev"] = njev[0]
