@@ -157,7 +157,9 @@ def signum(lr: float, beta: float = 0.9, decay: float = 0.5, batch="full") -> Op
 
 class DiscreteRun(NamedTuple):
     """Recorded iterates: ``steps`` (records,), ``t`` = sum of the step sizes so far (the flow's
-    time), ``params`` (records, layers, d), ``beta``, ``margins``, ``log_loss``."""
+    time), ``params`` (records, layers, d), ``beta``, ``margins``, ``log_loss``; ``status``
+    ("completed", "failed": the parameters became non-finite, "interrupted": Ctrl-C) and its
+    ``message``. A run that did not complete holds every record up to its end."""
 
     optimizer: str
     steps: np.ndarray
@@ -166,6 +168,8 @@ class DiscreteRun(NamedTuple):
     beta: np.ndarray
     margins: np.ndarray
     log_loss: np.ndarray
+    status: str = "completed"
+    message: str = ""
 
     @property
     def direction(self):
@@ -180,15 +184,26 @@ def _record_points(steps, records):
 
 
 def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, records: int = 200,
-            seed: int = 0) -> DiscreteRun:
+            seed: int = 0, *, progress: bool = False, throw: bool = True) -> DiscreteRun:
     """Run ``optimizer`` for ``steps`` steps on ``model`` x ``loss`` x ``data`` from ``init``,
     recording on a log-spaced grid of steps (jitted ``lax.fori_loop`` between records). ``seed``
-    drives the "shuffle" and "replace" samplings."""
+    drives the "shuffle" and "replace" samplings; ``progress`` shows a bar in steps.
+
+    If the parameters become non-finite (a step size too large for the loss) or the run is
+    interrupted (Ctrl-C), the run ends there with status "failed" or "interrupted", keeping every
+    finite record; ``throw=True`` raises :class:`flowsim.IntegrationError` with it as ``.solution``.
+    """
+    from tqdm.auto import tqdm
+
+    from ._data import Dataset
     from ._derive import derive
+    from ._errors import IntegrationError
     from ._flows import GD as _GD
 
     if not isinstance(optimizer, Optimizer):
         raise ValueError("optimizer must come from flowsim.optimizers (gd, sam, adam, signum).")
+    if not isinstance(data, Dataset):
+        raise ValueError(f"data must be a flowsim.Dataset(X, y); got {type(data).__name__}.")
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
         raise ValueError(f"steps must be a positive integer; got {steps!r}.")
     system = derive(model, loss, _GD())
@@ -247,17 +262,34 @@ def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, recor
     pts = _record_points(int(steps), records)
     th, st = theta0, optimizer.init(theta0)
     out, t_prev = [np.asarray(th)], 0
-    for p in pts[1:]:
-        th, st = advance(th, st, t_prev, int(p))
-        out.append(np.asarray(th))
-        t_prev = int(p)
+    status, message = "completed", ""
+    bar = tqdm(total=int(steps), unit="step", disable=not progress)
+    try:
+        for p in pts[1:]:
+            th, st = advance(th, st, t_prev, int(p))
+            new = np.asarray(th)
+            if not np.all(np.isfinite(new)):
+                status, message = "failed", (f"the parameters became non-finite between steps {t_prev} and {int(p)}; "
+                                             "a smaller lr (or a faster decay) keeps the steps stable")
+                break
+            out.append(new)
+            bar.update(int(p) - t_prev)
+            t_prev = int(p)
+    except KeyboardInterrupt:
+        status, message = "interrupted", f"interrupted by the user (KeyboardInterrupt) after step {t_prev}"
+    finally:
+        bar.close()
+    pts = pts[: len(out)]
     P = np.stack(out)
     beta = np.asarray(jax.vmap(cj.beta)(jnp.asarray(P)))
     m = beta @ data.z.T
     ll = np.asarray(cj.log_l(jnp.asarray(m)))
     mx = ll.max(axis=1, keepdims=True)
     log_loss = mx[:, 0] + np.log(np.exp(ll - mx).sum(axis=1)) - math.log(n)
-    return DiscreteRun(optimizer.name, pts, etas_sum[pts], P, beta, m, log_loss)
+    run = DiscreteRun(optimizer.name, pts, etas_sum[pts], P, beta, m, log_loss, status, message)
+    if throw and status != "completed":
+        raise IntegrationError(f"{optimizer.name}: status {status!r}: {message}. The records so far are in .solution.", run)
+    return run
 
 
 def epoch_direction(g, b1: float, b2: float):

@@ -205,3 +205,35 @@ def test_ten_million_per_sample_adam_steps_with_margins_in_the_thousands():
     assert run.margins[-1].min() > 5000 and np.all(np.diff(run.log_loss[2:]) < 0)
     cos = run.direction @ fs.adam_fixed_point(data).direction
     assert cos[-1] > 0.9999 and cos[-1] > cos[-3]
+
+
+def test_a_diverging_run_fails_loudly_and_keeps_its_finite_records():
+    data = fs.Dataset(np.array([[1.0, 2.0], [-1.0, 0.5]]), [1, 1])
+    with pytest.raises(fs.IntegrationError, match="non-finite between steps") as err:
+        fs.iterate(OPT.gd(1e3), fs.DiagonalNet(2), "exponential", data, steps=1000, init=-1.0, records=20)
+    run = err.value.solution
+    assert run.status == "failed" and run.steps.tolist() == [0, 1] and np.all(np.isfinite(run.params))
+    np.testing.assert_array_equal(run.params[0], -np.ones((2, 2)))
+
+
+def test_an_interrupted_run_keeps_what_it_computed(monkeypatch):
+    import tqdm.auto
+
+    class Interrupting(tqdm.auto.tqdm):
+        calls = 0
+
+        def update(self, n=1):
+            Interrupting.calls += 1
+            if Interrupting.calls == 4:
+                raise KeyboardInterrupt
+            return super().update(n)
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", Interrupting)
+    data = rademacher(6, 3, seed=1)
+    run = fs.iterate(OPT.gd(0.1), fs.Linear(), "logistic", data, steps=10_000, init=0.01, records=30, progress=True,
+                     throw=False)
+    full = fs.iterate(OPT.gd(0.1), fs.Linear(), "logistic", data, steps=10_000, init=0.01, records=30)
+    assert run.status == "interrupted" and "KeyboardInterrupt" in run.message
+    k = len(run.steps)
+    assert 1 < k < len(full.steps) and full.status == "completed"
+    np.testing.assert_array_equal(run.params, full.params[:k])  # the records before the interrupt are the real ones
