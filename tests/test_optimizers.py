@@ -25,8 +25,8 @@ def test_discrete_gd_and_sam_track_the_flow_at_order_one(one_sample, rho):
     assert errs[-1] < 5e-3
 
 
-def naive_adam(Z, w, lr, b1, b2, decay, steps, per_sample):
-    """Textbook Adam (no bias correction, no eps) in plain numpy on the linear model, logistic loss."""
+def naive_adam(Z, w, lr, b1, b2, decay, steps, per_sample, eps=0.0, bias_correction=False):
+    """Textbook Adam (by default no bias correction, no eps) in plain numpy on the linear model, logistic loss."""
     m = np.zeros_like(w)
     v = np.zeros_like(w)
     n = len(Z)
@@ -36,7 +36,8 @@ def naive_adam(Z, w, lr, b1, b2, decay, steps, per_sample):
         g = -(rows * q[:, None]).mean(axis=0)
         m = b1 * m + (1 - b1) * g
         v = b2 * v + (1 - b2) * g**2
-        w = w - lr * (t + 1.0) ** (-decay) * m / np.sqrt(v)
+        mh, vh = (m / (1 - b1 ** (t + 1)), v / (1 - b2 ** (t + 1))) if bias_correction else (m, v)
+        w = w - lr * (t + 1.0) ** (-decay) * mh / (np.sqrt(vh) + eps)
     return w
 
 
@@ -49,6 +50,19 @@ def test_adam_renormalisation_leaves_iterates_unchanged(per_sample):
     run = fs.iterate(opt, fs.Linear(), "logistic", data, steps=300, init=0.01, records=3)
     ref = naive_adam(data.z, np.full(3, 0.01), 0.05, 0.8, 0.95, 0.5, 300, per_sample)
     np.testing.assert_allclose(run.params[-1, 0], ref, rtol=1e-10)
+
+
+@pytest.mark.parametrize("eps, bias_correction", [(1e-3, False), (0.0, True), (1e-2, True)])
+def test_adam_options_equal_textbook_adam(eps, bias_correction):
+    # eps enters in the unscaled units although the state is kept relative to a running scale
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(5, 3))
+    data = fs.Dataset(X, np.sign(X @ np.array([1.0, -0.5, 0.3])))
+    for batch in ("full", "cyclic"):
+        opt = OPT.adam(0.05, 0.8, 0.95, decay=0.5, eps=eps, bias_correction=bias_correction, batch=batch)
+        run = fs.iterate(opt, fs.Linear(), "logistic", data, steps=300, init=0.01, records=3)
+        ref = naive_adam(data.z, np.full(3, 0.01), 0.05, 0.8, 0.95, 0.5, 300, batch == "cyclic", eps, bias_correction)
+        np.testing.assert_allclose(run.params[-1, 0], ref, rtol=1e-10)
 
 
 def test_adam_survives_margins_past_the_underflow():
