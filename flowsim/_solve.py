@@ -229,6 +229,11 @@ def solve(
             bar.close()
     close_records(status, clock, remaining, s, y, rec_s, rec_y)
     stats["wall_s"] = time.perf_counter() - t_start
+    if status in ("max_steps", "failed") and clock == "log_time":
+        with np.errstate(all="ignore"):
+            _, S_end = vf_np.sliding_field_and_scale(y[:-1].reshape(K, d), Z, rho, sigma, pinned)
+        if S_end + s > 700:  # the rate e^{S~+s} overflows: no step size helps
+            message = RATE_OVERFLOW.format(log10_t=float(log10_t_from_u(s)), rate=(S_end + s) / LN10)
     message = message or (OUTCOMES.get(status) or FAILURES.get(status, ""))
     sol = _assemble(system, data, clock, to_u, np.asarray(rec_s), np.asarray(rec_y), K, d, status, message, stats, events,
                     dict(init=np.asarray(init).tolist(), log10_t1=L1, backend=backend, clock=clock, rtol=rtol,
@@ -240,6 +245,9 @@ def solve(
 
 #: segment endings (backend reasons) that end a solve normally, and the status each gives
 ENDINGS = {"end": "completed", "horizon": "completed", "collapse": "collapsed", "blowup": "blew_up"}
+RATE_OVERFLOW = ("at log10 t = {log10_t:.6g} the log-time rate t e^{{S~}} is 10^{rate:.4g}, beyond float range: the loss "
+                 "no longer decreases (an equilibrium, e.g. l_inf-SAM with alpha_j = rho), and such a state cannot be "
+                 "followed past t ~ 1e308 in either clock")
 #: the tau clock ends at the horizon event; running out of tau means t stopped growing with it
 TAU_EXHAUSTED = ("tau reached 1e300 before t1: the loss no longer decreases (an equilibrium, e.g. l_inf-SAM with "
                  "alpha_j = rho), so t = tau e^{-S} cannot reach t1 in the tau clock; the log-time clock reaches "

@@ -66,3 +66,24 @@ def test_non_separable_is_refused_unless_asked():
     assert sol.status == "completed"
     # the loss of two opposite copies of one point is minimised at w . x = 0
     assert abs(sol.margins[-1, 0]) < 1e-2
+
+
+# l_inf-SAM with alpha = rho sits at an equilibrium (seed 000, Thm 3.2: beta stays rho^2): the loss stays put, so
+# t = tau e^{-S} grows only like tau, and in log-time the rate t e^{S~} overflows past t ~ 1e308
+AT_EQUILIBRIUM = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, float("inf")))
+
+
+def test_tau_clock_that_cannot_reach_the_horizon_fails_loudly():
+    with pytest.raises(fs.IntegrationError, match="tau reached 1e300 before t1") as err:
+        fs.solve(AT_EQUILIBRIUM, GOOD, 0.1, log10_t1=1e4, backend="scipy:LSODA", saves=20)
+    sol = err.value.solution
+    assert sol.status == "failed" and 299 < sol.log10_t[-1] < 301
+    np.testing.assert_allclose(sol.beta[-1], [0.01, 0.01], rtol=1e-8)
+
+
+def test_log_time_rate_overflow_is_named_not_blamed_on_the_step_budget():
+    with pytest.raises(fs.IntegrationError, match="beyond float range: the loss no longer decreases") as err:
+        fs.solve(AT_EQUILIBRIUM, GOOD, 0.1, log10_t1=500, backend="diffrax:Tsit5", saves=20, max_steps=4000)
+    sol = err.value.solution
+    assert 308 < sol.log10_t[-1] < 309 and np.all(np.isfinite(sol.params))
+    np.testing.assert_allclose(sol.beta[-1], [0.01, 0.01], rtol=1e-8)
