@@ -114,7 +114,7 @@ def implicit_path():
         data = data_set(n, d, seed=1)
         for L in [1e4, 1e6]:
             wall, sol = timed(lambda: fs.solve(system, data, 0.1, log10_t1=L, throw=False), repeat=2)
-            _scipy.threadpool_limits = lambda **kw: NoLimit()  # noqa: E731
+            _scipy.threadpool_limits = lambda **kw: NoLimit()
             try:
                 base, _ = timed(lambda: fs.solve(system, data, 0.1, log10_t1=L, throw=False), repeat=2)
             finally:

@@ -196,10 +196,8 @@ def solve(
             u_end = y[-1] if clock == "tau" else float(to_u(s))
             if bar:
                 bar.to_u(u_end)
-            if seg.reason == "end" and clock == "tau":
-                status, message = "failed", TAU_EXHAUSTED
-            elif seg.reason in ENDINGS:
-                status = ENDINGS[seg.reason]
+            if seg.reason in ENDINGS:
+                status, message = end_status(seg.reason, clock)
             elif seg.reason == "switch" or seg.reason.startswith("lead_"):
                 # events can coincide (a coordinate sliding to 0 ties with another at 0): re-examine
                 # the signs and every tracked leader whatever fired
@@ -252,6 +250,14 @@ RATE_OVERFLOW = ("at log10 t = {log10_t:.6g} the log-time rate t e^{{S~}} is 10^
 TAU_EXHAUSTED = ("tau reached 1e300 before t1: the loss no longer decreases (an equilibrium, e.g. l_inf-SAM with "
                  "alpha_j = rho), so t = tau e^{-S} cannot reach t1 in the tau clock; the log-time clock reaches "
                  "t = 1e300 on it")
+
+
+def end_status(reason, clock):
+    """Status and message of a segment that ended with ``reason`` (a key of ``ENDINGS``): the tau clock
+    ends at its horizon event, so running out of tau is a failure."""
+    if reason == "end" and clock == "tau":
+        return "failed", TAU_EXHAUSTED
+    return ENDINGS[reason], ""
 
 
 def close_records(status, clock, remaining, s, y, rec_s, rec_y):

@@ -24,8 +24,8 @@ from ._derive import System, derive
 from ._flows import SAM, USAM
 from ._solution import FAILURES, OUTCOMES, log10_t_from_u
 from ._solve import (
-    ENDINGS, TAU_EXHAUSTED, _assemble, _backend, _check_common, _clock_plan, _horizon, _log_floor, close_records, initial_params,
-    jax_field, resolve_clock, solve, structure_key,
+    ENDINGS, _assemble, _backend, _check_common, _clock_plan, _horizon, _log_floor, close_records, end_status,
+    initial_params, jax_field, resolve_clock, solve, structure_key,
 )
 
 #: grid keys: "alpha" (every entry), "alpha_<j>" (coordinate j, 1-based as in the papers), "rho"
@@ -242,12 +242,10 @@ def _vmapped(system, data, inits, rhos, opts):
     sols = []
     for i in range(m):
         why = reason(names, fired[i], maxed[i], failed[i])
-        exhausted = why == "end" and clock == "tau"
-        status = "failed" if exhausted else ENDINGS.get(why, why)
+        status, message = end_status(why, clock) if why in ENDINGS else (why, FAILED_MESSAGE if why == "failed" else "")
         rec_s, rec_y = [0.0, *s_t[i][ok[i]].tolist()], [y0[i], *y_t[i][ok[i]]]
         close_records(status, clock, remaining[ok[i].sum():], float(s_end[i]), y_end[i], rec_s, rec_y)
-        message = TAU_EXHAUSTED if exhausted else FAILED_MESSAGE if why == "failed" else (
-            OUTCOMES.get(status) or FAILURES.get(status, ""))
+        message = message or OUTCOMES.get(status) or FAILURES.get(status, "")
         st = {"steps": int(stats[0][i]), "accepted": int(stats[1][i]), "rejected": int(stats[2][i]), "segments": 1,
               "switches": 0, "wall_s": wall}
         sols.append(_assemble(system, data, clock, to_u, np.asarray(rec_s), np.asarray(rec_y), K, d, status, message,
