@@ -53,7 +53,7 @@ class VectorField:
     def couplings(self, theta, Z):
         """Margins m, log gradient scale S, and r = Z^T softmax(log q(m)) at theta."""
         beta, m, S, p = self.weights(theta, Z)
-        return beta, m, S, Z.T @ p
+        return beta, m, S, p @ Z  # not Z.T @ p: XLA copies the transpose on every call inside a loop
 
     def direction(self, theta, Z):
         """G (K, d) with grad L = e^S G, and S."""
@@ -76,9 +76,9 @@ class VectorField:
         """F = dtheta/dtau at theta and the log scale S~ at the evaluation point."""
         theta_t = self.evaluation_point(theta, Z, rho, sigma)
         _, _, S_t, p = self.weights(theta_t, Z)
-        r_t = Z.T @ p
+        r_t = p @ Z
         # P = sum_i p_i^2 z_ij^2: the per-sample second moment the Adam proxy needs
-        P_t = (Z**2).T @ p**2 if self.needs_P else r_t
+        P_t = p**2 @ Z**2 if self.needs_P else r_t
         return self.compiled.field(theta_t, r_t, P_t, float(Z.shape[0]), sigma), S_t
 
     def sliding_field_and_scale(self, theta, Z, rho, sigma, pinned):
