@@ -23,11 +23,6 @@ CLOCKS = ("tau", "log_time")
 SCHEDULE = "schedule"
 
 
-def _logsumexp(xp, a):
-    mx = xp.max(a)
-    return mx + xp.log(xp.sum(xp.exp(a - mx)))
-
-
 @dataclass(frozen=True)
 class VectorField:
     """Vector field of one system on one array namespace.
@@ -41,19 +36,28 @@ class VectorField:
     dual_exponent: float | None
     needs_P: bool = False
 
-    def weights(self, theta, Z):
-        """beta, margins m, log gradient scale S and the sample weights p = softmax(log q(m))."""
+    def _unnormalised_weights(self, theta, Z):
+        """beta, margins m, log gradient scale S, and the sample weights e = q / max q with their sum."""
         xp = self.xp
         beta = self.compiled.beta(theta)
         m = Z @ beta
         lq = self.compiled.log_q(m)
-        lse = _logsumexp(xp, lq)
-        return beta, m, lse - xp.log(float(Z.shape[0])), xp.exp(lq - lse)
+        mx = xp.max(lq)
+        e = xp.exp(lq - mx)
+        total = xp.sum(e)
+        return beta, m, mx + xp.log(total) - xp.log(float(Z.shape[0])), e, total
+
+    def weights(self, theta, Z):
+        """beta, margins m, log gradient scale S and the sample weights p = softmax(log q(m))."""
+        beta, m, S, e, total = self._unnormalised_weights(theta, Z)
+        return beta, m, S, e / total
 
     def couplings(self, theta, Z):
         """Margins m, log gradient scale S, and r = Z^T softmax(log q(m)) at theta."""
-        beta, m, S, p = self.weights(theta, Z)
-        return beta, m, S, p @ Z  # not Z.T @ p: XLA copies the transpose on every call inside a loop
+        beta, m, S, e, total = self._unnormalised_weights(theta, Z)
+        # p @ Z, not Z.T @ p: inside a while loop XLA copies the transpose on every call; and
+        # normalising after the product saves a pass over the samples
+        return beta, m, S, (e @ Z) / total
 
     def direction(self, theta, Z):
         """G (K, d) with grad L = e^S G, and S."""
@@ -75,10 +79,10 @@ class VectorField:
     def field_and_scale(self, theta, Z, rho, sigma):
         """F = dtheta/dtau at theta and the log scale S~ at the evaluation point."""
         theta_t = self.evaluation_point(theta, Z, rho, sigma)
-        _, _, S_t, p = self.weights(theta_t, Z)
-        r_t = p @ Z
+        _, _, S_t, e, total = self._unnormalised_weights(theta_t, Z)
+        r_t = (e @ Z) / total
         # P = sum_i p_i^2 z_ij^2: the per-sample second moment the Adam proxy needs
-        P_t = p**2 @ Z**2 if self.needs_P else r_t
+        P_t = (e / total) ** 2 @ Z**2 if self.needs_P else r_t
         return self.compiled.field(theta_t, r_t, P_t, float(Z.shape[0]), sigma), S_t
 
     def sliding_field_and_scale(self, theta, Z, rho, sigma, pinned):
