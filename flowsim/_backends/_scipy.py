@@ -16,6 +16,13 @@ from ._events import event_functions
 
 METHODS = {"RK45": integrate.RK45, "DOP853": integrate.DOP853, "Radau": integrate.Radau, "BDF": integrate.BDF, "LSODA": integrate.LSODA}
 IMPLICIT = {"Radau", "BDF", "LSODA"}
+#: in log-time the clock rate t e^{S~} stays O(1) along every flow here (the loss falls no faster than
+#: ~1/t), so a rate below this means a step (an implicit method's iterate) jumped to an unreachable state,
+#: where the rate underflows, the field is exactly 0 and the solver would coast on to t1 "completed"
+RATE_FLOOR = 1e-300
+RATE_UNDERFLOW = ("scipy {method}: the step from s = {s_old:.6g} to {s:.6g} reached a state whose log-time rate "
+                  "t e^{{S~}} underflows (a loss no flow reaches by that time); nothing after it is kept. "
+                  "clock='tau' (the default for implicit methods) has no such factor")
 
 class ScipyBackend:
     """``backend="scipy:<Method>"`` with Method in ``METHODS``."""
@@ -85,6 +92,9 @@ class ScipyBackend:
                 if not np.all(np.isfinite(solver.y)):  # LSODA can accept such a step; nothing after it is kept
                     reason, message = "failed", (f"scipy {self.method}: the state became non-finite in the step from "
                                                  f"s = {s_old:.6g} to {solver.t:.6g}")
+                    break
+                if clock == "log_time" and not fun(solver.t, solver.y)[-1] > RATE_FLOOR:
+                    reason, message = "failed", RATE_UNDERFLOW.format(method=self.method, s_old=s_old, s=solver.t)
                     break
                 dense = solver.dense_output()
                 s_new, y_new = solver.t, solver.y
