@@ -148,3 +148,33 @@ def test_linf_sam_from_a_basis_vector_stays_on_it(one_sample):
                    [0.5, 0.0], t1=1e50)
     assert sol.status == "completed"
     assert np.all(sol.params[:, :, 1] == 0.0) and sol.beta[-1, 0] > 10
+
+
+@pytest.mark.parametrize("name", ["Tsit5", "Dopri5"])
+@pytest.mark.parametrize("clock", ["log_time", "tau"])
+def test_unrolled_solvers_take_diffraxs_steps(name, clock):
+    # flowsim's Tsit5/Dopri5 are diffrax's tableaus with the stage loop unrolled: the same steps
+    # (accepted and rejected) and, to rounding, the same states and dense output
+    import diffrax
+    import jax.numpy as jnp
+
+    from flowsim._backends import _unrolled
+    from flowsim._solve import jax_field
+
+    data = separable(12, 5, seed=6)
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.05, 2))
+    f = jax_field(system, 2, 5).rhs(clock, False)
+    args = (jnp.asarray(data.z), jnp.float64(0.05), jnp.ones((2, 5)), jnp.zeros((2, 5), bool))
+    y0 = jnp.concatenate([jnp.full(10, 0.5), jnp.zeros(1)])
+    s1 = math.log1p(1e40) if clock == "log_time" else 4.0  # tau = 4 is t ~ 1e30 here
+    runs = []
+    for solver in (getattr(diffrax, name)(), getattr(_unrolled, name)()):
+        sol = diffrax.diffeqsolve(diffrax.ODETerm(f), solver, 0.0, s1, None, y0, args,
+                                  saveat=diffrax.SaveAt(ts=jnp.linspace(0.0, s1, 37)),
+                                  stepsize_controller=diffrax.PIDController(rtol=1e-9, atol=1e-11), max_steps=10**4)
+        runs.append(sol)
+    ref, new = runs
+    assert int(new.stats["num_accepted_steps"]) == int(ref.stats["num_accepted_steps"]) > 20
+    assert int(new.stats["num_rejected_steps"]) == int(ref.stats["num_rejected_steps"])
+    scale = float(jnp.abs(ref.ys).max())
+    np.testing.assert_allclose(np.asarray(new.ys), np.asarray(ref.ys), rtol=0, atol=1e-12 * scale)

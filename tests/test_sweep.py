@@ -24,7 +24,12 @@ def _compare(ds, index, sol):
     assert reached[:k].all()  # saves are a prefix of the grid
     np.testing.assert_allclose(b[:k], sol.beta[:k], rtol=1e-10, atol=1e-300)
     np.testing.assert_allclose(ds["log_loss"].values[index][:k], sol.log_loss[:k], rtol=1e-10)
-    np.testing.assert_allclose(ds["beta_end"].values[index], sol.beta[-1], rtol=1e-10, atol=1e-300)
+    # a collapse ends where the event's bisection puts it, on a trajectory that falls to 0 in finite time:
+    # rounding differences between the vmapped and the single solve move that end point by ~1e-8 (relative to
+    # its largest entry; entries far below it, and below atol, differ by more relative to themselves)
+    end_rtol = 1e-7 if sol.status == "collapsed" else 1e-10
+    scale = np.abs(sol.beta[-1]).max()
+    np.testing.assert_allclose(ds["beta_end"].values[index], sol.beta[-1], rtol=end_rtol, atol=end_rtol * scale)
     assert ds["status"].values[index] == sol.status
     assert ds["steps"].values[index] == sol.stats["steps"]
     return k

@@ -14,11 +14,15 @@ import diffrax
 import optimistix as optx
 
 from ._base import Segment
+from . import _unrolled
 from ._events import event_functions, first_event
 
-SOLVERS = {"Tsit5": diffrax.Tsit5, "Dopri5": diffrax.Dopri5, "Dopri8": diffrax.Dopri8, "Kvaerno5": diffrax.Kvaerno5}
+#: Tsit5 and Dopri5 are diffrax's, with the stages unrolled (see ``_unrolled``)
+SOLVERS = {"Tsit5": _unrolled.Tsit5, "Dopri5": _unrolled.Dopri5, "Dopri8": diffrax.Dopri8, "Kvaerno5": diffrax.Kvaerno5}
 
 _CACHE: dict = {}
+#: step-size controller gains (diffrax's PIDController): see benchmarks/bench_core.py
+CONTROLLER = {"pcoeff": 0.4, "icoeff": 0.3}
 
 
 class _IntervalBisection(optx.Bisection):
@@ -46,7 +50,7 @@ def _build(vf, clock, uses_sign, sliding, solver_name, rtol, atol, max_steps, n_
         sol = diffrax.diffeqsolve(
             diffrax.ODETerm(rhs), solver, s0, s_max, None, y0, args,
             saveat=saveat,
-            stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
+            stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol, **CONTROLLER),
             event=diffrax.Event(lambda t, y, args, **kw: combined(t, y, args), root_finder=bisect, direction=False),
             max_steps=max_steps, throw=False,
         )
