@@ -24,6 +24,7 @@ RATE_UNDERFLOW = ("scipy {method}: the step from s = {s_old:.6g} to {s:.6g} reac
                   "t e^{{S~}} underflows (a loss no flow reaches by that time); nothing after it is kept. "
                   "clock='tau' (the default for implicit methods) has no such factor")
 
+
 class ScipyBackend:
     """``backend="scipy:<Method>"`` with Method in ``METHODS``."""
 

@@ -5,7 +5,7 @@ implicit and reversible-mode solvers), which on CPU costs about 4 us per step: f
 n = d = 100 flows of ``benchmarks/bench_core.py`` a tenth of the step, and a third of it at
 n = 20, d = 10. Unrolled, XLA sees the stages as straight-line code. Same tableau, same error
 estimate, same dense output, so the same steps and, to rounding, the same numbers as diffrax's
-own solver (``tests/test_backends.py``). Follows diffrax's ``AbstractAdaptiveSolver`` contract.
+own solver (``tests/test_invariants.py``). Follows diffrax's ``AbstractAdaptiveSolver`` contract.
 """
 
 from __future__ import annotations
