@@ -170,7 +170,7 @@ def solve(
             if problem is not None:
                 status, message = "chattering", problem
                 break
-            if uses_sign and pinned.all():
+            if at_rest(vf_np, y, Z, rho, sigma, pinned):
                 status = "stalled"
                 _extend_constant(vf_np, clock, s, y, Z, rho, sigma, pinned, remaining, rec_s, rec_y, to_u)
                 remaining = remaining[:0]
@@ -244,12 +244,12 @@ def solve(
 #: segment endings (backend reasons) that end a solve normally, and the status each gives
 ENDINGS = {"end": "completed", "horizon": "completed", "collapse": "collapsed", "blowup": "blew_up"}
 RATE_OVERFLOW = ("at log10 t = {log10_t:.6g} the log-time rate t e^{{S~}} is 10^{rate:.4g}, beyond float range: the loss "
-                 "no longer decreases (an equilibrium, e.g. l_inf-SAM with alpha_j = rho), and such a state cannot be "
-                 "followed past t ~ 1e308 in either clock")
+                 "no longer decreases (an equilibrium that is not exact: exact ones, where the field is 0, are held "
+                 "constant as 'stalled'), and such a state cannot be followed past t ~ 1e308 in either clock")
 #: the tau clock ends at the horizon event; running out of tau means t stopped growing with it
-TAU_EXHAUSTED = ("tau reached 1e300 before t1: the loss no longer decreases (an equilibrium, e.g. l_inf-SAM with "
-                 "alpha_j = rho), so t = tau e^{-S} cannot reach t1 in the tau clock; the log-time clock reaches "
-                 "t = 1e300 on it")
+TAU_EXHAUSTED = ("tau reached 1e300 before t1: the loss no longer decreases (an equilibrium that is not exact: exact "
+                 "ones, where the field is 0, are held constant as 'stalled'), so t = tau e^{-S} cannot reach t1 in "
+                 "the tau clock; the log-time clock reaches t = 1e300 on it")
 
 
 def end_status(reason, clock):
@@ -372,8 +372,19 @@ def _clock_maps(clock, flow, u1):
             lambda s: np.log1p((1 - a) * np.asarray(s, float) / lr) / (1 - a))
 
 
+def at_rest(vf, y, Z, rho, sigma, pinned) -> bool:
+    """An exact equilibrium: the field vanishes (every entry sliding, l_inf-SAM with alpha_j = rho, a
+    critical point), so the state stays put for ever. Integrating it instead would follow the clocks
+    alone until they leave float range (t ~ 1e300), short of any longer horizon."""
+    theta = y[:-1].reshape(vf.K, vf.d)
+    with np.errstate(all="ignore"):
+        F, _ = (vf.sliding_field_and_scale(theta, Z, rho, sigma, pinned) if pinned.any()
+                else vf.field_and_scale(theta, Z, rho, sigma))
+    return not np.any(F)
+
+
 def _extend_constant(vf, clock, s, y, Z, rho, sigma, pinned, remaining, rec_s, rec_y, to_u):
-    """Every entry slides: the state is constant; only the clocks move (dt/dtau = e^{-S})."""
+    """At rest (see ``at_rest``) the state is constant; only the clocks move (dt/dtau = e^{-S})."""
     K, d = vf.K, vf.d
     if clock == SCHEDULE:  # remaining targets are values of s; the last entry counts s
         rec_s.extend(remaining.tolist())

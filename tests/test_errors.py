@@ -68,12 +68,33 @@ def test_non_separable_is_refused_unless_asked():
     assert abs(sol.margins[-1, 0]) < 1e-2
 
 
-# l_inf-SAM with alpha = rho sits at an equilibrium (seed 000, Thm 3.2: beta stays rho^2): the loss stays put, so
-# t = tau e^{-S} grows only like tau, and in log-time the rate t e^{S~} overflows past t ~ 1e308
+# l_inf-SAM with alpha = rho sits at an equilibrium (seed 000, Thm 3.2: beta stays rho^2): the field is exactly 0
 AT_EQUILIBRIUM = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, float("inf")))
 
 
-def test_tau_clock_that_cannot_reach_the_horizon_fails_loudly():
+@pytest.mark.parametrize("backend", ["diffrax:Tsit5", "scipy:LSODA", "auto"])
+@pytest.mark.parametrize("clock", ["log_time", "tau"])
+def test_an_exact_equilibrium_is_stalled_to_any_horizon(backend, clock):
+    sol = fs.solve(AT_EQUILIBRIUM, GOOD, 0.1, log10_t1=1e4, backend=backend, clock=clock, saves=20)
+    assert sol.status == "stalled" and sol.stats["steps"] == 0
+    assert sol.log10_t[-1] == pytest.approx(1e4) and np.all(np.diff(sol.log10_t) > 0)
+    np.testing.assert_allclose(sol.beta, 0.01, rtol=1e-15)
+    np.testing.assert_allclose(sol.log_loss, sol.log_loss[0], rtol=1e-15)
+    # just off it the state moves (the equilibrium is unstable), and is integrated
+    moved = fs.solve(AT_EQUILIBRIUM, GOOD, 0.1 * (1 + 1e-9), t1=1e30, backend=backend, clock=clock, saves=20)
+    assert moved.status == "completed" and moved.beta[-1].max() > 10
+
+
+# Were an equilibrium not recognised (at_rest off), the loss would stay put, t = tau e^{-S} would grow only like
+# tau, and in log-time the rate t e^{S~} would overflow past t ~ 1e308: both clocks must say so, not stop quietly.
+@pytest.fixture
+def unrecognised_equilibrium(monkeypatch):
+    import flowsim._solve
+
+    monkeypatch.setattr(flowsim._solve, "at_rest", lambda *a: False)
+
+
+def test_tau_clock_that_cannot_reach_the_horizon_fails_loudly(unrecognised_equilibrium):
     with pytest.raises(fs.IntegrationError, match="tau reached 1e300 before t1") as err:
         fs.solve(AT_EQUILIBRIUM, GOOD, 0.1, log10_t1=1e4, backend="scipy:LSODA", saves=20)
     sol = err.value.solution
@@ -81,7 +102,7 @@ def test_tau_clock_that_cannot_reach_the_horizon_fails_loudly():
     np.testing.assert_allclose(sol.beta[-1], [0.01, 0.01], rtol=1e-8)
 
 
-def test_log_time_rate_overflow_is_named_not_blamed_on_the_step_budget():
+def test_log_time_rate_overflow_is_named_not_blamed_on_the_step_budget(unrecognised_equilibrium):
     with pytest.raises(fs.IntegrationError, match="beyond float range: the loss no longer decreases") as err:
         fs.solve(AT_EQUILIBRIUM, GOOD, 0.1, log10_t1=500, backend="diffrax:Tsit5", saves=20, max_steps=6000)
     sol = err.value.solution
