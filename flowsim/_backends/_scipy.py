@@ -94,9 +94,12 @@ class ScipyBackend:
                     reason, message = "failed", (f"scipy {self.method}: the state became non-finite in the step from "
                                                  f"s = {s_old:.6g} to {solver.t:.6g}")
                     break
-                if clock == "log_time" and not fun(solver.t, solver.y)[-1] > RATE_FLOOR:
-                    reason, message = "failed", RATE_UNDERFLOW.format(method=self.method, s_old=s_old, s=solver.t)
-                    break
+                if clock == "log_time":
+                    # the rate is the field's last entry; RK45, DOP853 and Radau keep the field at the new point
+                    f_new = solver.f if hasattr(solver, "f") else fun(solver.t, solver.y)
+                    if not f_new[-1] > RATE_FLOOR:
+                        reason, message = "failed", RATE_UNDERFLOW.format(method=self.method, s_old=s_old, s=solver.t)
+                        break
                 dense = solver.dense_output()
                 s_new, y_new = solver.t, solver.y
                 # earliest event inside the step
