@@ -17,6 +17,10 @@ the same at the evaluation point, and :math:`N = \|G\|_q` through :math:`G = -c\
 
 and the clocks multiply by their rates (``rhs_jacobian``). Entries are ordered like the flat state,
 layer-major: index ``l * d + j``.
+
+Accuracy is eps relative to the terms of :math:`H`: where one sample carries nearly all the weight the
+covariance cancels below that (autodiff of the field does no better), which a Newton iteration does
+not notice.
 """
 
 from __future__ import annotations
