@@ -118,11 +118,11 @@ class System:
         surface; solve handles sliding). For phase portraits and checks, not for integration."""
         import numpy as np
 
-        from ._vector_field import VectorField
+        from ._vector_field import numpy_field
 
         theta = self.model.init_params(params, data.d)
         K, d = theta.shape
-        vf = VectorField(self.numpy, np, K, d, self.flow.dual_exponent, self.flow.needs_P)
+        vf = numpy_field(self, K, d)
         sigma = np.sign(vf.direction(theta, data.z)[0]) if self.flow.uses_sign else np.ones((K, d))
         return vf.field_and_scale(theta, data.z, float(self.flow.rho), sigma)
 

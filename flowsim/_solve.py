@@ -15,7 +15,7 @@ from ._derive import System
 from ._errors import IntegrationError, NonSeparableError
 from ._filippov import classify
 from ._solution import FAILURES, OUTCOMES, Solution, log10_t_from_u
-from ._vector_field import CLOCKS, SCHEDULE, VectorField
+from ._vector_field import CLOCKS, SCHEDULE, jax_field, numpy_field
 
 LN10 = math.log(10.0)
 MAX_SEGMENTS = 10_000
@@ -138,7 +138,7 @@ def solve(
     uses_sign = flow.uses_sign
     K, d = theta0.shape
     key = structure_key(system)
-    vf_np = VectorField(system.numpy, np, K, d, flow.dual_exponent, flow.needs_P)
+    vf_np = numpy_field(system, K, d)
     vf_run = jax_field(system, K, d) if isinstance(be, DiffraxBackend) else vf_np
 
     Z = data.z
@@ -317,12 +317,6 @@ def initial_params(system, data, init):
 
 def structure_key(system):
     return (system.model, system.loss.name, system.flow.key)
-
-
-def jax_field(system, K, d):
-    import jax.numpy as jnp
-
-    return VectorField(system.jax, jnp, K, d, system.flow.dual_exponent, system.flow.needs_P)
 
 
 def _log_floor(theta0, collapse_tol, atol):

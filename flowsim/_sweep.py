@@ -25,7 +25,7 @@ from ._flows import SAM, USAM
 from ._solution import FAILURES, OUTCOMES, log10_t_from_u
 from ._solve import (
     ENDINGS, _assemble, _backend, _check_common, _clock_plan, _horizon, _log_floor, close_records, end_status,
-    initial_params, jax_field, resolve_clock, solve, structure_key,
+    initial_params, resolve_clock, solve, structure_key,
 )
 
 #: grid keys: "alpha" (every entry), "alpha_<j>" (coordinate j, 1-based as in the papers), "rho"
@@ -209,7 +209,7 @@ def _vmapped(system, data, inits, rhos, opts):
 
     from ._backends._diffrax import FAILED_MESSAGE, kernel, reason
     from ._backends._events import armed, event_functions
-    from ._vector_field import SCHEDULE, VectorField
+    from ._vector_field import SCHEDULE, jax_field, numpy_field
 
     flow = system.flow
     clock = SCHEDULE if getattr(flow, "clock", None) == SCHEDULE else opts["clock"]
@@ -223,7 +223,7 @@ def _vmapped(system, data, inits, rhos, opts):
     y0 = np.concatenate([theta0.reshape(m, -1), np.zeros((m, 1))], axis=1)
     sigma, pinned, leaders = np.ones((K, d)), np.zeros((K, d), bool), np.zeros(0, np.int64)
     log_ceiling = math.log(opts["blowup_size"])
-    vf_np = VectorField(system.numpy, np, K, d, flow.dual_exponent, flow.needs_P)
+    vf_np = numpy_field(system, K, d)
     fns = event_functions(vf_np, clock, False)
     arm = np.stack([armed(fns, 0.0, y0[i], (Z, rhos[i], sigma, pinned, u1, floors[i], log_ceiling, leaders))
                     for i in range(m)])

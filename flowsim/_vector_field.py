@@ -116,3 +116,17 @@ class VectorField:
             return xp.concatenate([xp.reshape(F * rate, (-1,)), xp.reshape(rate, (1,))])
 
         return f
+
+
+def numpy_field(system, K, d) -> VectorField:
+    """The field of a derived ``System`` on NumPy (scipy backend, events, Filippov checks)."""
+    import numpy as np
+
+    return VectorField(system.numpy, np, K, d, system.flow.dual_exponent, system.flow.needs_P)
+
+
+def jax_field(system, K, d) -> VectorField:
+    """The field of a derived ``System`` on JAX (diffrax backend, sweeps)."""
+    import jax.numpy as jnp
+
+    return VectorField(system.jax, jnp, K, d, system.flow.dual_exponent, system.flow.needs_P)

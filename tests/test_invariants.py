@@ -159,7 +159,7 @@ def test_unrolled_solvers_take_diffraxs_steps(name, clock):
     import jax.numpy as jnp
 
     from flowsim._backends import _unrolled
-    from flowsim._solve import jax_field
+    from flowsim._vector_field import jax_field
 
     data = separable(12, 5, seed=6)
     system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.05, 2))

@@ -16,12 +16,11 @@ from test_derive import LOSSES, MODELS, reference_beta, reference_field, referen
 
 import flowsim as fs
 from flowsim._jacobian import FieldJacobian
-from flowsim._solve import jax_field
-from flowsim._vector_field import VectorField
+from flowsim._vector_field import jax_field, numpy_field
 
 
 def symbolic_jacobian(system, K, d, clock, sliding, s, y, args):
-    vf = VectorField(system.numpy, np, K, d, system.flow.dual_exponent, system.flow.needs_P)
+    vf = numpy_field(system, K, d)
     return FieldJacobian(vf).rhs_jacobian(clock, sliding)(s, y, args)
 
 
@@ -91,7 +90,7 @@ def test_every_clock_and_the_sliding_field_equal_autodiff_of_the_compiled_field(
     rng = np.random.default_rng(zlib.crc32(repr((str(model), loss, str(flow), clock, sliding)).encode()))
     K, d = model.n_layers, 3
     system = fs.derive(model, loss, flow)
-    vf = VectorField(system.numpy, np, K, d, system.flow.dual_exponent, system.flow.needs_P)
+    vf = numpy_field(system, K, d)
     Z, theta, sigma = unsaturated_point(vf, K, d, flow, rng)
     pinned = np.zeros((K, d), bool)
     pinned[0, 0] = sliding
