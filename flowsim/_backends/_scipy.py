@@ -25,6 +25,16 @@ RATE_UNDERFLOW = ("scipy {method}: the step from s = {s_old:.6g} to {s:.6g} reac
                   "clock='tau' (the default for implicit methods) has no such factor")
 
 
+def _root(f, lo, hi):
+    """A root of f in the bracket [lo, hi]: brentq, and bisection where brentq does not converge (an
+    event function with a kink or rounding noise near its root, e.g. a sign switch of a tiny G_k)."""
+    try:
+        return optimize.brentq(f, lo, hi, xtol=1e-14, rtol=1e-15)
+    except RuntimeError:
+        # 2000 halvings reach any float bracket's resolution; bisection cannot fail to converge
+        return optimize.bisect(f, lo, hi, xtol=1e-14, rtol=1e-15, maxiter=2000)
+
+
 class ScipyBackend:
     """``backend="scipy:<Method>"`` with Method in ``METHODS``."""
 
@@ -109,7 +119,7 @@ class ScipyBackend:
                     v0, v1 = ev_val[k], f(s_new, y_new, args)
                     new_val[k] = v1
                     if v0 > 0 >= v1:
-                        root = optimize.brentq(lambda s: f(s, dense(s), args), s_old, s_new, xtol=1e-14, rtol=1e-15)
+                        root = _root(lambda s: f(s, dense(s), args), s_old, s_new)
                         if root < hit_s:
                             hit, hit_s = k, root
                 ev_val = new_val
@@ -120,8 +130,8 @@ class ScipyBackend:
                         s_k = targets[ti]
                     else:
                         # earlier targets were saved in earlier steps, so u(s_old) < target <= u(s_stop)
-                        s_k = s_stop if u_stop == targets[ti] else optimize.brentq(
-                            lambda s: dense(s)[-1] - targets[ti], s_old, s_stop, xtol=1e-14, rtol=1e-15)
+                        s_k = s_stop if u_stop == targets[ti] else _root(
+                            lambda s: dense(s)[-1] - targets[ti], s_old, s_stop)
                     s_saves.append(s_k)
                     y_saves.append(dense(s_k))
                     ti += 1
