@@ -1,4 +1,4 @@
-"""Binary classification data sets: validation and the LP separability check."""
+"""Binary classification data sets: validation and the separability check."""
 
 from __future__ import annotations
 
@@ -6,7 +6,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
-from scipy.optimize import linprog
+from scipy.optimize import linprog, minimize
+from scipy.special import expit, log_expit
+
+#: a certificate's margins must exceed the worst-case rounding of a d-term dot product
+#: (Higham's gamma_d, plus the rounding of the normalisation), relative to sum_j |z_ij beta_j|
+_UNIT = 2.0**-53
 
 
 @dataclass(frozen=True, eq=False)
@@ -14,9 +19,8 @@ class Dataset:
     r"""Samples ``X`` (n, d) with labels ``y`` in {+1, -1}.
 
     ``z = y[:, None] * X`` holds the signed samples :math:`z_i = y_i x_i`; margins are
-    :math:`m = Z \beta`. ``is_separable`` solves the LP feasibility problem
-    :math:`Z \beta \ge 1` (scipy HiGHS), which has a solution iff the data are linearly separable
-    through the origin.
+    :math:`m = Z \beta`. ``is_separable``: some beta has :math:`Z\beta > 0` (separable through the
+    origin); :meth:`is_separable_by` asks the same of the betas a model can reach.
     """
 
     X: np.ndarray
@@ -56,11 +60,68 @@ class Dataset:
 
     @cached_property
     def is_separable(self) -> bool:
-        res = linprog(
-            np.zeros(self.d), A_ub=-self.z, b_ub=-np.ones(self.n),
-            bounds=[(None, None)] * self.d, method="highs",
-        )
-        return bool(res.status == 0)
+        return separable(self.z)
+
+    def is_separable_by(self, model, init, flow=None) -> bool:
+        """Whether some beta that ``model`` can reach from ``init`` under ``flow`` (default GD)
+        separates the data: the sign pattern of beta is restricted (:func:`flowsim.reachable_signs`;
+        a balanced product or tied network of even depth from a positive init keeps beta >= 0)."""
+        from ._flows import GD
+        from ._reachable import reachable_signs
+
+        signs = reachable_signs(model, model.init_params(init, self.d), GD() if flow is None else flow)
+        return separable(self.z, signs)
 
     def __repr__(self) -> str:
         return f"Dataset(n={self.n}, d={self.d})"
+
+
+def separable(z, signs=None) -> bool:
+    """Some beta with z beta > 0 and beta_j of sign ``signs[j]`` (+1: >= 0, -1: <= 0, 0: = 0, nan: free).
+
+    Scale-invariant: columns are scaled to max 1 and rows to norm 1 first (neither changes the
+    answer). A certificate decides: a beta whose margins all exceed the rounding bound of their dot
+    products. It is looked for with L-BFGS-B on the logistic loss (a dozen iterations on separable
+    data: n = 10,000, d = 1,000 in about a second) and, failing that, taken from the LP
+    max t s.t. z beta >= t, |beta_j| <= 1 (HiGHS); no certificate means not separable.
+    """
+    z = np.asarray(z, float)
+    n, d = z.shape
+    lo, hi = _bounds(d, signs)
+    col = np.abs(z).max(axis=0)
+    zn = z / np.where(col > 0, col, 1.0)
+    rows = np.linalg.norm(zn, axis=1, keepdims=True)
+    if np.any(rows == 0):
+        return False  # a zero sample has margin 0 under every beta
+    zn /= rows
+    abs_zn = np.abs(zn)
+    tol = (d + 4) * _UNIT * 1.01
+
+    def certified(beta):
+        return bool(np.all(zn @ beta > tol * (abs_zn @ np.abs(beta)))) and bool(np.any(beta))
+
+    found = []
+
+    def loss(beta):
+        m = zn @ beta
+        return -log_expit(m).sum(), -(zn.T @ expit(-m))
+
+    def stop_when_certified(beta):
+        if certified(beta):
+            found.append(beta.copy())
+            raise StopIteration
+
+    minimize(loss, np.zeros(d), jac=True, method="L-BFGS-B", bounds=list(zip(lo, hi)), callback=stop_when_certified,
+             options={"maxiter": 200})
+    if found:
+        return True
+    res = linprog(np.r_[np.zeros(d), -1.0], A_ub=np.c_[-zn, np.ones(n)], b_ub=np.zeros(n),
+                  bounds=list(zip(np.maximum(lo, -1.0), np.minimum(hi, 1.0))) + [(None, 1.0)], method="highs")
+    return res.status == 0 and res.x[-1] > 0 and certified(res.x[:-1])
+
+
+def _bounds(d, signs):
+    s = np.full(d, np.nan) if signs is None else np.asarray(signs, float)
+    lo = np.where(s > 0, 0.0, np.where(s == 0, 0.0, -np.inf))
+    hi = np.where(s < 0, 0.0, np.where(s == 0, 0.0, np.inf))
+    return np.where(np.isnan(s), -np.inf, lo), np.where(np.isnan(s), np.inf, hi)

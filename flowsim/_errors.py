@@ -18,3 +18,8 @@ class IntegrationError(FlowsimError, RuntimeError):
     def __init__(self, message: str, solution):
         super().__init__(message)
         self.solution = solution
+
+
+class ReachabilityWarning(UserWarning):
+    """The data are separable, but not by any beta the model can reach from its initialisation
+    (``Dataset.is_separable_by``): the flow converges to a critical point with a positive loss."""

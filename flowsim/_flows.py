@@ -40,6 +40,11 @@ class GD:
     def perturbation(self, w, G, N, S, rho, sigma):
         return sp.Integer(0)
 
+    def tied_equivalent(self, depth):
+        """The flow on the tied net w^L that a balanced depth-L product follows, and its speed-up
+        (see :mod:`flowsim._balanced`): the tied gradient is L times each layer's."""
+        return self, float(depth)
+
     @property
     def key(self):
         return ("GD",)
@@ -92,6 +97,10 @@ class SAM:
         q = sp.nsimplify(self.dual_exponent)
         return rho * sp.sign(G) * sp.Abs(G) ** (q - 1) / N ** (q - 1)
 
+    def tied_equivalent(self, depth):
+        # the dual norm over L equal layers is L^(1/q) that of one, so each layer moves rho L^(-1/p)
+        return SAM(self.rho / depth ** (1.0 / self.norm), self.norm), float(depth)
+
     @property
     def key(self):
         return ("SAM", self.norm)
@@ -114,6 +123,9 @@ class USAM:
 
     def perturbation(self, w, G, N, S, rho, sigma):
         return rho * sp.exp(S) * G
+
+    def tied_equivalent(self, depth):
+        return USAM(self.rho / depth), float(depth)  # rho g: the tied g is L times each layer's
 
     @property
     def key(self):
@@ -157,6 +169,9 @@ class _Scheduled:
 
     def perturbation(self, w, G, N, S, rho, sigma):
         return sp.Integer(0)
+
+    def tied_equivalent(self, depth):
+        return self, 1.0  # sign(g) and the Adam proxy are invariant to scaling g
 
 
 @dataclass(frozen=True)

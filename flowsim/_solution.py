@@ -10,6 +10,7 @@ import numpy as np
 OUTCOMES = {
     "completed": "reached the horizon t1",
     "stalled": "reached an equilibrium (every parameter entry sliding or at a critical point); the state is constant up to t1",
+    "converged": "converged to a critical point with a positive loss (the flow does not separate the data from this init); the limit is held constant up to t1",
     "collapsed": "the parameters collapsed to 0 in finite time (l2-SAM from a small initialisation)",
     "blew_up": "the parameters diverged in finite clock time (depth >= 3)",
 }

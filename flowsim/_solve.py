@@ -4,21 +4,28 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 
 import numpy as np
 
 from ._backends._diffrax import DiffraxBackend
+from ._balanced import lift, reduction
 from ._backends._events import SCORES, armed, event_functions, scores
 from ._backends._scipy import IMPLICIT, ScipyBackend
-from ._data import Dataset
+from ._data import Dataset, separable
 from ._derive import System
-from ._errors import IntegrationError, NonSeparableError
+from ._errors import IntegrationError, NonSeparableError, ReachabilityWarning
+from ._reachable import reachable_signs
+from . import _critical as critical
+from ._critical import LOSS_STILL
 from ._filippov import classify
 from ._solution import FAILURES, OUTCOMES, Solution, log10_t_from_u
 from ._vector_field import CLOCKS, SCHEDULE, jax_field, numpy_field
 
 LN10 = math.log(10.0)
 MAX_SEGMENTS = 10_000
+#: statuses whose state is held constant from where the solve stopped up to t1
+HELD = ("stalled", "converged")
 #: Beyond this log10 t1 ``backend="auto"`` switches to an implicit method: in either clock the
 #: relation between t and the loss relaxes at an O(1) rate, so explicit steps stay O(1) in log t.
 AUTO_IMPLICIT_LOG10_T1 = 1000.0
@@ -133,111 +140,216 @@ def solve(
     if any(k not in SCORES for k in track):
         raise ValueError(f"track takes scores from {SCORES}; got {track!r}.")
     theta0 = initial_params(system, data, init)
+    if not allow_nonseparable:
+        _warn_if_unreachable(system, data, theta0)
+    reduced = reduction(system, theta0)
+    if reduced is not None:  # a balanced product network: integrated on its invariant manifold
+        tied, speedup = reduced
+        sol = solve(tied, data, theta0[0], log10_t1=L1 - math.log10(speedup), backend=backend, clock=clock, rtol=rtol,
+                    atol=atol, saves=saves, max_steps=max_steps, throw=False, allow_nonseparable=True,
+                    collapse_tol=collapse_tol, blowup_size=blowup_size, progress=progress, track=track)
+        sol = lift(sol, system, speedup, dict(sol.config, init=np.asarray(init).tolist(), log10_t1=L1,
+                                              backend=backend, rho=float(system.flow.rho)))
+        return _raise_failure(sol) if throw else sol
 
-    flow = system.flow
-    uses_sign = flow.uses_sign
-    K, d = theta0.shape
-    key = structure_key(system)
-    vf_np = numpy_field(system, K, d)
-    vf_run = jax_field(system, K, d) if isinstance(be, DiffraxBackend) else vf_np
-
-    Z = data.z
-    rho = float(flow.rho)
-    _, to_u, targets, run_targets, s_max = _clock_plan(clock, flow, L1, u1, saves)
-    log_floor = _log_floor(theta0, collapse_tol, atol)
-    log_ceiling = math.log(blowup_size)
-
-    sigma = np.ones((K, d))
-    pinned = np.zeros((K, d), bool)
-    theta = theta0
-    status, message, problem = None, "", None
-    if uses_sign:
-        sigma = np.zeros((K, d))
-        sigma, pinned, theta, problem = classify(vf_np, theta, Z, rho, sigma, pinned)
-    if d == 1:
-        track = ()  # one coordinate always leads
-    leaders = np.array([_leader(vf_np, kind, theta, Z, rho, sigma) for kind in track], dtype=np.int64)
-    y = np.concatenate([theta.ravel(), [0.0]])
-    s = 0.0
-    rec_s, rec_y = [s], [y]
-    remaining = run_targets[1:]
-    stats = {"steps": 0, "segments": 0, "switches": 0}
-    events = []
-    bar = _progress_bar(L1, targets) if progress else None
-    t_start = time.perf_counter()
+    run = _Run(system, data, be, clock, theta0, L1, u1, saves, rtol, atol, int(max_steps),
+               _log_floor(theta0, collapse_tol, atol), math.log(blowup_size), track, progress)
     try:
-        while status is None:
-            if problem is not None:
-                status, message = "chattering", problem
-                break
-            if at_rest(vf_np, y, Z, rho, sigma, pinned):
-                status = "stalled"
-                _extend_constant(vf_np, clock, s, y, Z, rho, sigma, pinned, remaining, rec_s, rec_y, to_u)
-                remaining = remaining[:0]
-                break
-            if stats["segments"] >= MAX_SEGMENTS:
-                status, message = "chattering", f"more than {MAX_SEGMENTS} sign-switch segments (Zeno switching?)"
-                break
-            args = (Z, rho, sigma, pinned, u1, log_floor, log_ceiling, leaders.copy())
-            args = args + (armed(event_functions(vf_np, clock, uses_sign, track), s, y, args),)
-            if isinstance(be, ScipyBackend):
-                extra = {"progress": bar.to_u if bar else None, "track": track}
-            else:
-                extra = {"n_targets": len(targets), "track": track}
-            seg = be.integrate(vf_run, key, clock, uses_sign, bool(pinned.any()), y, s, s_max, args, remaining,
-                               rtol, atol, int(max_steps), **extra)
-            stats["segments"] += 1
-            for k_, v_ in seg.stats.items():
-                stats[k_] = stats.get(k_, 0) + v_
-            rec_s.extend(seg.s_saves.tolist())
-            rec_y.extend(list(seg.y_saves))
-            remaining = remaining[len(seg.s_saves):]
-            s, y = seg.s_end, seg.y_end
-            u_end = y[-1] if clock == "tau" else float(to_u(s))
-            if bar:
-                bar.to_u(u_end)
-            if seg.reason in ENDINGS:
-                status, message = end_status(seg.reason, clock)
-            elif seg.reason == "switch" or seg.reason.startswith("lead_"):
-                # events can coincide (a coordinate sliding to 0 ties with another at 0): re-examine
-                # the signs and every tracked leader whatever fired
-                tau_now, lt_now = _tau(clock, s, y), float(log10_t_from_u(u_end))
-                theta = y[:-1].reshape(K, d)
-                if uses_sign:
-                    was = pinned.copy()
-                    sigma, pinned, theta, problem = classify(vf_np, theta, Z, rho, sigma, pinned)
-                    if seg.reason == "switch" or (pinned != was).any():
-                        stats["switches"] += 1
-                        events.append({"kind": "sign_switch", "log10_t": lt_now, "tau": tau_now,
-                                       "pinned": [tuple(int(i) for i in k) for k in zip(*np.nonzero(pinned & ~was))]})
-                    y = np.concatenate([theta.ravel(), [y[-1]]])
-                for i, kind in enumerate(track):
-                    old = int(leaders[i])
-                    fired = seg.reason == f"lead_{kind}"
-                    leaders[i] = _leader(vf_np, kind, theta, Z, rho, sigma, exclude=old if fired else None)
-                    if leaders[i] != old:
-                        events.append({"kind": f"lead_{kind}", "log10_t": lt_now, "tau": tau_now,
-                                       "from": old, "to": int(leaders[i])})
-            else:
-                status, message = seg.reason, seg.message
+        while run.status is None and not run.settled():
+            seg = run.integrate()
+            HANDLERS.get(seg.reason, _on_failure)(run, seg)
     except KeyboardInterrupt:
-        status, message = "interrupted", "interrupted by the user (KeyboardInterrupt); the trajectory so far is kept"
+        run.status, run.message = "interrupted", "interrupted by the user (KeyboardInterrupt); the trajectory so far is kept"
     finally:
-        if bar:
-            bar.close()
-    close_records(status, clock, remaining, s, y, rec_s, rec_y)
-    stats["wall_s"] = time.perf_counter() - t_start
-    if status in ("max_steps", "failed") and clock == "log_time":
+        if run.bar:
+            run.bar.close()
+    sol = run.solution(dict(init=np.asarray(init).tolist(), log10_t1=L1, backend=backend, clock=clock, rtol=rtol,
+                            atol=atol, saves=int(saves), max_steps=int(max_steps), rho=run.rho, track=track))
+    return _raise_failure(sol) if throw else sol
+
+
+#: a solve checks for a critical point (``_critical``) every this many steps; the step budget is
+#: spent in equal chunks of at most this size (one compiled diffrax solve serves them all)
+CHECK_EVERY = 1024
+
+
+class _Run:
+    """The mutable state of one solve between segments: the state, the Filippov signs, the records,
+    the counters and, once decided, the status. Each segment ending has one handler (``HANDLERS``)."""
+
+    def __init__(self, system, data, be, clock, theta0, L1, u1, saves, rtol, atol, max_steps, log_floor,
+                 log_ceiling, track, progress):
+        self.system, self.data, self.be, self.clock = system, data, be, clock
+        self.rtol, self.atol, self.max_steps = rtol, atol, max_steps
+        self.chunk = -(-max_steps // -(-max_steps // CHECK_EVERY))  # equal chunks, none over CHECK_EVERY
+        self.K, self.d = theta0.shape
+        self.uses_sign = system.flow.uses_sign
+        self.vf = numpy_field(system, self.K, self.d)
+        self.vf_run = jax_field(system, self.K, self.d) if isinstance(be, DiffraxBackend) else self.vf
+        self.Z, self.rho, self.u1 = data.z, float(system.flow.rho), u1
+        _, self.to_u, self.targets, run_targets, self.s_max = _clock_plan(clock, system.flow, L1, u1, saves)
+        self.log_floor, self.log_ceiling = log_floor, log_ceiling
+        self.sigma, self.pinned = np.ones((self.K, self.d)), np.zeros((self.K, self.d), bool)
+        self.status, self.message, self.problem = None, "", None
+        theta = theta0
+        if self.uses_sign:
+            self.sigma, self.pinned, theta, self.problem = classify(self.vf, theta, self.Z, self.rho,
+                                                                    np.zeros((self.K, self.d)), self.pinned)
+        self.track = () if self.d == 1 else track  # one coordinate always leads
+        self.leaders = np.array([self.leader(kind, theta) for kind in self.track], dtype=np.int64)
+        self.s, self.y = 0.0, np.concatenate([theta.ravel(), [0.0]])
+        self.rec_s, self.rec_y = [self.s], [self.y]
+        self.remaining = run_targets[1:]
+        self.stats = {"steps": 0, "segments": 0, "switches": 0}
+        self.segment_steps = 0  # steps since the last sign switch, against max_steps
+        self.events = []
+        self.bar = _progress_bar(L1, self.targets) if progress else None
+        self.t_start = time.perf_counter()
+
+    @property
+    def theta(self):
+        return self.y[:-1].reshape(self.K, self.d)
+
+    def leader(self, kind, theta, exclude=None):
+        return _leader(self.vf, kind, theta, self.Z, self.rho, self.sigma, exclude)
+
+    def settled(self) -> bool:
+        """Before a segment: a Filippov problem, an exact equilibrium or Zeno switching ends the solve."""
+        if self.problem is not None:
+            self.status, self.message = "chattering", self.problem
+        elif at_rest(self.vf, self.y, self.Z, self.rho, self.sigma, self.pinned):
+            self.hold("stalled")
+        elif self.stats["segments"] >= MAX_SEGMENTS:
+            self.status, self.message = "chattering", f"more than {MAX_SEGMENTS} sign-switch segments (Zeno switching?)"
+        return self.status is not None
+
+    def hold(self, status, message=""):
+        """The state is constant from here to t1: only the clocks move."""
+        self.status, self.message = status, message
+        _extend_constant(self.vf, self.clock, self.s, self.y, self.Z, self.rho, self.sigma, self.pinned,
+                         self.remaining, self.rec_s, self.rec_y, self.to_u)
+        self.remaining = self.remaining[:0]
+
+    def integrate(self):
+        """One backend call from the current state, at most ``chunk`` steps; its saves are recorded."""
+        args = (self.Z, self.rho, self.sigma, self.pinned, self.u1, self.log_floor, self.log_ceiling,
+                self.leaders.copy())
+        args = args + (armed(event_functions(self.vf, self.clock, self.uses_sign, self.track), self.s, self.y, args),)
+        if isinstance(self.be, ScipyBackend):
+            extra = {"progress": self.bar.to_u if self.bar else None, "track": self.track}
+        else:
+            extra = {"n_targets": len(self.targets), "track": self.track}
+        log_loss_before = self.log_loss()
+        seg = self.be.integrate(self.vf_run, structure_key(self.system), self.clock, self.uses_sign,
+                                bool(self.pinned.any()), self.y, self.s, self.s_max, args, self.remaining,
+                                self.rtol, self.atol, self.chunk, **extra)
+        self.stats["segments"] += 1
+        for k, v in seg.stats.items():
+            self.stats[k] = self.stats.get(k, 0) + v
+        self.segment_steps += seg.stats.get("steps", 0)
+        self.rec_s.extend(seg.s_saves.tolist())
+        self.rec_y.extend(list(seg.y_saves))
+        self.remaining = self.remaining[len(seg.s_saves):]
+        self.s, self.y = seg.s_end, seg.y_end
+        self.log_loss_change = abs(self.log_loss() - log_loss_before)
+        if self.bar:
+            self.bar.to_u(self.u_now)
+        return seg
+
+    def log_loss(self):
+        c = self.system.numpy
         with np.errstate(all="ignore"):
-            _, S_end = vf_np.sliding_field_and_scale(y[:-1].reshape(K, d), Z, rho, sigma, pinned)
-        if S_end + s > 700:  # the rate e^{S~+s} overflows: no step size helps
-            message = RATE_OVERFLOW.format(log10_t=float(log10_t_from_u(s)), rate=(S_end + s) / LN10)
-    message = message or (OUTCOMES.get(status) or FAILURES.get(status, ""))
-    sol = _assemble(system, data, clock, to_u, np.asarray(rec_s), np.asarray(rec_y), K, d, status, message, stats, events,
-                    dict(init=np.asarray(init).tolist(), log10_t1=L1, backend=backend, clock=clock, rtol=rtol,
-                         atol=atol, saves=int(saves), max_steps=int(max_steps), rho=rho, track=track))
-    if throw and status in FAILURES:
-        raise IntegrationError(f"{system}: status {status!r}: {message}. The partial solution is in .solution.", sol)
+            return float(np.logaddexp.reduce(c.log_l(self.Z @ c.beta(self.theta)).reshape(-1)))
+
+    @property
+    def u_now(self):
+        return self.y[-1] if self.clock == "tau" else float(self.to_u(self.s))
+
+    def solution(self, config):
+        close_records(self.status, self.clock, self.remaining, self.s, self.y, self.rec_s, self.rec_y)
+        self.stats["wall_s"] = time.perf_counter() - self.t_start
+        if self.status in ("max_steps", "failed") and self.clock == "log_time":
+            with np.errstate(all="ignore"):
+                _, S_end = self.vf.sliding_field_and_scale(self.theta, self.Z, self.rho, self.sigma, self.pinned)
+            if S_end + self.s > 700:  # the rate e^{S~+s} overflows: no step size helps
+                self.message = RATE_OVERFLOW.format(log10_t=float(log10_t_from_u(self.s)), rate=(S_end + self.s) / LN10)
+        message = self.message or (OUTCOMES.get(self.status) or FAILURES.get(self.status, ""))
+        return _assemble(self.system, self.data, self.clock, self.to_u, np.asarray(self.rec_s), np.asarray(self.rec_y),
+                         self.K, self.d, self.status, message, self.stats, self.events, config)
+
+
+def _on_end(run, seg):
+    """The horizon, a collapse or a blow-up."""
+    run.status, run.message = end_status(seg.reason, run.clock)
+
+
+def _on_switch(run, seg):
+    """A sign switch or a change of a tracked leader. Events can coincide (a coordinate sliding to 0
+    ties with another at 0): the signs and every tracked leader are re-examined whatever fired."""
+    tau_now, lt_now = _tau(run.clock, run.s, run.y), float(log10_t_from_u(run.u_now))
+    theta = run.theta
+    if run.uses_sign:
+        was = run.pinned.copy()
+        run.sigma, run.pinned, theta, run.problem = classify(run.vf, theta, run.Z, run.rho, run.sigma, run.pinned)
+        if seg.reason == "switch" or (run.pinned != was).any():
+            run.stats["switches"] += 1
+            run.events.append({"kind": "sign_switch", "log10_t": lt_now, "tau": tau_now,
+                               "pinned": [tuple(int(i) for i in k) for k in zip(*np.nonzero(run.pinned & ~was))]})
+        run.y = np.concatenate([theta.ravel(), [run.y[-1]]])
+    run.segment_steps = 0
+    for i, kind in enumerate(run.track):
+        old = int(run.leaders[i])
+        run.leaders[i] = run.leader(kind, theta, exclude=old if seg.reason == f"lead_{kind}" else None)
+        if run.leaders[i] != old:
+            run.events.append({"kind": f"lead_{kind}", "log10_t": lt_now, "tau": tau_now, "from": old,
+                               "to": int(run.leaders[i])})
+
+
+def _on_chunk_end(run, seg):
+    """A chunk of steps is spent: a converged critical point, the step budget, or on with the next chunk."""
+    if not _converged(run) and run.segment_steps >= run.max_steps:
+        run.status, run.message = "max_steps", seg.message
+
+
+def _on_failure(run, seg):
+    """A failed step: near a minimum the l2-SAM field -grad L(theta + rho g/|g|) is discontinuous, and an
+    implicit method fails there, so a converged critical point is looked for first."""
+    if not (seg.reason == "failed" and _converged(run, loss_still=True)):
+        run.status, run.message = seg.reason, seg.message
+
+
+def _converged(run, loss_still=False) -> bool:
+    """Hold the limit as "converged" if the state has converged to a critical point (``_critical``).
+    Unless ``loss_still``, only where the loss has stopped decreasing (the test costs O((Kd)^3))."""
+    if not (critical.applies(run.system.flow) and (loss_still or run.log_loss_change <= LOSS_STILL)):
+        return False
+    cp = critical.find(run.vf, run.theta, run.Z, run.rtol, run.atol,
+                       critical.arrival_radius(run.system.flow, run.theta.size))
+    if cp is None:
+        return False
+    message = critical.describe(run.system, run.data, cp, float(log10_t_from_u(run.u_now)))
+    run.y = np.concatenate([cp.limit.ravel(), run.y[-1:]])
+    run.hold("converged", message)
+    return True
+
+
+def _warn_if_unreachable(system, data, theta0):
+    signs = reachable_signs(system.model, theta0, system.flow)
+    if np.all(np.isnan(signs)) or separable(data.z, signs):
+        return
+    fixed = {1.0: ">= 0", -1.0: "<= 0", 0.0: "= 0"}
+    kept = ", ".join(f"beta_{j + 1} {fixed[s]}" for j, s in enumerate(signs) if not np.isnan(s))
+    warnings.warn(
+        f"{system.model} from this init keeps {kept} for ever, and no such beta separates these data: the flow "
+        "will converge to a critical point with a positive loss (status 'converged'), not to a max-margin "
+        "direction. To separate them use DiagonalNet(depth, form='difference') (any sign) or an init whose "
+        "signs match the data (a (layers, d) array with mixed signs).", ReachabilityWarning, stacklevel=3)
+
+
+def _raise_failure(sol):
+    if sol.status in FAILURES:
+        raise IntegrationError(f"{sol.system}: status {sol.status!r}: {sol.message}. The partial solution is in "
+                               ".solution.", sol)
     return sol
 
 
@@ -260,6 +372,10 @@ def end_status(reason, clock):
     return ENDINGS[reason], ""
 
 
+HANDLERS = {**{reason: _on_end for reason in ENDINGS}, "switch": _on_switch, "max_steps": _on_chunk_end,
+            **{f"lead_{kind}": _on_switch for kind in SCORES}}
+
+
 def close_records(status, clock, remaining, s, y, rec_s, rec_y):
     """Finish the saved records of a solve that ended at (s, y) with ``remaining`` targets unreached."""
     if status == "completed" and len(remaining):
@@ -268,7 +384,7 @@ def close_records(status, clock, remaining, s, y, rec_s, rec_y):
         close = remaining <= end + 1e-9 * (1.0 + abs(end))
         rec_s.extend([s] * int(close.sum()))
         rec_y.extend([y] * int(close.sum()))
-    if status not in ("completed", "stalled") and rec_s[-1] != s:
+    if status not in ("completed", *HELD) and rec_s[-1] != s:
         rec_s.append(s)  # keep the final state of an early ending
         rec_y.append(y)
 

@@ -64,7 +64,8 @@ def test_linf_sam_matches_cor_3_5(one_sample, depth, alpha):
     sol = fs.solve(fs.derive(fs.DiagonalNet(depth), "logistic", fs.SAM(rho, float("inf"))), one_sample, alpha, t1=1e100)
     beta = sol.beta[-1]
     if pred["leader"] is None:
-        assert sol.status == "stalled" if depth == 2 else sol.status == "completed"
+        # odd L: w_j -> rho only algebraically, but reaches it to rounding, where the field is exactly 0
+        assert sol.status == "stalled" if depth == 2 else sol.status in ("completed", "stalled")
         assert np.all(np.abs(beta) <= rho**depth * (1 + 1e-9))
     else:
         assert sol.status == "completed" and int(np.argmax(beta)) == pred["leader"]

@@ -1,0 +1,48 @@
+r"""Balanced starts of product networks, integrated on their invariant manifold.
+
+A depth-L product network whose layers start equal (:math:`w_l = w` for every l, the setting of
+arXiv 2603.08290) keeps them equal under every flow here: the field is symmetric under a
+permutation of the layers. On that manifold :math:`\beta = w^L`, and the product follows the tied
+network :math:`w^L` with the flow's parameters rescaled (``flow.tied_equivalent(L)``: GD as is, SAM
+with radius :math:`\rho L^{-1/p}`, USAM with :math:`\rho/L`, sign and Adam-proxy flows as they are),
+``speedup`` times faster (L for the gradient flows, whose tied gradient is L times each layer's).
+
+Why not integrate the product itself: the manifold can be *unstable*. Near :math:`w_{1j} = w_{2j} = 0`
+with :math:`\partial L/\partial\beta_j > 0`, :math:`w_1 + w_2` decays and :math:`w_1 - w_2` grows at
+the same rate, so a rounding error that breaks the layer symmetry (an implicit method's Newton
+solve and LU do) escapes exponentially and, at some huge t, separates data that the exact flow never
+separates (``beta = w^2 >= 0`` for ever). The tied system has no such direction, costs 1/L of the
+state, and gives every backend the same answer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ._models import DiagonalNet
+
+
+def reduction(system, theta0):
+    """``(tied_system, speedup)`` when ``theta0`` is a balanced start of a product network, else None."""
+    from ._derive import derive
+
+    model = system.model
+    if model.form != "product" or model.depth < 2 or not np.all(theta0 == theta0[:1]):
+        return None
+    flow, speedup = system.flow.tied_equivalent(model.depth)
+    return derive(DiagonalNet(model.depth, "tied"), system.loss, flow), speedup
+
+
+def lift(sol, system, speedup, config):
+    """The product network's solution from the tied one's: every layer equal to w, time and tau
+    ``speedup`` times longer (the tied flow is that much faster)."""
+    shift = math.log10(speedup)
+    events = [dict(e, log10_t=e["log10_t"] + shift, tau=e["tau"] * speedup) for e in sol.events]
+    return dataclasses.replace(
+        sol, system=system, log10_t=sol.log10_t + shift, tau=sol.tau * speedup,
+        params=np.repeat(sol.params, system.model.n_layers, axis=1), events=events,
+        config={**config, "integrated_as": f"{sol.system} with {sol.system.flow}, {speedup:g}x faster"},
+    )

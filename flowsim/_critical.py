@@ -1,0 +1,138 @@
+r"""Critical points with a positive loss: a flow that stops, recognised from its linearisation.
+
+Where the model cannot separate the data (a balanced product network from a positive init keeps
+:math:`\beta = w^L \ge 0` at even L, MATH.md 9), the loss stays bounded away from 0 and the flow
+converges to a critical point :math:`\theta^*`. In real time the remaining motion decays like
+:math:`e^{-\lambda t}`, so an explicit method in the log-time clock takes steps that shrink like 1/t
+and runs into any step budget, while the flow itself has nothing left to do.
+
+It applies to the flows whose rest points are the critical points of the loss: GD, USAM and
+:math:`\ell_p`-SAM with p finite (sign and Adam-proxy flows stop at exact equilibria instead,
+``stalled``). The test uses the gradient field :math:`F = -G = -\nabla L/e^S` (O(1)) and its exact
+Jacobian :math:`A = \partial F/\partial\theta` (:mod:`flowsim._jacobian`), i.e. the derived field at
+rho = 0:
+
+1. the Newton step :math:`\delta = -A^{+}F` solves :math:`A\delta = -F` (F lies in the range of A),
+2. no eigenvalue of A has a positive real part (beyond rounding): :math:`\theta^* = \theta + \delta`
+   is a minimum of the loss on what the model reaches, where GD's linearised motion
+   :math:`\theta^* - e^{A\tau}\delta` decays, USAM's too, and l2-SAM, whose field
+   :math:`-\nabla L(\theta + \rho\hat g)` does not vanish near it, arrives in finite time and stays
+   (a Filippov rest point, like the collapse to 0);
+3. the remaining displacement :math:`|\delta|` is below the solver's own tolerance,
+   :math:`\| \delta / (atol + rtol|\theta|)\|_{rms} \le 1`: nothing left to resolve.
+
+A flow that only slows down (depth-2 GD on separable data, whose direction moves like a power of
+1/log t) fails (3) by orders of magnitude: there F is O(|theta|) in the tau clock and the Newton
+step is as large as theta itself.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._jacobian import FieldJacobian
+
+#: the loss must have stopped decreasing (|change of log L| over the last stretch) before the
+#: Jacobian and its spectrum, O((Kd)^3), are computed
+LOSS_STILL = 1e-6
+
+
+@dataclass(frozen=True)
+class CriticalPoint:
+    """What :func:`find` established at a state: the limit theta* = theta + delta, the remaining
+    displacement (error norm of delta, <= 1) and the slowest decay rate (per unit tau)."""
+
+    limit: np.ndarray
+    displacement: float  # error norm of limit - state (units of the tolerance)
+    decay_rate: float
+
+
+def applies(flow) -> bool:
+    """Flows whose rest points are the loss's critical points (no sign, no schedule clock)."""
+    return not flow.uses_sign and flow.clock is None
+
+
+def arrival_radius(flow, size) -> float:
+    """How far from a minimum the flow's field stays non-zero: 0 for GD and USAM (rho g vanishes
+    there), the l2 radius of the perturbation ball for normalised SAM (``size`` parameter entries)."""
+    q = flow.dual_exponent
+    if q is None:
+        return 0.0
+    return flow.rho * max(1.0, size ** (0.5 - (1.0 - 1.0 / q)))
+
+
+def find(vf, theta, Z, rtol, atol, radius=0.0, newton_steps=8):
+    """A :class:`CriticalPoint` that ``theta`` has converged to (see the module docstring), or None.
+
+    ``radius`` (:func:`arrival_radius`): a normalised SAM flow is accepted within that distance of a
+    minimum, where its field -grad L(theta + rho g/|g|) points into the minimum, provided the
+    gradient is linear in theta across that radius (to 10%), the regime where the argument holds."""
+    scale = atol + rtol * np.abs(np.ravel(theta))
+    x = theta
+    for _ in range(newton_steps):
+        F, A = _gradient_field(vf, x, Z)
+        if F is None:
+            return None
+        delta = np.linalg.lstsq(A, -F, rcond=None)[0]
+        if np.linalg.norm(A @ delta + F) > 1e-6 * np.linalg.norm(F) + 1e-300:
+            return None
+        x = x + delta.reshape(theta.shape)
+        if _error_norm(delta, scale) <= 1.0:
+            break
+    else:
+        return None
+    F, A = _gradient_field(vf, x, Z)
+    eig = np.linalg.eigvals(A) if F is not None else np.array([np.inf])
+    size = float(np.abs(eig).max(initial=0.0))
+    if not np.isfinite(size) or size == 0.0 or eig.real.max() > 1e-9 * size:
+        return None
+    offset = np.ravel(x - theta)
+    displacement = _error_norm(offset, scale)
+    if displacement > 1.0 and not (np.linalg.norm(offset) <= radius and _linear_over(vf, x, Z, A, radius)):
+        return None
+    stable = eig.real[eig.real < -1e-9 * size]
+    return CriticalPoint(limit=x, displacement=displacement, decay_rate=float(-stable.max()) if stable.size else 0.0)
+
+
+def _error_norm(v, scale):
+    return math.sqrt(float(np.mean((v / scale) ** 2)))
+
+
+def _gradient_field(vf, theta, Z):
+    """-G = -grad L / e^S at theta (the derived field at rho = 0) and its exact Jacobian."""
+    with np.errstate(all="ignore"):
+        F, _, A, _ = FieldJacobian(vf).field_and_scale(theta, Z, 0.0, np.ones_like(theta))
+    F = np.ravel(F)
+    return (F, A) if np.all(np.isfinite(F)) and np.all(np.isfinite(A)) else (None, None)
+
+
+def _linear_over(vf, x, Z, A, radius):
+    """The gradient field at distance ``radius`` from x, along each of a few directions, within 10% of
+    its linearisation A v."""
+    F0, _ = _gradient_field(vf, x, Z)
+    rng = np.random.default_rng(0)
+    for _ in range(4):
+        v = rng.normal(size=x.size)
+        v *= radius / np.linalg.norm(v)
+        F, _ = _gradient_field(vf, x + v.reshape(x.shape), Z)
+        if F is None or np.linalg.norm(F - F0 - A @ v) > 0.1 * np.linalg.norm(A @ v):
+            return False
+    return True
+
+
+def describe(system, data, cp, log10_t):
+    """The message of a solve that converged to ``cp``: limit loss, minimum margin, the coordinates of
+    beta that decay to 0."""
+    beta = np.asarray(system.numpy.beta(cp.limit)).reshape(-1)
+    margins = data.z @ beta
+    ll = np.asarray(system.numpy.log_l(margins)).reshape(-1)
+    log_loss = float(np.logaddexp.reduce(ll) - math.log(data.n))
+    zero = np.nonzero(np.abs(beta) <= 1e-6 * max(float(np.abs(beta).max()), 1e-300))[0] + 1
+    decaying = f"coordinates decaying to 0 (1-based): {zero.tolist()}" if zero.size else "no coordinate decays to 0"
+    return (f"converged to a critical point at log10 t = {log10_t:.6g}: limit loss {math.exp(log_loss):.6g} > 0, "
+            f"minimum margin {margins.min():.6g} (the flow does not separate the data from this init); "
+            f"{decaying}; the gradient flow's motion there decays at rate >= {cp.decay_rate:.3g} per "
+            f"unit tau; distance to it {cp.displacement:.2g} of the tolerance; the state is held to t1")

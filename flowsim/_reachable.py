@@ -1,0 +1,43 @@
+r"""Which sign patterns of beta a model can reach from its initialisation (MATH.md 9 in the team's
+notes; README "What a model can reach").
+
+- ``Linear()`` and the difference network :math:`u^L - v^L`: any sign.
+- Tied :math:`w^L`, even L: :math:`\beta = w^L \ge 0` always.
+- Tied, odd L >= 3, under GD, USAM and lp-SAM with p finite: :math:`w_j = 0` is invariant (the
+  gradient and the perturbation vanish there), so :math:`\beta_j` keeps the sign of :math:`w_j(0)`.
+- Product :math:`w_1 \cdots w_L`, coordinate j whose layers start equal (:math:`w_{lj} = w_j` for all
+  l): the layers stay equal under every flow here (layer symmetry), so at even L :math:`\beta_j \ge 0`.
+  Under GD, USAM and lp-SAM (p finite), layers of equal magnitude keep equal magnitudes (flip the sign
+  of a layer and of :math:`z_{:j}` together: a symmetry of these flows), so :math:`\beta_j` keeps its
+  initial sign, and stays 0 if it starts there.
+
+Where none applies the coordinate is free. Sign and Adam-proxy flows can leave :math:`w_j = 0` through
+a sliding mode, so only the layer-symmetry rules are used for them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def reachable_signs(model, theta0, flow) -> np.ndarray:
+    """Per coordinate: +1 (beta_j >= 0 for ever), -1 (<= 0), 0 (= 0) or nan (either sign)."""
+    theta0 = np.asarray(theta0, float)
+    d = theta0.shape[1]
+    free = np.full(d, np.nan)
+    L = model.depth
+    if L == 1 or model.form == "difference":
+        return free
+    keeps_zero = not flow.uses_sign and getattr(flow, "clock", None) is None
+    if model.form == "tied":
+        if L % 2 == 0:
+            return np.ones(d)
+        return np.sign(theta0[0]) if keeps_zero else free
+    equal = np.all(theta0 == theta0[:1], axis=0)
+    same_size = np.all(np.abs(theta0) == np.abs(theta0[:1]), axis=0)
+    signs = free.copy()
+    if keeps_zero:
+        signs[same_size] = np.sign(np.prod(theta0, axis=0))[same_size]
+    if L % 2 == 0:
+        signs[equal & np.isnan(signs)] = 1.0
+    return signs
