@@ -65,14 +65,20 @@ def _horizon(t1, log10_t1):
     x = float(log10_t1)
     if not math.isfinite(x):
         raise ValueError(f"log10_t1 must be finite; got {log10_t1!r}.")
-    return x, float(np.logaddexp(0.0, x * LN10))
+    return x, float(_u_of(x))
 
 
-def _save_grid(log10_t1, saves):
-    """u = log(1+t) at t = 0 and saves-1 points log-spaced in t up to t1."""
+def _save_grid(log10_t1, saves, shift=0.0):
+    """u = log(1+t) at t = 0 and saves-1 points log-spaced in t up to t1, for a system ``10**shift``
+    times faster (its times are the asked-for ones divided by that)."""
     lo = min(-3.0, log10_t1 - 3.0)
-    grid = np.linspace(lo, log10_t1, saves - 1) if saves > 2 else np.array([log10_t1])
-    return np.concatenate([[0.0], np.logaddexp(0.0, grid * LN10)])
+    grid = (np.linspace(lo, log10_t1, saves - 1) if saves > 2 else np.array([log10_t1])) - shift
+    return np.concatenate([[0.0], _u_of(grid)])
+
+
+def _u_of(log10_t):
+    """u = log(1 + t) from log10 t, beyond float range of t."""
+    return np.logaddexp(0.0, np.asarray(log10_t, float) * LN10)
 
 
 def solve(
@@ -142,18 +148,26 @@ def solve(
     theta0 = initial_params(system, data, init)
     if not allow_nonseparable:
         _warn_if_unreachable(system, data, theta0)
+    config = dict(init=np.asarray(init).tolist(), log10_t1=L1, backend=backend, clock=clock, rtol=rtol, atol=atol,
+                  saves=int(saves), max_steps=int(max_steps), rho=float(system.flow.rho), track=track)
+    floors = (_log_floor(theta0, collapse_tol, atol), math.log(blowup_size))
+    # a balanced product network is integrated on its invariant manifold, as the tied net
     reduced = reduction(system, theta0)
-    if reduced is not None:  # a balanced product network: integrated on its invariant manifold
-        tied, speedup = reduced
-        sol = solve(tied, data, theta0[0], log10_t1=L1 - math.log10(speedup), backend=backend, clock=clock, rtol=rtol,
-                    atol=atol, saves=saves, max_steps=max_steps, throw=False, allow_nonseparable=True,
-                    collapse_tol=collapse_tol, blowup_size=blowup_size, progress=progress, track=track)
-        sol = lift(sol, system, speedup, dict(sol.config, init=np.asarray(init).tolist(), log10_t1=L1,
-                                              backend=backend, rho=float(system.flow.rho)))
-        return _raise_failure(sol) if throw else sol
+    run_system, speedup = reduced or (system, 1.0)
+    sol = _integrate(run_system, data, be, clock, theta0[: run_system.model.n_layers], L1, u1, saves, rtol, atol,
+                     max_steps, floors, track, progress, config, speedup)
+    sol = lift(sol, system, speedup, config) if reduced else sol
+    return _raise_failure(sol) if throw else sol
 
-    run = _Run(system, data, be, clock, theta0, L1, u1, saves, rtol, atol, int(max_steps),
-               _log_floor(theta0, collapse_tol, atol), math.log(blowup_size), track, progress)
+
+def _integrate(system, data, be, clock, theta0, L1, u1, saves, rtol, atol, max_steps, floors, track, progress, config,
+               speedup=1.0):
+    """The segment loop: integrate, then hand each segment's ending to its handler (``HANDLERS``).
+    ``speedup``: the system runs that many times faster than the one asked for (``_balanced``); the
+    horizon and the save points are scaled to match."""
+    u1 = u1 if speedup == 1.0 else float(_u_of(L1 - math.log10(speedup)))
+    run = _Run(system, data, be, clock, theta0, L1, u1, saves, rtol, atol, int(max_steps), *floors, track, progress,
+               speedup)
     try:
         while run.status is None and not run.settled():
             seg = run.integrate()
@@ -163,9 +177,7 @@ def solve(
     finally:
         if run.bar:
             run.bar.close()
-    sol = run.solution(dict(init=np.asarray(init).tolist(), log10_t1=L1, backend=backend, clock=clock, rtol=rtol,
-                            atol=atol, saves=int(saves), max_steps=int(max_steps), rho=run.rho, track=track))
-    return _raise_failure(sol) if throw else sol
+    return run.solution(dict(config, rho=run.rho))
 
 
 #: a solve checks for a critical point (``_critical``) every this many steps; the step budget is
@@ -178,7 +190,7 @@ class _Run:
     the counters and, once decided, the status. Each segment ending has one handler (``HANDLERS``)."""
 
     def __init__(self, system, data, be, clock, theta0, L1, u1, saves, rtol, atol, max_steps, log_floor,
-                 log_ceiling, track, progress):
+                 log_ceiling, track, progress, speedup):
         self.system, self.data, self.be, self.clock = system, data, be, clock
         self.rtol, self.atol, self.max_steps = rtol, atol, max_steps
         self.chunk = -(-max_steps // -(-max_steps // CHECK_EVERY))  # equal chunks, none over CHECK_EVERY
@@ -186,8 +198,9 @@ class _Run:
         self.uses_sign = system.flow.uses_sign
         self.vf = numpy_field(system, self.K, self.d)
         self.vf_run = jax_field(system, self.K, self.d) if isinstance(be, DiffraxBackend) else self.vf
+        shift = math.log10(speedup)
         self.Z, self.rho, self.u1 = data.z, float(system.flow.rho), u1
-        _, self.to_u, self.targets, run_targets, self.s_max = _clock_plan(clock, system.flow, L1, u1, saves)
+        _, self.to_u, self.targets, run_targets, self.s_max = _clock_plan(clock, system.flow, L1, u1, saves, shift)
         self.log_floor, self.log_ceiling = log_floor, log_ceiling
         self.sigma, self.pinned = np.ones((self.K, self.d)), np.zeros((self.K, self.d), bool)
         self.status, self.message, self.problem = None, "", None
@@ -203,7 +216,7 @@ class _Run:
         self.stats = {"steps": 0, "segments": 0, "switches": 0}
         self.segment_steps = 0  # steps since the last sign switch, against max_steps
         self.events = []
-        self.bar = _progress_bar(L1, self.targets) if progress else None
+        self.bar = _progress_bar(L1 - shift, self.targets) if progress else None
         self.t_start = time.perf_counter()
 
     @property
@@ -256,10 +269,11 @@ class _Run:
             self.bar.to_u(self.u_now)
         return seg
 
-    def log_loss(self):
+    def log_loss(self, theta=None):
         c = self.system.numpy
+        theta = self.theta if theta is None else np.reshape(theta, (self.K, self.d))
         with np.errstate(all="ignore"):
-            return float(np.logaddexp.reduce(c.log_l(self.Z @ c.beta(self.theta)).reshape(-1)))
+            return float(np.logaddexp.reduce(c.log_l(self.Z @ c.beta(theta)).reshape(-1)))
 
     @property
     def u_now(self):
@@ -279,8 +293,13 @@ class _Run:
 
 
 def _on_end(run, seg):
-    """The horizon, a collapse or a blow-up."""
-    run.status, run.message = end_status(seg.reason, run.clock)
+    """The horizon, a collapse or a blow-up. A flow that reaches the horizon on a plateau (the loss
+    unchanged between the last two saves) is reported "converged" if it has, as other backends would."""
+    status, message = end_status(seg.reason, run.clock)
+    plateau = status == "completed" and len(run.rec_y) > 1 and abs(
+        run.log_loss(run.rec_y[-2][:-1]) - run.log_loss()) <= LOSS_STILL
+    if not (plateau and _converged(run, loss_still=True)):
+        run.status, run.message = status, message
 
 
 def _on_switch(run, seg):
@@ -339,11 +358,12 @@ def _warn_if_unreachable(system, data, theta0):
         return
     fixed = {1.0: ">= 0", -1.0: "<= 0", 0.0: "= 0"}
     kept = ", ".join(f"beta_{j + 1} {fixed[s]}" for j, s in enumerate(signs) if not np.isnan(s))
+    mixed = " or an init whose signs match the data (a (layers, d) array)" if system.model.form == "product" else ""
     warnings.warn(
         f"{system.model} from this init keeps {kept} for ever, and no such beta separates these data: the flow "
         "will converge to a critical point with a positive loss (status 'converged'), not to a max-margin "
-        "direction. To separate them use DiagonalNet(depth, form='difference') (any sign) or an init whose "
-        "signs match the data (a (layers, d) array with mixed signs).", ReachabilityWarning, stacklevel=3)
+        f"direction. To separate them use DiagonalNet(depth, form='difference') (any sign){mixed}.",
+        ReachabilityWarning, stacklevel=3)
 
 
 def _raise_failure(sol):
@@ -440,10 +460,11 @@ def _log_floor(theta0, collapse_tol, atol):
     return math.log(max(collapse_tol * float(np.abs(theta0).max()), 1e3 * atol))
 
 
-def _clock_plan(clock, flow, L1, u1, saves):
-    """Clock maps, the save grid (in u and in the integration variable) and the end of the clock."""
+def _clock_plan(clock, flow, L1, u1, saves, shift=0.0):
+    """Clock maps, the save grid (in u and in the integration variable) and the end of the clock u1, for
+    a system ``10**shift`` times faster than the one asked for (horizon 10**L1)."""
     to_s, to_u = _clock_maps(clock, flow, u1)
-    targets = _save_grid(L1, int(saves))
+    targets = _save_grid(L1, int(saves), shift)
     s_max = 1e300 if clock == "tau" else float(to_s(u1))
     return to_s, to_u, targets, (targets if clock == "tau" else to_s(targets)), s_max
 
