@@ -215,6 +215,7 @@ class _Run:
         self.remaining = run_targets[1:]
         self.stats = {"steps": 0, "segments": 0, "switches": 0}
         self.segment_steps = 0  # steps since the last sign switch, against max_steps
+        self.resume = None  # a scipy solver that ran out of its chunk of steps continues
         self.events = []
         self.bar = _progress_bar(L1 - shift, self.targets) if progress else None
         self.t_start = time.perf_counter()
@@ -255,7 +256,8 @@ class _Run:
         log_loss_before = self.log_loss()
         seg = self.be.integrate(self.vf_run, structure_key(self.system), self.clock, self.uses_sign,
                                 bool(self.pinned.any()), self.y, self.s, self.s_max, args, self.remaining,
-                                self.rtol, self.atol, self.chunk, **extra)
+                                self.rtol, self.atol, self.chunk, resume=self.resume, **extra)
+        self.resume = seg.resume
         self.stats["segments"] += 1
         for k, v in seg.stats.items():
             self.stats[k] = self.stats.get(k, 0) + v
@@ -327,7 +329,7 @@ def _on_switch(run, seg):
 def _on_chunk_end(run, seg):
     """A chunk of steps is spent: a converged critical point, the step budget, or on with the next chunk."""
     if not _converged(run) and run.segment_steps >= run.max_steps:
-        run.status, run.message = "max_steps", seg.message
+        run.status = "max_steps"
 
 
 def _on_failure(run, seg):

@@ -23,8 +23,9 @@ import numpy as np
 from ._derive import System, derive
 from ._flows import SAM, USAM
 from ._solution import FAILURES, OUTCOMES, log10_t_from_u
+from ._balanced import lift, reduction
 from ._solve import (
-    ENDINGS, _assemble, _backend, _check_common, _clock_plan, _horizon, _log_floor, close_records, end_status,
+    ENDINGS, _assemble, _backend, _check_common, _clock_plan, _horizon, _log_floor, _u_of, close_records, end_status,
     initial_params, resolve_clock, solve, structure_key,
 )
 
@@ -216,8 +217,14 @@ def _vmapped(system, data, inits, rhos, opts):
     L1, u1 = _horizon(opts["t1"], opts["log10_t1"])
     be = _backend(opts["backend"], L1)
     theta0 = np.stack([initial_params(system, data, a) for a in inits])
+    asked, asked_rhos, speedup = system, rhos, 1.0
+    if all(reduction(system, th) is not None for th in theta0):  # balanced products: as the tied net, like solve
+        system, speedup = reduction(system, theta0[0])
+        rhos = np.array([_with_rho(flow, r).tied_equivalent(asked.model.depth)[0].rho for r in rhos])
+        flow, theta0 = system.flow, theta0[:, :1]
+        u1 = float(_u_of(L1 - math.log10(speedup)))
     m, K, d = theta0.shape
-    to_s, to_u, targets, run_targets, s_max = _clock_plan(clock, flow, L1, u1, opts["saves"])
+    to_s, to_u, targets, run_targets, s_max = _clock_plan(clock, flow, L1, u1, opts["saves"], math.log10(speedup))
     Z = data.z
     floors = np.array([_log_floor(th, opts["collapse_tol"], opts["atol"]) for th in theta0])
     y0 = np.concatenate([theta0.reshape(m, -1), np.zeros((m, 1))], axis=1)
@@ -248,8 +255,9 @@ def _vmapped(system, data, inits, rhos, opts):
         message = message or OUTCOMES.get(status) or FAILURES.get(status, "")
         st = {"steps": int(stats[0][i]), "accepted": int(stats[1][i]), "rejected": int(stats[2][i]), "segments": 1,
               "switches": 0, "wall_s": wall}
-        sols.append(_assemble(system, data, clock, to_u, np.asarray(rec_s), np.asarray(rec_y), K, d, status, message,
-                              st, [], {"rho": float(rhos[i])}))
+        sol = _assemble(system, data, clock, to_u, np.asarray(rec_s), np.asarray(rec_y), K, d, status, message, st, [],
+                        {"rho": float(asked_rhos[i])})
+        sols.append(lift(sol, asked, speedup, sol.config) if asked is not system else sol)
     return sols
 
 

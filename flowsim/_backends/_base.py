@@ -7,7 +7,8 @@ independent variable (``s_max``), an event, ``max_steps``, a failure or an inter
   dense output (under the tau clock by root-finding u(tau) = target, under the log-time clock
   directly, since there s = u);
 - locate events (see ``_events.py``) by root-finding on the dense output, not at step ends;
-- count steps, accepted/rejected steps and right-hand-side evaluations.
+- count steps, accepted/rejected steps and right-hand-side evaluations;
+- accept ``resume`` (``Segment.resume`` of the previous call, or None) and may ignore it.
 
 Everything else (sign switches, sliding, statuses, saving) is the driver's (``_solve.py``).
 """
@@ -30,3 +31,6 @@ class Segment:
     reason: str  # "end" | an event name | "max_steps" | "failed" | "interrupted"
     message: str = ""
     stats: dict = field(default_factory=dict)
+    #: a segment that ended on its step budget may return the live solver, which the next call continues
+    #: from (``integrate(..., resume=...)``) instead of restarting: scipy's LSODA fails restarted at huge s
+    resume: object = None

@@ -122,7 +122,8 @@ class DiffraxBackend:
         self.solver = solver
 
     def integrate(self, vf, key, clock, uses_sign, sliding, y0, s0, s_max, args, u_targets, rtol, atol, max_steps,
-                  n_targets=None, track=()):
+                  n_targets=None, track=(), resume=None):
+        # resume is not used: a new segment restarts the compiled solve (it picks its first step itself)
         # a fixed number of (inf-padded) targets, so later segments reuse the compiled solve
         n_targets = max(n_targets or len(u_targets), len(u_targets), 1)
         run, names = kernel(vf, key, clock, uses_sign, sliding, self.solver, rtol, atol, max_steps, n_targets, track)

@@ -27,7 +27,13 @@ RATE_UNDERFLOW = ("scipy {method}: the step from s = {s_old:.6g} to {s:.6g} reac
 
 def _root(f, lo, hi):
     """A root of f in the bracket [lo, hi]: brentq, and bisection where brentq does not converge (an
-    event function with a kink or rounding noise near its root, e.g. a sign switch of a tiny G_k)."""
+    event function with a kink or rounding noise near its root, e.g. a sign switch of a tiny G_k).
+    Where the dense output does not bracket the change that the step ends showed (LSODA's
+    interpolant at the step's start can differ from the state there in the last digits), the end of
+    the step nearer to zero is the root."""
+    f_lo, f_hi = f(lo), f(hi)
+    if not np.sign(f_lo) * np.sign(f_hi) < 0:
+        return lo if abs(f_lo) <= abs(f_hi) else hi
     try:
         return optimize.brentq(f, lo, hi, xtol=1e-14, rtol=1e-15)
     except RuntimeError:
@@ -44,7 +50,9 @@ class ScipyBackend:
         self.method = method
 
     def integrate(self, vf, key, clock, uses_sign, sliding, y0, s0, s_max, args, u_targets, rtol, atol,
-                  max_steps, progress=None, track=()):
+                  max_steps, progress=None, track=(), resume=None):
+        if resume is not None:
+            return self._run(*resume, s0, y0, args, u_targets, max_steps, progress)
         rhs = vf.rhs(clock, sliding)
         nfev = [0]
 
@@ -71,6 +79,11 @@ class ScipyBackend:
         on = dict(zip(events, args[8]))
         events = {k: f for k, f in events.items() if on[k]}
         ev_val = {k: f(s0, solver.y, args) for k, f in events.items()}
+        counts = {"nfev": nfev, "njev": njev if self.method in IMPLICIT else None}
+        return self._run(solver, fun, events, ev_val, counts, clock, s0, y0, args, u_targets, max_steps, progress)
+
+    def _run(self, solver, fun, events, ev_val, counts, clock, s0, y0, args, u_targets, max_steps, progress):
+        """Step ``solver`` (already at (s0, y0)) for at most ``max_steps`` steps."""
         # log-time and schedule clocks: targets are values of s itself; tau: of the state u
         u_of = (lambda s, y: y[-1]) if clock == "tau" else (lambda s, y: s)
         targets = np.asarray(u_targets, float)
@@ -145,10 +158,12 @@ class ScipyBackend:
             reason, message = "interrupted", "interrupted by the user (KeyboardInterrupt)"
         finally:
             blas.restore_original_limits()
-        stats = {"steps": steps, "nfev": nfev[0]}
-        if self.method in IMPLICIT:
-            stats["njev"] = njev[0]
+        stats = {"steps": steps, "nfev": counts["nfev"][0]}
+        counts["nfev"][0] = 0
+        if counts["njev"] is not None:
+            stats["njev"], counts["njev"][0] = counts["njev"][0], 0
+        resume = (solver, fun, events, ev_val, counts, clock) if reason == "max_steps" else None
         return Segment(
             s_saves=np.asarray(s_saves), y_saves=np.asarray(y_saves).reshape(len(s_saves), len(y0)),
-            s_end=float(s_end), y_end=np.asarray(y_end), reason=reason, message=message, stats=stats,
+            s_end=float(s_end), y_end=np.asarray(y_end), reason=reason, message=message, stats=stats, resume=resume,
         )
