@@ -38,7 +38,7 @@ from ._analysis import (  # noqa: E402
 from ._data import Dataset  # noqa: E402
 from ._derive import System, derive  # noqa: E402
 from ._errors import FlowsimError, IntegrationError, NonSeparableError, ReachabilityWarning  # noqa: E402
-from ._reachable import reachable_signs  # noqa: E402
+from ._reachable import kept_entry_signs, reachable_signs  # noqa: E402
 from ._flows import GD, SAM, USAM, AdamProxy, SignFlow  # noqa: E402
 from ._losses import Loss, exponential_loss, logistic_loss  # noqa: E402
 from ._models import DiagonalNet, Linear  # noqa: E402
@@ -57,7 +57,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Dataset", "DiagonalNet", "Linear", "GD", "SAM", "USAM", "SignFlow", "AdamProxy", "Loss", "exponential_loss", "logistic_loss",
     "derive", "System", "solve", "sweep", "switch_log10_t", "first_switch_log10_t", "linf_sam_phase", "Solution", "STATUSES", "OUTCOMES", "FAILURES",
-    "FlowsimError", "IntegrationError", "NonSeparableError", "ReachabilityWarning", "reachable_signs", "__version__",
+    "FlowsimError", "IntegrationError", "NonSeparableError", "ReachabilityWarning", "reachable_signs", "kept_entry_signs", "__version__",
     "optimizers", "Optimizer", "iterate", "flow_distance", "DiscreteRun", "datasets",
     "adam_fixed_point", "AdamFixedPoint", "adam_metric",
     "max_margin", "kkt_max_margin", "MaxMargin", "normalised_margin",

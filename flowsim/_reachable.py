@@ -41,3 +41,18 @@ def reachable_signs(model, theta0, flow) -> np.ndarray:
     if L % 2 == 0:
         signs[equal & np.isnan(signs)] = 1.0
     return signs
+
+
+def kept_entry_signs(model, theta0, flow) -> np.ndarray:
+    """(layers, d): the sign each parameter entry keeps for ever, 0 where it may change.
+
+    Under GD, USAM and lp-SAM (p finite) the plane w_lj = 0 is invariant for the tied and difference
+    networks of depth >= 2 (the field of an entry carries the factor w_lj^(L-1)): an entry that starts
+    non-zero never reaches 0 in finite time, let alone crosses it. A step that crosses it is a
+    solver's overshoot (implicit methods' Newton iterates do), and flowsim stops there (``crossing``
+    event) rather than follow a trajectory the exact flow cannot produce."""
+    theta0 = np.asarray(theta0, float)
+    keeps_zero = not flow.uses_sign and getattr(flow, "clock", None) is None
+    if keeps_zero and model.depth >= 2 and model.form in ("tied", "difference"):
+        return np.sign(theta0)
+    return np.zeros_like(theta0)

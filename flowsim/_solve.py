@@ -15,7 +15,7 @@ from ._backends._scipy import IMPLICIT, ScipyBackend
 from ._data import Dataset, separable
 from ._derive import System
 from ._errors import IntegrationError, NonSeparableError, ReachabilityWarning
-from ._reachable import reachable_signs
+from ._reachable import kept_entry_signs, reachable_signs
 from . import _critical as critical
 from ._critical import LOSS_STILL
 from ._filippov import classify
@@ -202,7 +202,9 @@ class _Run:
         self.Z, self.rho, self.u1 = data.z, float(system.flow.rho), u1
         _, self.to_u, self.targets, run_targets, self.s_max = _clock_plan(clock, system.flow, L1, u1, saves, shift)
         self.log_floor, self.log_ceiling = log_floor, log_ceiling
-        self.sigma, self.pinned = np.ones((self.K, self.d)), np.zeros((self.K, self.d), bool)
+        # smooth flows: sigma holds the sign each entry keeps (the crossing event); sign flows: sign(G)
+        self.sigma = kept_entry_signs(system.model, theta0, system.flow)
+        self.pinned = np.zeros((self.K, self.d), bool)
         self.status, self.message, self.problem = None, "", None
         theta = theta0
         if self.uses_sign:
@@ -332,6 +334,13 @@ def _on_chunk_end(run, seg):
         run.status = "max_steps"
 
 
+def _on_crossing(run, seg):
+    """A solver stepped across an invariant plane w = 0 (``kept_entry_signs``): a failure, said so."""
+    k = np.unravel_index(int(np.argmin(np.where(run.sigma != 0, run.sigma * run.theta, np.inf))), run.sigma.shape)
+    run.status, run.message = "failed", CROSSING.format(backend=run.be.name, entry=(int(k[0]), int(k[1]) + 1),
+                                                        log10_t=float(log10_t_from_u(run.u_now)))
+
+
 def _on_failure(run, seg):
     """A failed step: near a minimum the l2-SAM field -grad L(theta + rho g/|g|) is discontinuous, and an
     implicit method fails there, so a converged critical point is looked for first."""
@@ -394,7 +403,13 @@ def end_status(reason, clock):
     return ENDINGS[reason], ""
 
 
+CROSSING = ("{backend} stepped across w[{entry[0]}, {entry[1]}] = 0 (layer, 1-based coordinate) at log10 t = "
+            "{log10_t:.6g}. That plane is invariant: the entry's field carries the factor w^(L-1), so the exact flow "
+            "does not reach it in finite time (normalised SAM only where the gradient vanishes with it, a point "
+            "where its field is discontinuous and the continuation not unique). flowsim does not follow a solver "
+            "across it; the trajectory up to it is kept")
 HANDLERS = {**{reason: _on_end for reason in ENDINGS}, "switch": _on_switch, "max_steps": _on_chunk_end,
+            "crossing": _on_crossing,
             **{f"lead_{kind}": _on_switch for kind in SCORES}}
 
 

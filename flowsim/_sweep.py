@@ -24,6 +24,7 @@ from ._derive import System, derive
 from ._flows import SAM, USAM
 from ._solution import FAILURES, OUTCOMES, log10_t_from_u
 from ._balanced import lift, reduction
+from ._reachable import kept_entry_signs
 from ._solve import (
     ENDINGS, _assemble, _backend, _check_common, _clock_plan, _horizon, _log_floor, _u_of, close_records, end_status,
     initial_params, resolve_clock, solve, structure_key,
@@ -228,7 +229,9 @@ def _vmapped(system, data, inits, rhos, opts):
     Z = data.z
     floors = np.array([_log_floor(th, opts["collapse_tol"], opts["atol"]) for th in theta0])
     y0 = np.concatenate([theta0.reshape(m, -1), np.zeros((m, 1))], axis=1)
-    sigma, pinned, leaders = np.ones((K, d)), np.zeros((K, d), bool), np.zeros(0, np.int64)
+    signs = [kept_entry_signs(system.model, th, flow) for th in theta0]  # the crossing event, shared by all members
+    sigma = signs[0] if all(np.array_equal(s, signs[0]) for s in signs) else np.zeros((K, d))
+    pinned, leaders = np.zeros((K, d), bool), np.zeros(0, np.int64)
     log_ceiling = math.log(opts["blowup_size"])
     vf_np = numpy_field(system, K, d)
     fns = event_functions(vf_np, clock, False)

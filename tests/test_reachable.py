@@ -180,3 +180,27 @@ def test_event_root_find_never_raises(seed, form):
     assert {s.status for s in ends} == {"stalled"}
     for s in ends[1:]:
         np.testing.assert_allclose(s.beta[-1], ends[0].beta[-1], rtol=1e-6, atol=1e-9)
+
+
+def test_an_implicit_step_across_an_invariant_plane_fails_loudly():
+    """Tied depth-3 l2-SAM from a positive init: w_j = 0 is invariant, yet BDF and LSODA stepped across it
+    and went on to beta_3 = -577 'completed'. The crossing event stops them with a message instead."""
+    r = np.random.default_rng(16)
+    r.integers(3), r.integers(1, 5), r.integers(2), r.integers(5)
+    rho = r.uniform(0, 0.5)
+    alpha = r.choice([-1, 1]) * 10 ** r.uniform(-3, 0)
+    n, d = int(r.integers(1, 11)), int(r.integers(1, 7))
+    while True:
+        w, X = r.normal(size=d), r.normal(size=(n, d))
+        if np.min(np.abs(X @ w)) > 0.05:
+            break
+    system = fs.derive(fs.DiagonalNet(3, "tied"), "exponential", fs.SAM(rho, 2))
+    data = fs.Dataset(X, np.sign(X @ w))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fs.ReachabilityWarning)
+        for backend in ("scipy:BDF", "scipy:LSODA"):
+            sol = fs.solve(system, data, alpha, log10_t1=40.7, backend=backend, throw=False)
+            assert sol.status == "failed" and "stepped across w[0, " in sol.message, sol.message
+            assert np.all(sol.params >= -1e-6)  # nothing past a crossing is kept
+    assert fs.kept_entry_signs(system.model, np.full((1, d), alpha), system.flow).tolist() == [[1.0] * d]
+    assert not fs.kept_entry_signs(fs.DiagonalNet(2), np.full((2, d), alpha), fs.GD()).any()

@@ -120,6 +120,7 @@ class DiffraxBackend:
         if solver not in SOLVERS:
             raise ValueError(f"unknown diffrax solver {solver!r}; choose one of {sorted(SOLVERS)}.")
         self.solver = solver
+        self.name = f"diffrax:{solver}"
 
     def integrate(self, vf, key, clock, uses_sign, sliding, y0, s0, s_max, args, u_targets, rtol, atol, max_steps,
                   n_targets=None, track=(), resume=None):

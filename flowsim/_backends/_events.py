@@ -8,6 +8,10 @@ falls through zero:
 - ``blowup``:   log ceiling - log max|theta| (depth >= 3 blows up in finite tau);
 - ``switch``   (sign flows): min over unsliding entries of sigma_k G_k(theta): some sign(G_k) is
   about to change, so the piecewise-smooth field must be re-examined.
+- ``crossing`` (smooth flows): min over entries with sigma_k != 0 of sigma_k theta_k, plus the collapse
+  floor. For smooth flows sigma holds the sign each entry keeps for ever (``flowsim.kept_entry_signs``;
+  0: free), so this event fires only when a solver steps across an invariant plane w_k = 0, by more
+  than it resolves.
 
 - ``lead_magnitude`` / ``lead_growth`` (tracked scores): score of the current leader (args[7])
   minus the best other score: another coordinate is about to lead in |beta_j| or in the relative
@@ -45,6 +49,14 @@ def event_functions(vf, clock: str, uses_sign: bool, track=()) -> dict:
     fns = {"blowup": lambda s, y, args: args[6] - log_size(y)}
     if not uses_sign:  # sign flows reach 0 by sliding, which the switch event handles
         fns["collapse"] = lambda s, y, args: log_size(y) - args[5]
+
+        def crossing(s, y, args):
+            # past the collapse floor on the other side: below it the solver does not resolve the state,
+            # and an explicit method's entry that decays to 0 dithers around it by rounding
+            sigma = xp.reshape(args[2], (-1,))
+            return xp.min(xp.where(sigma != 0, sigma * y[:-1], xp.inf)) + xp.exp(args[5])
+
+        fns["crossing"] = crossing
     if clock == "tau":
         fns["horizon"] = lambda s, y, args: args[4] - y[-1]
     if uses_sign:
