@@ -53,8 +53,9 @@ def _agree(case, backends):
     assert len(classes) == 1, [(s.config["backend"], s.status, s.message) for s in ends]
     first = ends[0]
     for sol in ends[1:]:
-        if sol.ok and sol.status == first.status == "collapsed":  # the end state is at the floor: compare when
-            assert sol.log10_t[-1] == pytest.approx(first.log10_t[-1], rel=1e-6, abs=1e-6)
+        if sol.ok and sol.status == first.status == "collapsed":
+            # the end state is at the floor, located to atol on a state of that size: compare when, to 1e-4
+            assert sol.log10_t[-1] == pytest.approx(first.log10_t[-1], rel=1e-4, abs=1e-4)
         elif sol.ok and sol.status == first.status and sol.status != "blew_up":
             size = max(np.abs(first.beta[-1]).max(), 1e-12)
             np.testing.assert_allclose(sol.beta[-1], first.beta[-1], rtol=1e-5, atol=1e-5 * size,

@@ -204,3 +204,18 @@ def test_an_implicit_step_across_an_invariant_plane_fails_loudly():
             assert np.all(sol.params >= -1e-6)  # nothing past a crossing is kept
     assert fs.kept_entry_signs(system.model, np.full((1, d), alpha), system.flow).tolist() == [[1.0] * d]
     assert not fs.kept_entry_signs(fs.DiagonalNet(2), np.full((2, d), alpha), fs.GD()).any()
+
+
+def test_auto_hands_stability_limited_stepping_to_an_implicit_method(gaussian):
+    """backend="auto": Tsit5 spends a whole chunk (1,024 steps) on the plateau, then BDF in the tau clock
+    continues from the same state; the records before and after the swap of clocks join up."""
+    sol = _plateau(gaussian, fs.SAM(0.05, 2), "auto", t1=1e30)
+    ref = _plateau(gaussian, fs.SAM(0.05, 2), "scipy:Radau", t1=1e30)
+    (event,) = [e for e in sol.events if e["kind"] == "backend"]
+    assert (event["from"], event["to"]) == ("diffrax:Tsit5", "scipy:BDF")
+    assert sol.status == "converged" and np.all(np.diff(sol.log10_t[1:]) > 0) and np.all(np.diff(sol.tau) >= 0)
+    np.testing.assert_allclose(sol.beta[-1], ref.beta[-1], rtol=1e-6, atol=1e-6 * np.abs(ref.beta[-1]).max())
+    before = sol.log10_t <= event["log10_t"]
+    forced = _plateau(gaussian, fs.SAM(0.05, 2), "diffrax:Tsit5", t1=1e30)  # a named backend is kept
+    assert not [e for e in forced.events if e["kind"] == "backend"]
+    np.testing.assert_allclose(sol.beta[before], forced.beta[: before.sum()], rtol=1e-12, atol=1e-14)
