@@ -94,6 +94,7 @@ def find(vf, theta, Z, rtol, atol, radius=0.0, newton_steps=8):
     if displacement > 1.0 and not (np.linalg.norm(offset) <= radius and _linear_over(vf, x, Z, A, radius)):
         return None
     stable = eig.real[eig.real < -1e-9 * size]
+    x = np.where(np.abs(x) <= atol, 0.0, x)  # below what the solver resolves: entries decaying to 0 are 0
     return CriticalPoint(limit=x, displacement=displacement, decay_rate=float(-stable.max()) if stable.size else 0.0)
 
 

@@ -172,8 +172,7 @@ def _integrate(system, data, be, clock, theta0, L1, u1, saves, rtol, atol, max_s
     an explicit method that spends a whole chunk of steps hands over to an implicit one."""
     u1 = u1 if speedup == 1.0 else float(_u_of(L1 - math.log10(speedup)))
     run = _Run(system, data, be, clock, theta0, L1, u1, saves, rtol, atol, int(max_steps), *floors, track, progress,
-               speedup)
-    run.adaptive = adaptive and clock == "log_time" and not system.flow.uses_sign
+               speedup, adaptive and clock == "log_time" and not system.flow.uses_sign)
     try:
         while run.status is None and not run.settled():
             seg = run.integrate()
@@ -196,8 +195,9 @@ class _Run:
     the counters and, once decided, the status. Each segment ending has one handler (``HANDLERS``)."""
 
     def __init__(self, system, data, be, clock, theta0, L1, u1, saves, rtol, atol, max_steps, log_floor,
-                 log_ceiling, track, progress, speedup):
+                 log_ceiling, track, progress, speedup, adaptive):
         self.system, self.data, self.be, self.clock = system, data, be, clock
+        self.adaptive = adaptive  # may hand over to an implicit method (``_hand_over``)
         self.rtol, self.atol, self.max_steps = rtol, atol, max_steps
         self.chunk = -(-max_steps // -(-max_steps // CHECK_EVERY))  # equal chunks, none over CHECK_EVERY
         self.K, self.d = theta0.shape
@@ -248,6 +248,8 @@ class _Run:
     def hold(self, status, message=""):
         """The state is constant from here to t1: only the clocks move."""
         self.status, self.message = status, message
+        if self.bar:
+            self.bar.to_u(self.u1)  # the rest of the way is held
         _extend_constant(self.vf, self.clock, self.s, self.y, self.Z, self.rho, self.sigma, self.pinned,
                          self.remaining, self.rec_s, self.rec_y, self.to_u)
         self.remaining = self.remaining[:0]

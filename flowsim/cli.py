@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import tomllib
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -139,7 +140,11 @@ def run(
     except (ValueError, tomllib.TOMLDecodeError) as err:
         raise typer.BadParameter(str(err), param_hint="CONFIG") from None
     init = kw.pop("init")
-    sol = fs.solve(system, data, init, progress=True, throw=False, **kw)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", fs.ReachabilityWarning)
+        sol = fs.solve(system, data, init, progress=True, throw=False, **kw)
+    for w in caught:
+        typer.echo(f"warning: {w.message}", err=True)
     io.save(sol, out)
     typer.echo(f"{sol.status}: {sol.message}; log10 t reached {sol.log10_t[-1]:.6g}; saved {out}")
     if not sol.ok:
