@@ -223,6 +223,7 @@ class _Run:
         self.remaining = run_targets[1:]
         self.stats = {"steps": 0, "segments": 0, "switches": 0}
         self.segment_steps = 0  # steps since the last sign switch, against max_steps
+        self.restarts = 0  # segments ended by a switch event (not by a chunk of steps)
         self.resume = None  # a scipy solver that ran out of its chunk of steps continues
         self.events = []
         self.bar = _progress_bar(L1 - shift, self.targets) if progress else None
@@ -241,7 +242,7 @@ class _Run:
             self.status, self.message = "chattering", self.problem
         elif at_rest(self.vf, self.y, self.Z, self.rho, self.sigma, self.pinned):
             self.hold("stalled")
-        elif self.stats["segments"] >= MAX_SEGMENTS:
+        elif self.restarts >= MAX_SEGMENTS:
             self.status, self.message = "chattering", f"more than {MAX_SEGMENTS} sign-switch segments (Zeno switching?)"
         return self.status is not None
 
@@ -328,6 +329,7 @@ def _on_switch(run, seg):
                                "pinned": [tuple(int(i) for i in k) for k in zip(*np.nonzero(run.pinned & ~was))]})
         run.y = np.concatenate([theta.ravel(), [run.y[-1]]])
     run.segment_steps = 0
+    run.restarts += 1
     for i, kind in enumerate(run.track):
         old = int(run.leaders[i])
         run.leaders[i] = run.leader(kind, theta, exclude=old if seg.reason == f"lead_{kind}" else None)
