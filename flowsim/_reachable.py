@@ -48,11 +48,13 @@ def kept_entry_signs(model, theta0, flow) -> np.ndarray:
 
     Under GD, USAM and lp-SAM (p finite) the plane w_lj = 0 is invariant for the tied and difference
     networks of depth >= 2 (the field of an entry carries the factor w_lj^(L-1)): an entry that starts
-    non-zero never reaches 0 in finite time, let alone crosses it. A step that crosses it is a
-    solver's overshoot (implicit methods' Newton iterates do), and flowsim stops there (``crossing``
-    event) rather than follow a trajectory the exact flow cannot produce."""
+    non-zero never reaches 0 in finite time, let alone crosses it. At odd L the sign of the entry is
+    the sign of its term of beta, and a step across the plane (an implicit method's overshoot) leads
+    to a trajectory the exact flow cannot produce; flowsim stops there (``crossing`` event). At even L
+    the field is odd in each entry, so an overshoot lands on the mirror trajectory with the same beta,
+    and is not flagged."""
     theta0 = np.asarray(theta0, float)
     keeps_zero = not flow.uses_sign and getattr(flow, "clock", None) is None
-    if keeps_zero and model.depth >= 2 and model.form in ("tied", "difference"):
+    if keeps_zero and model.depth % 2 == 1 and model.depth >= 3 and model.form in ("tied", "difference"):
         return np.sign(theta0)
     return np.zeros_like(theta0)
