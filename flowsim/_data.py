@@ -67,8 +67,11 @@ class Dataset:
         separates the data: the sign pattern of beta is restricted (:func:`flowsim.reachable_signs`;
         a balanced product or tied network of even depth from a positive init keeps beta >= 0)."""
         from ._flows import GD
+        from ._models import DiagonalNet
         from ._reachable import reachable_signs
 
+        if not isinstance(model, DiagonalNet):
+            raise ValueError(f"model must be a flowsim.DiagonalNet or flowsim.Linear(); got {model!r}.")
         signs = reachable_signs(model, model.init_params(init, self.d), GD() if flow is None else flow)
         return separable(self.z, signs)
 

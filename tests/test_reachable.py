@@ -126,6 +126,10 @@ def test_reachable_signs_and_is_separable_by(gaussian):
     assert not gaussian.is_separable_by(fs.DiagonalNet(4, "tied"), 0.5)
     assert gaussian.is_separable_by(fs.DiagonalNet(2, "difference"), 0.5)
     assert gaussian.is_separable_by(fs.Linear(), 0.5)
+    with pytest.raises(ValueError, match="model must be a flowsim.DiagonalNet"):
+        gaussian.is_separable_by("product", 0.5)
+    with pytest.raises(ValueError, match="init must be"):
+        gaussian.is_separable_by(fs.DiagonalNet(2), np.ones((3, 10)))
     # an init whose signs match a separator: the product keeps them, and separates
     w = np.linalg.lstsq(gaussian.z, np.ones(20), rcond=None)[0]
     signs = np.where(w >= 0, 1.0, -1.0)
