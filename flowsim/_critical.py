@@ -6,9 +6,9 @@ converges to a critical point :math:`\theta^*`. In real time the remaining motio
 :math:`e^{-\lambda t}`, so an explicit method in the log-time clock takes steps that shrink like 1/t
 and runs into any step budget, while the flow itself has nothing left to do.
 
-It applies to the flows whose rest points are the critical points of the loss: GD, USAM and
-:math:`\ell_p`-SAM with p finite (sign and Adam-proxy flows stop at exact equilibria instead,
-``stalled``). The test uses the gradient field :math:`F = -G = -\nabla L/e^S` (O(1)) and its exact
+It applies to the flows whose rest points are the critical points of the loss
+(``flowsim._flows.follows_gradient``): GD, USAM and :math:`\ell_p`-SAM with p finite (sign and
+Adam-proxy flows stop at exact equilibria instead, ``stalled``). The test uses the gradient field :math:`F = -G = -\nabla L/e^S` (O(1)) and its exact
 Jacobian :math:`A = \partial F/\partial\theta` (:mod:`flowsim._jacobian`), i.e. the derived field at
 rho = 0:
 
@@ -48,11 +48,6 @@ class CriticalPoint:
     limit: np.ndarray
     displacement: float  # error norm of limit - state (units of the tolerance)
     decay_rate: float
-
-
-def applies(flow) -> bool:
-    """Flows whose rest points are the loss's critical points (no sign, no schedule clock)."""
-    return not flow.uses_sign and flow.clock is None
 
 
 def arrival_radius(flow, size) -> float:

@@ -124,7 +124,6 @@ def separable(z, signs=None) -> bool:
 
 
 def _bounds(d, signs):
+    """Bounds on beta from ``signs`` (nan compares false: free)."""
     s = np.full(d, np.nan) if signs is None else np.asarray(signs, float)
-    lo = np.where(s > 0, 0.0, np.where(s == 0, 0.0, -np.inf))
-    hi = np.where(s < 0, 0.0, np.where(s == 0, 0.0, np.inf))
-    return np.where(np.isnan(s), -np.inf, lo), np.where(np.isnan(s), np.inf, hi)
+    return np.where(s >= 0, 0.0, -np.inf), np.where(s <= 0, 0.0, np.inf)

@@ -135,6 +135,13 @@ class USAM:
         return f"USAM(rho={self.rho:g})"
 
 
+def follows_gradient(flow) -> bool:
+    """GD, USAM and lp-SAM with p finite: no sign, no schedule clock. Their rest points are the loss's
+    critical points, and an entry's field carries the gradient's factor dbeta/dw (so w = 0 planes of
+    tied and difference nets are invariant); used by ``_critical`` and ``_reachable``."""
+    return not flow.uses_sign and flow.clock is None
+
+
 def _field_at(dbeta_t, r_t, P_t, n, sigma):
     """The gradient flows' field at the evaluation point: -grad L(theta~) / e^{S~} = dbeta/dw(w~) r~."""
     return dbeta_t * r_t

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._flows import follows_gradient
+
 
 def reachable_signs(model, theta0, flow) -> np.ndarray:
     """Per coordinate: +1 (beta_j >= 0 for ever), -1 (<= 0), 0 (= 0) or nan (either sign)."""
@@ -28,7 +30,7 @@ def reachable_signs(model, theta0, flow) -> np.ndarray:
     L = model.depth
     if L == 1 or model.form == "difference":
         return free
-    keeps_zero = not flow.uses_sign and getattr(flow, "clock", None) is None
+    keeps_zero = follows_gradient(flow)
     if model.form == "tied":
         if L % 2 == 0:
             return np.ones(d)
@@ -54,7 +56,6 @@ def kept_entry_signs(model, theta0, flow) -> np.ndarray:
     the field is odd in each entry, so an overshoot lands on the mirror trajectory with the same beta,
     and is not flagged."""
     theta0 = np.asarray(theta0, float)
-    keeps_zero = not flow.uses_sign and getattr(flow, "clock", None) is None
-    if keeps_zero and model.depth % 2 == 1 and model.depth >= 3 and model.form in ("tied", "difference"):
+    if follows_gradient(flow) and model.depth % 2 == 1 and model.depth >= 3 and model.form in ("tied", "difference"):
         return np.sign(theta0)
     return np.zeros_like(theta0)

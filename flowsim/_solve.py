@@ -19,6 +19,7 @@ from ._reachable import kept_entry_signs, reachable_signs
 from . import _critical as critical
 from ._critical import LOSS_STILL
 from ._filippov import classify
+from ._flows import follows_gradient
 from ._solution import FAILURES, OUTCOMES, Solution, log10_t_from_u
 from ._vector_field import CLOCKS, SCHEDULE, jax_field, numpy_field
 
@@ -386,7 +387,7 @@ def _on_failure(run, seg):
 def _converged(run, loss_still=False) -> bool:
     """Hold the limit as "converged" if the state has converged to a critical point (``_critical``).
     Unless ``loss_still``, only where the loss has stopped decreasing (the test costs O((Kd)^3))."""
-    if not (critical.applies(run.system.flow) and (loss_still or run.log_loss_change <= LOSS_STILL)):
+    if not (follows_gradient(run.system.flow) and (loss_still or run.log_loss_change <= LOSS_STILL)):
         return False
     cp = critical.find(run.vf, run.theta, run.Z, run.rtol, run.atol,
                        critical.arrival_radius(run.system.flow, run.theta.size))

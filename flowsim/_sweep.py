@@ -219,8 +219,9 @@ def _vmapped(system, data, inits, rhos, opts):
     be = _backend(opts["backend"], L1)
     theta0 = np.stack([initial_params(system, data, a) for a in inits])
     asked, asked_rhos, speedup = system, rhos, 1.0
-    if all(reduction(system, th) is not None for th in theta0):  # balanced products: as the tied net, like solve
-        system, speedup = reduction(system, theta0[0])
+    reduced = [reduction(system, th) for th in theta0]
+    if all(reduced):  # balanced products: as the tied net, like solve
+        system, speedup = reduced[0]
         rhos = np.array([_with_rho(flow, r).tied_equivalent(asked.model.depth)[0].rho for r in rhos])
         flow, theta0 = system.flow, theta0[:, :1]
         u1 = float(_u_of(L1 - math.log10(speedup)))
