@@ -1,35 +1,105 @@
-"""One checked claim of a paper."""
+"""One checked claim of a paper, its negative controls, and how the two make a verdict.
+
+A check is evidence only if it could have come out the other way. So every claim runs its
+criterion (a function of :mod:`analysis.criteria`) on the setting the theorem covers and, through
+the same criterion, on at least one control setting where the conclusion must NOT hold. The claim
+"holds" only when the criterion holds on the claim and fails on every control; a control that also
+"holds" makes the claim "inconclusive" (the criterion cannot tell the two apart).
+"""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
+
+VERDICTS = ("holds", "fails", "inconclusive", "open", "descriptive")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one criterion says of one run: ``holds`` True / False / None (undecided) and why."""
+
+    holds: bool | None
+    why: str
+
+    @property
+    def word(self) -> str:
+        return {True: "holds", False: "fails", None: "inconclusive"}[self.holds]
+
+
+def every(outcomes, what: str) -> Outcome:
+    """All of ``outcomes`` hold (False if any fails, else None if any is undecided)."""
+    outcomes = list(outcomes)
+    n_ok = sum(o.holds is True for o in outcomes)
+    holds = False if any(o.holds is False for o in outcomes) else (True if n_ok == len(outcomes) else None)
+    bad = [o.why for o in outcomes if o.holds is not True]
+    return Outcome(holds, f"{n_ok}/{len(outcomes)} {what}" + (f"; first exception: {bad[0]}" if bad else ""))
+
+
+@dataclass(frozen=True)
+class Control:
+    """A setting where the claim's conclusion must not hold, judged by the claim's own criterion."""
+
+    setting: str
+    outcome: Outcome
+
+    @property
+    def verdict(self) -> str:
+        return self.outcome.word
 
 
 @dataclass
 class Claim:
     id: str
+    seed: str  # "000" or "002"
     statement: str
     setting: str
-    verdict: str  # "holds" | "fails" | "inconclusive"
+    verdict: str
     why: str
-    numbers: list = field(default_factory=list)  # rows of a markdown table: (name, value)
+    numbers: dict = field(default_factory=dict)  # name -> measured value (str or number)
+    controls: list = field(default_factory=list)  # list[Control]
     figure: str | None = None
     seconds: float = 0.0
 
+    def __post_init__(self):
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}; got {self.verdict!r}.")
 
-def verdict_word(holds) -> str:
-    return {True: "holds", False: "fails", None: "inconclusive"}[holds]
+    def as_dict(self) -> dict:
+        return {"id": self.id, "seed": self.seed, "statement": self.statement, "setting": self.setting,
+                "verdict": self.verdict, "why": self.why, "numbers": self.numbers,
+                "controls": [{"setting": c.setting, "verdict": c.verdict, "why": c.outcome.why} for c in self.controls],
+                "figure": self.figure, "wall_s": round(self.seconds, 2)}
+
+
+def judge(main: Outcome, controls: list[Control]) -> tuple[str, str]:
+    """The verdict of a claim from its criterion's outcome and its controls' outcomes."""
+    if main.holds is not True:
+        return main.word, main.why
+    if not controls:
+        return "inconclusive", main.why + "; no negative control was run, so the check could not have failed"
+    leaky = [c for c in controls if c.outcome.holds is not False]
+    if leaky:
+        c = leaky[0]
+        return "inconclusive", (f"{main.why}; but the criterion also says {c.verdict!r} on the control "
+                                f"'{c.setting}', where the claim must not hold")
+    return "holds", f"{main.why}; {len(controls)} control(s) fail as they must"
+
+
+def claim(id: str, seed: str, statement: str, setting: str, main: Outcome, controls: list[Control],
+          numbers: dict, figure: str | None = None) -> Claim:
+    verdict, why = judge(main, controls)
+    return Claim(id, seed, statement, setting, verdict, why, numbers, controls, figure)
 
 
 def run_checks(checks, out, quick: bool, progress=print) -> list:
     """Run each check(out, quick) -> Claim, timing it and reporting its verdict as it goes."""
-    import time
-
     claims = []
     for check in checks:
         start = time.perf_counter()
         c = check(out, quick)
         c.seconds = time.perf_counter() - start
-        progress(f"[{c.verdict:>12}] {c.id}  ({c.seconds:.1f} s)")
+        ctl = ", ".join(c.verdict for c in c.controls)
+        progress(f"[{c.verdict:>12}] {c.id}  ({c.seconds:.1f} s)" + (f"  controls: {ctl}" if ctl else ""))
         claims.append(c)
     return claims

@@ -1,7 +1,10 @@
 """Seed 002 (arXiv 2510.26303): per-sample vs full-batch Adam, Signum, and the fixed-point metric.
 
-Discrete runs of flowsim's optimizers; cosines of beta_t to the l2, l_inf and fixed-point directions
-over iterations. ``quick=True`` runs fewer steps."""
+Discrete runs of flowsim's optimizers, judged by which reference direction (l2, l_inf, the fixed-point
+Mahalanobis max-margin) the run ends nearest to, by more than it still moves. Which-limit claims run on
+``fs.datasets.iid_gaussian(10, 20)``, where the three references are pairwise far apart (on the paper's
+toy sets each coincides with one of them, so those cannot tell per-sample from full-batch Adam).
+``quick=True`` runs fewer steps and keeps every control."""
 
 from __future__ import annotations
 
@@ -12,166 +15,260 @@ from matplotlib.figure import Figure
 
 import flowsim as fs
 
-from ._claim import Claim, run_checks
+from ._claim import Claim, Control, claim, every, run_checks
+from .criteria import at_least, at_most, nearest_reference
 
 INF = float("inf")
 OPT = fs.optimizers
+SEED = "002"
 #: eta_t = 0.1 (t+1)^-0.3: any decay in (0, 1] satisfies the theorems; a slow one reaches their asymptotic regime in
 #: ~1e5-1e6 steps, where (t+1)^-1/2 needs ~1e7 (per-sample Adam on Gaussian data: 0.07 from its limit after 3e6 steps)
 ADAM = {"lr": 0.1, "b1": 0.9, "b2": 0.99, "decay": 0.3}
 ADAM_SETTING = "Adam(lr 0.1 (t+1)^-0.3, b1 0.9, b2 0.99, no eps, no bias correction)"
+RECORDS = 24
 
 
 def _unit(v):
-    return v / np.linalg.norm(v)
+    return np.asarray(v, float) / np.linalg.norm(v)
 
 
-def _targets(data):
-    fp = fs.adam_fixed_point(data)
-    return {"l2": fs.max_margin(data, 2), "linf": fs.max_margin(data, INF), "fixed point": fp.solution}
+def _discriminating():
+    return fs.datasets.iid_gaussian(10, 20, seed=0)
 
 
-def _ratios(run, targets, data):
-    """Normalised-margin ratios gamma_p(beta_t) / gamma_p* (1 at the max-margin): l_inf optima are often
-    not unique, so a cosine against one LP vertex would mislead (MATH.md 6)."""
-    return {k: fs.normalised_margin(data, run.beta, r.norm, r.metric) / r.margin for k, r in targets.items()}
+def _references(data) -> dict:
+    return {"l2": _unit(fs.max_margin(data, 2).direction), "linf": _unit(fs.max_margin(data, INF).direction),
+            "fixed point": _unit(fs.adam_fixed_point(data).direction)}
 
 
-def _iterate(opt, data, steps, records):
-    return fs.iterate(opt, fs.Linear(), "logistic", data, steps=steps, init=1e-3, records=records)
+def _cosines(refs) -> str:
+    keys = list(refs)
+    return ", ".join(f"{a}/{b} {refs[a] @ refs[b]:.3f}" for i, a in enumerate(keys) for b in keys[i + 1:])
 
 
-def _sets(n=10, d=5):
-    # seed 3: a Rademacher set whose l2 and l_inf max-margins differ (each scores ~0.7-0.9 on the other's margin)
-    return {"scaled Rademacher": fs.datasets.scaled_rademacher(n, d, seed=3),
-            "Gaussian": fs.datasets.gaussian_clusters(n, d, seed=0),
-            "shifted diagonal": fs.datasets.shifted_diagonal(n, d, seed=0)}
+def _distances(run, refs) -> dict:
+    return {k: np.linalg.norm(run.direction - v, axis=1) for k, v in refs.items()}
+
+
+def _run(opt, data, steps, loss="logistic"):
+    return fs.iterate(opt, fs.Linear(), loss, data, steps=steps, init=1e-3, records=RECORDS)
+
+
+def _judged(opt, data, refs, steps, want, loss="logistic"):
+    run = _run(opt, data, steps, loss)
+    dist = _distances(run, refs)
+    return nearest_reference(dist, want), run, dist
+
+
+def _plot(ax, run, dist, title):
+    for k, d in dist.items():
+        ax.loglog(np.maximum(run.steps, 1), np.maximum(d, 1e-6), label=k)
+    ax.set(title=title, xlabel="step", ylabel="|direction - reference|")
+    ax.title.set_fontsize(9)
+    ax.legend(fontsize=7)
+
+
+def _fig(rows, cols):
+    fig = Figure(figsize=(4.2 * cols, 3.3 * rows), constrained_layout=True)
+    return fig, np.atleast_2d(fig.subplots(rows, cols))
 
 
 def per_sample_vs_full(out: Path, quick: bool) -> Claim:
-    steps = 200_000 if quick else 1_000_000
-    rows, ok, fig = [], True, Figure(figsize=(12, 6.5), constrained_layout=True)
-    axes = fig.subplots(2, 3)
-    for col, (name, data) in enumerate(_sets().items()):
-        tg = _targets(data)
-        for row, (label, opt) in enumerate({"per-sample Adam": OPT.adam(**ADAM, batch="cyclic"),
-                                            "full-batch Adam": OPT.adam(**ADAM)}.items()):
-            run = _iterate(opt, data, steps, 40)
-            cos = _ratios(run, tg, data)
-            ax = axes[row, col]
-            for k, c in cos.items():
-                ax.semilogx(np.maximum(run.steps, 1), c, label=k)
-            ax.set_title(f"{label}, {name}", fontsize=9)
-            ax.set_ylim(0.5, 1.001)
-            ax.set_ylabel("margin / max-margin", fontsize=8)
-            ax.legend(fontsize=7)
-            final = {k: float(c[-1]) for k, c in cos.items()}
-            want = "fixed point" if label.startswith("per") else "linf"
-            closest = max(final, key=final.get)
-            # margin ratios of different norms are not comparable: ask that the predicted one is near 1 and rising
-            rising = cos[want][-1] >= cos[want][-len(cos[want]) // 4]
-            hit = final[want] >= 0.985 and rising
-            ok &= hit
-            rows.append((f"{label}, {name}", ", ".join(f"{k} margin ratio {v:.5f}" for k, v in final.items())
-                         + f" -> highest: {closest}; predicted {want}: {'ok' if hit else 'not yet'}"))
-    axes[1, 0].set_xlabel("step")
-    fig.savefig(out / "adam_cosines.png", dpi=90)
-    return Claim("002-thm3.3/4.8", "Per-sample Adam converges to the data-adaptive Mahalanobis max-margin (fixed point; "
-                 "= l2 on scaled-Rademacher data, Thm 3.3 / 4.8) while full-batch Adam goes to the l_inf max-margin.",
-                 f"linear model, logistic loss, {ADAM_SETTING}, n=10, d=5, {steps} steps", "holds" if ok else "inconclusive",
-                 "every run's margin ratio for its predicted reference is >= 0.985 and rising" if ok else
-                 "some run's margin ratio for its predicted reference is below 0.985 or falling at the horizon", rows, "adam_cosines.png")
+    steps = 300_000 if quick else 1_000_000
+    data = _discriminating()
+    refs = _references(data)
+    runs = {"per-sample Adam (cyclic)": (OPT.adam(**ADAM, batch="cyclic"), "fixed point", "logistic"),
+            "per-sample Adam, exponential loss": (OPT.adam(**ADAM, batch="cyclic"), "fixed point", "exponential"),
+            "full-batch Adam": (OPT.adam(**ADAM), "linf", "logistic")}
+    fig, axes = _fig(1, 3)
+    outcomes, numbers, finals = [], {"reference cosines": _cosines(refs)}, {}
+    for ax, (name, (opt, want, loss)) in zip(axes[0], runs.items()):
+        o, run, dist = _judged(opt, data, refs, steps, want, loss)
+        outcomes.append(o)
+        finals[name] = dist
+        numbers[name] = o.why
+        _plot(ax, run, dist, f"{name}: {o.word}")
+    fig.savefig(out / "adam_limits.png", dpi=90)
+    controls = [Control("full-batch Adam judged against the fixed point", nearest_reference(finals["full-batch Adam"], "fixed point")),
+                Control("per-sample Adam judged against l_inf", nearest_reference(finals["per-sample Adam (cyclic)"], "linf"))]
+    return claim("002-thm4.8", SEED, "Per-sample Adam converges in direction to the data-adaptive Mahalanobis max-margin (the "
+                 "fixed point of Thm 4.8, under the paper's Assumption 4.4 that the direction converges), for the logistic "
+                 "and the exponential loss, while full-batch Adam goes to the l_inf max-margin.",
+                 f"iid_gaussian(n=10, d=20, seed 0) (reference cosines {_cosines(refs)}), linear model, {ADAM_SETTING}, "
+                 f"{steps} steps", every(outcomes, "runs end nearest their predicted reference"), controls, numbers,
+                 "adam_limits.png")
+
+
+def sampling_schemes(out: Path, quick: bool) -> Claim:
+    steps = 300_000 if quick else 1_000_000
+    data = _discriminating()
+    refs = _references(data)
+    outcomes, numbers, ends = [], {}, {}
+    for scheme in ("cyclic", "shuffle", "replace"):
+        o, run, _ = _judged(OPT.adam(**ADAM, batch=scheme), data, refs, steps, "fixed point")
+        outcomes.append(o)
+        ends[scheme] = run.direction[-1]
+        numbers[f"batch 1, {scheme}"] = o.why
+    numbers["spread between schemes"] = ", ".join(f"{a}/{b} {np.linalg.norm(ends[a] - ends[b]):.3g}"
+                                                  for a, b in (("cyclic", "shuffle"), ("cyclic", "replace")))
+    control = _judged(OPT.adam(**ADAM), data, refs, steps, "fixed point")[0]
+    return claim("002-sampling", SEED, "Per-sample Adam reaches the same fixed-point limit whether samples are visited "
+                 "cyclically, reshuffled each epoch, or drawn with replacement.",
+                 f"iid_gaussian(10, 20), {ADAM_SETTING}, {steps} steps", every(outcomes, "sampling schemes end nearest the "
+                 "fixed point"), [Control("full-batch Adam judged against the fixed point", control)], numbers)
+
+
+def rademacher_pairs(out: Path, quick: bool) -> Claim:
+    steps = 300_000 if quick else 1_000_000
+    # seed 3: a Rademacher set whose l2 and l_inf max-margins differ
+    data = fs.datasets.scaled_rademacher(10, 5, seed=3)
+    refs = {k: v for k, v in _references(data).items() if k != "fixed point"}  # = l2 here (002-metric)
+    outcomes, numbers = [], {"reference cosines": _cosines(refs)}
+    for b1, b2 in ((0.9, 0.99), (0.5, 0.9), (0.9, 0.9)):
+        o = _judged(OPT.adam(0.1, b1, b2, 0.3, batch="cyclic"), data, refs, steps, "l2")[0]
+        outcomes.append(o)
+        numbers[f"per-sample, b1 {b1}, b2 {b2}"] = o.why
+    control = _judged(OPT.adam(**ADAM), data, refs, steps, "l2")[0]
+    return claim("002-thm3.3", SEED, "On scaled-Rademacher data per-sample Adam converges to the l2 max-margin for any "
+                 "b1 <= b2; full-batch Adam does not (it goes to l_inf) (Thm 3.3).",
+                 f"scaled_rademacher(10, 5, seed 3), Adam(lr 0.1 (t+1)^-0.3), {steps} steps",
+                 every(outcomes, "(b1, b2) pairs end nearest l2"), [Control("full-batch Adam judged against l2", control)],
+                 numbers)
 
 
 def signum_batches(out: Path, quick: bool) -> Claim:
-    steps = 200_000 if quick else 3_000_000
-    data = fs.datasets.gaussian_clusters(10, 5, seed=0)
-    tg = _targets(data)
-    rows, ok = [], True
-    fig = Figure(figsize=(5, 3.5), constrained_layout=True)
-    ax = fig.add_subplot()
-    for b in (1, 5, 10):
-        run = _iterate(OPT.signum(0.05, 0.9, batch=b if b < data.n else "full"), data, steps, 40)
-        cos = _ratios(run, tg, data)
-        ax.semilogx(np.maximum(run.steps, 1), cos["linf"], label=f"batch {b}")
-        final = {k: float(c[-1]) for k, c in cos.items()}
-        ok &= final["linf"] >= 0.985 and cos["linf"][-1] >= cos["linf"][-10]
-        rows.append((f"Signum, batch {b}", ", ".join(f"{k} margin ratio {v:.5f}" for k, v in final.items())))
-    ax.set_ylabel("l_inf margin / max-margin")
-    ax.set_xlabel("step")
-    ax.legend(fontsize=7)
-    fig.savefig(out / "signum.png", dpi=100)
-    return Claim("002-thm5.1", "Signum converges to the l_inf max-margin for any batch size (Thm 5.1).",
-                 f"Gaussian clusters n=10 d=5, Signum(lr 0.05 (t+1)^-1/2, beta 0.9), {steps} steps",
-                 "holds" if ok else "inconclusive", "the l_inf margin ratio is >= 0.985 and rising for batch 1, 5 and n" if ok
-                 else "the l_inf margin ratio is below 0.985 or falling for some batch size", rows, "signum.png")
+    steps = 300_000 if quick else 1_000_000
+    data = _discriminating()
+    refs = _references(data)
+    fig, axes = _fig(1, 2)
+    outcomes, numbers = [], {}
+    for b in (1, 5, data.n):
+        batch = "cyclic" if b == 1 else (b if b < data.n else "full")
+        o, run, dist = _judged(OPT.signum(0.05, 0.99, batch=batch), data, refs, steps, "linf")
+        outcomes.append(o)
+        numbers[f"beta 0.99, batch {b}"] = o.why
+        axes[0, 0].loglog(np.maximum(run.steps, 1), dist["linf"], label=f"beta 0.99, batch {b}")
+        numbers[f"beta 0.9, batch {b} (shown, not judged)"] = _judged(OPT.signum(0.05, 0.9, batch=batch), data, refs, steps,
+                                                                      "linf")[0].why
+    control, run, dist = _judged(OPT.signum(0.05, 0.0, batch="cyclic"), data, refs, steps, "linf")
+    axes[0, 0].loglog(np.maximum(run.steps, 1), dist["linf"], "k--", label="beta 0, batch 1 (control)")
+    axes[0, 0].set(xlabel="step", ylabel="|direction - l_inf max-margin|", title="Signum on iid_gaussian(10, 20)")
+    axes[0, 0].legend(fontsize=7)
+    _plot(axes[0, 1], run, dist, "control: sign descent, beta 0, batch 1")
+    fig.savefig(out / "signum.png", dpi=90)
+    return claim("002-thm5.1", SEED, "Signum converges to the l_inf max-margin for any batch size, PROVIDED its momentum "
+                 "beta is close enough to 1 (Thm 5.1); without momentum (beta = 0, batch 1) it does not.",
+                 f"iid_gaussian(10, 20), Signum(lr 0.05 (t+1)^-1/2), beta 0.99 judged, beta 0.9 shown, {steps} steps",
+                 every(outcomes, "batch sizes end nearest l_inf at beta 0.99"),
+                 [Control("sign descent without momentum (beta 0), batch 1", control)], numbers, "signum.png")
 
 
-def batch_five_departs(out: Path, quick: bool) -> Claim:
-    steps = 1_000_000  # 3 s; with 2e5 steps batch 1 is still 0.022 from its limit
-    data = fs.datasets.gaussian_clusters(10, 5, seed=0)
-    fp = fs.adam_fixed_point(data)
-    rows, dist = [], {}
-    for b in (1, 5, 10):
-        opt = OPT.adam(**ADAM, batch="cyclic" if b == 1 else (b if b < data.n else "full"))
-        run = _iterate(opt, data, steps, 5)
-        dist[b] = float(np.linalg.norm(run.direction[-1] - fp.direction))
-        rows.append((f"Adam batch {b}", f"distance to the per-sample fixed point {dist[b]:.4g}"))
-    # a departure means something only once per-sample Adam itself sits at the fixed point
-    converged = dist[1] < 0.02
-    ok = converged and dist[5] > 2 * dist[1]
-    why = f"distance to the fixed point: batch 1 {dist[1]:.3g}, batch 5 {dist[5]:.3g}, batch n {dist[10]:.3g}"
-    return Claim("002-batch5", "Batch size 5 already departs from the per-sample limit.",
-                 f"Gaussian clusters n=10 d=5, {ADAM_SETTING}, {steps} steps", "holds" if ok else "inconclusive",
-                 why if converged else why + " (batch 1 has not reached the fixed point: 0.02 or less is needed)", rows)
+def batch_five(out: Path, quick: bool) -> Claim:
+    steps = 300_000 if quick else 1_000_000
+    data = _discriminating()
+    limits = {b: fs.solve(fs.derive(fs.Linear(), "logistic", fs.AdamProxy(batch=b)), data, 1e-3, t1=1e100).direction[-1]
+              for b in (1, 5)}
+    runs = {"reshuffled batch-5 Adam": OPT.adam(**ADAM, batch=("shuffle", 5)),
+            "cyclic blocks {1..5}, {6..10} (control)": OPT.adam(**ADAM, batch=5),
+            "per-sample Adam (control)": OPT.adam(**ADAM, batch="cyclic")}
+    dist = {k: float(np.linalg.norm(_run(opt, data, steps).direction[-1] - limits[5])) for k, opt in runs.items()}
+    outs = {k: at_most(v, 0.01, f"{k}: distance to the AdamProxy(batch=5) flow's limit") for k, v in dist.items()}
+    apart = float(np.linalg.norm(limits[1] - limits[5]))
+    main = every([outs["reshuffled batch-5 Adam"], at_least(apart, 0.01, "distance of the batch-1 and batch-5 limits")],
+                 "checks")
+    numbers = {k: o.why for k, o in outs.items()}
+    numbers["AdamProxy limits, batch 1 vs batch 5"] = f"{apart:.4g} apart"
+    return claim("002-batch5", SEED, "Batch size 5 already departs from the per-sample limit: reshuffled mini-batch Adam "
+                 "(b = 5) goes to the limit of the mini-batch proxy flow Phi_b, which is not the per-sample one. Fixed "
+                 "cyclic blocks are a different algorithm with another limit.",
+                 f"iid_gaussian(10, 20), {ADAM_SETTING}, {steps} steps, proxy flows to t = 1e100",
+                 main, [Control(k, o) for k, o in outs.items() if "control" in k], numbers)
+
+
+def epoch_map(out: Path, quick: bool) -> Claim:
+    data = _discriminating()
+    epochs = 20_000 if quick else 60_000
+    ps = _run(OPT.adam(**ADAM, batch="cyclic"), data, epochs * data.n)
+    em = fs.iterate(OPT.adam_epoch_map(ADAM["lr"], data.n, ADAM["b1"], ADAM["b2"], ADAM["decay"]), fs.Linear(), "logistic",
+                    data, steps=epochs, init=1e-3, records=RECORDS)
+    full = _run(OPT.adam(**ADAM), data, epochs * data.n)
+    d_ps = np.linalg.norm(em.direction[-1] - ps.direction[-1])
+    d_full = np.linalg.norm(em.direction[-1] - full.direction[-1])
+    # records are log-spaced in steps; pair each epoch-map record with the per-sample one nearest in time sum eta
+    pair = [int(np.argmin(np.abs(np.log1p(ps.t) - np.log1p(t)))) for t in em.t]
+    along = np.linalg.norm(em.direction - ps.direction[pair], axis=1)
+    numbers = {"epoch map vs per-sample Adam along the trajectory": ", ".join(
+                   f"t {t:.3g}: {x:.3g}" for t, x in zip(em.t[4::4], along[4::4])),
+               "at the end": f"{d_ps:.4g}", "epoch map vs full-batch Adam at the end": f"{d_full:.4g}"}
+    return claim("002-prop2.5", SEED, "Over one epoch, per-sample Adam moves by the closed-form steady-state map of Prop 2.5; "
+                 "iterating that map follows the per-sample trajectory (directions compared at equal time sum eta).",
+                 f"iid_gaussian(10, 20), {ADAM_SETTING}, {epochs} epochs", at_most(d_ps, 0.01, "direction distance at the end"),
+                 [Control("full-batch Adam against the epoch map", at_most(d_full, 0.01, "direction distance at the end"))],
+                 numbers)
 
 
 def fixed_point_metric(out: Path, quick: bool) -> Claim:
-    rows, ok = [], True
-    for name, data in _sets().items():
+    sets = {"scaled Rademacher": fs.datasets.scaled_rademacher(10, 5, seed=3), "Gaussian clusters": fs.datasets.gaussian_clusters(10, 5),
+            "shifted diagonal": fs.datasets.shifted_diagonal(10, 5), "iid Gaussian": _discriminating()}
+    numbers, outcomes = {}, []
+    for name, data in sets.items():
         fp = fs.adam_fixed_point(data)
-        ok &= fp.residual < 1e-8
-        rows.append((name, f"c* = {np.round(fp.c, 4).tolist()}, diag M(c*) = {np.round(np.diag(fp.metric), 4).tolist()}, "
-                     f"residual {fp.residual:.2g} after {fp.iterations} iterations"))
-    rademacher = _sets()["scaled Rademacher"]
-    r = fs.adam_fixed_point(rademacher)
-    l2 = fs.max_margin(rademacher, 2).direction
-    ok &= float(r.direction @ l2) > 1 - 1e-10
-    return Claim("002-metric", "The fixed-point metric M(c*) = diag(sqrt(sum_i c_i^2 x_i^2)) with c* = T(c*); on "
+        outcomes.append(at_most(fp.residual, 1e-8, f"{name}: fixed-point residual"))
+        numbers[name] = (f"diag M(c*) = {np.round(np.diag(fp.metric), 4).tolist()}, residual {fp.residual:.2g} after "
+                         f"{fp.iterations} iterations; 1 - cos to l2 = {1 - fp.direction @ _unit(fs.max_margin(data, 2).direction):.3g}")
+
+    def is_l2(data, name):
+        fp = fs.adam_fixed_point(data)
+        return at_most(1 - fp.direction @ _unit(fs.max_margin(data, 2).direction), 1e-10, f"{name}: 1 - cos(fixed point, l2)")
+
+    outcomes.append(is_l2(sets["scaled Rademacher"], "scaled Rademacher"))
+    return claim("002-metric", SEED, "The fixed-point metric M(c*) = diag(sqrt(sum_i c_i^2 x_i^2)) with c* = T(c*) exists; on "
                  "scaled-Rademacher data M is a multiple of I and the limit is the l2 max-margin.",
-                 "damped fixed-point iteration, tolerance 1e-9", "holds" if ok else "fails",
-                 "converged on every set; Rademacher fixed point = l2 direction" if ok else "see the table", rows)
+                 "damped fixed-point iteration, tolerance 1e-9", every(outcomes, "checks"),
+                 [Control("iid Gaussian data: the fixed point is not l2", is_l2(sets["iid Gaussian"], "iid Gaussian"))], numbers)
+
+
+def _proxy_distances(flow, data, refs, log10_t1):
+    sol = fs.solve(fs.derive(fs.Linear(), "logistic", flow), data, 1e-3, log10_t1=log10_t1, throw=False)
+    keep = sol.log10_t > 0
+    return sol, sol.log10_t[keep], {k: np.linalg.norm(sol.direction[keep] - v, axis=1) for k, v in refs.items()}
 
 
 def proxy_flow_limit(out: Path, quick: bool) -> Claim:
-    t1 = 1e100  # seconds either way: the schedule clock s = log(1+t) reaches it in a few hundred steps
-    system = fs.derive(fs.Linear(), "logistic", fs.AdamProxy())
-    rows, ok = [], True
-    fig = Figure(figsize=(12, 3.5), constrained_layout=True)
-    for ax, (name, data) in zip(fig.subplots(1, 3), _sets().items()):
-        fp = fs.adam_fixed_point(data)
-        sol = fs.solve(system, data, 1e-3, t1=t1)
-        l2 = _unit(fs.max_margin(data, 2).direction)
-        cos_fp, cos_l2 = sol.direction @ fp.direction, sol.direction @ l2
-        keep = np.isfinite(sol.log10_t) & (sol.log10_t > 0)
-        ax.plot(sol.log10_t[keep], cos_fp[keep], label="fixed point")
-        ax.plot(sol.log10_t[keep], cos_l2[keep], label="l2", ls="--")
-        ax.set_title(f"Adam proxy flow, {name}", fontsize=9)
-        ax.set_xlabel("log10 t")
-        ax.set_ylabel("cosine")
+    # the direction converges like a power of 1/log t (0.055 from the fixed point at t = 1e100 on the Gaussian
+    # clusters, 6e-5 at log10 t = 1e5); the schedule clock s = log(1+t) gets there in a few hundred steps
+    log10_t1 = 1e5
+    sets = {"iid Gaussian": _discriminating(), "Gaussian clusters": fs.datasets.gaussian_clusters(10, 5),
+            "scaled Rademacher": fs.datasets.scaled_rademacher(10, 5, seed=3), "shifted diagonal": fs.datasets.shifted_diagonal(10, 5)}
+    fig, axes = _fig(1, 4)
+    outcomes, numbers = [], {}
+    for ax, (name, data) in zip(axes[0], sets.items()):
+        refs = _references(data)
+        sol, lt, dist = _proxy_distances(fs.AdamProxy(), data, refs, log10_t1)
+        o = nearest_reference(dist, "fixed point")
+        # on the paper's toy sets the fixed point coincides with one reference: shown, not judged
+        judged = min(np.linalg.norm(refs["fixed point"] - v) for k, v in refs.items() if k != "fixed point") > 0.01
+        if judged:
+            outcomes.append(o)
+        numbers[name + ("" if judged else " (fixed point = another reference: shown, not judged)")] = f"[{sol.status}] {o.why}"
+        for k, d in dist.items():
+            ax.loglog(lt, np.maximum(d, 1e-8), label=k)
+        ax.set(title=f"Adam proxy flow, {name}", xlabel="log10 t", ylabel="|direction - reference|")
+        ax.title.set_fontsize(9)
         ax.legend(fontsize=7)
-        ok &= cos_fp[-1] >= 0.99 and sol.status == "completed"
-        rows.append((name, f"cos to fixed point {cos_fp[-1]:.5f}, to l2 {cos_l2[-1]:.5f} at log10 t = {sol.log10_t[-1]:.4g} "
-                     f"({sol.stats['steps']} steps)"))
-    fig.savefig(out / "adam_proxy.png", dpi=100)
-    return Claim("002-prop4.1", "The b2 -> 1 proxy flow of per-sample Adam, theta' = -eta g / sqrt(sum_i g_i^2) "
-                 "(Prop. 4.1), converges in direction to the fixed-point Mahalanobis max-margin (Thm 4.8).",
-                 f"linear model, logistic loss, eta = 1/(t+1) (schedule clock), t1={t1:g}", "holds" if ok else "inconclusive",
-                 "cosine to the fixed-point direction >= 0.99 on all three sets" if ok else "see the table", rows,
-                 "adam_proxy.png")
+    fig.savefig(out / "adam_proxy.png", dpi=90)
+    data = sets["iid Gaussian"]
+    control = nearest_reference(_proxy_distances(fs.GD(), data, _references(data), log10_t1)[2], "fixed point")
+    return claim("002-prop4.1", SEED, "The b2 -> 1 proxy flow of per-sample Adam, theta' = -eta g / sqrt(sum_i g_i^2) "
+                 "(Prop 4.1), converges in direction to the fixed-point Mahalanobis max-margin (Thm 4.8, under Assumption "
+                 "4.4 that its direction converges).",
+                 f"linear model, logistic loss, eta = 1/(t+1) (schedule clock), log10 t1 = {log10_t1:g}",
+                 every(outcomes, "discriminating data sets end nearest the fixed point"),
+                 [Control("GD flow on iid_gaussian(10, 20) (its limit is l2)", control)], numbers, "adam_proxy.png")
 
 
-CHECKS = [per_sample_vs_full, proxy_flow_limit, signum_batches, batch_five_departs, fixed_point_metric]
+CHECKS = [per_sample_vs_full, sampling_schemes, rademacher_pairs, proxy_flow_limit, signum_batches, batch_five, epoch_map,
+          fixed_point_metric]
 
 
 def run(out: Path, quick: bool = False, progress=print) -> list[Claim]:

@@ -1,7 +1,20 @@
-"""Run a reproduction suite and write ``report.md``."""
+"""Run a reproduction suite and write ``report.md``, ``report.json`` and ``report.html`` (figures embedded).
+
+``report.json`` schema (``SCHEMA_VERSION`` 1)::
+
+    {"schema_version": 1, "suite": str, "quick": bool, "flowsim_version": str, "python": str,
+     "wall_s": float, "cpu_s": float,
+     "claims": [{"id": str, "seed": "000" | "002", "statement": str, "setting": str,
+                 "verdict": "holds" | "fails" | "inconclusive" | "open" | "descriptive", "why": str,
+                 "numbers": {name: str | number}, "controls": [{"setting": str, "verdict": str, "why": str}],
+                 "figure": str | null (a PNG next to the report), "wall_s": float}]}
+"""
 
 from __future__ import annotations
 
+import base64
+import html
+import json
 import platform
 import time
 from pathlib import Path
@@ -11,35 +24,81 @@ import flowsim as fs
 from . import adam, sam
 
 SUITES = {"sam": sam.run, "adam": adam.run}
-NOT_YET: dict = {}
+SCHEMA_VERSION = 1
 
 
 def reproduce(suite: str, out, quick: bool = False, progress=print) -> Path:
-    if suite not in (*SUITES, *NOT_YET, "all"):
-        raise ValueError(f"suite must be one of {sorted([*SUITES, *NOT_YET, 'all'])}; got {suite!r}.")
+    if suite not in (*SUITES, "all"):
+        raise ValueError(f"suite must be one of {sorted([*SUITES, 'all'])}; got {suite!r}.")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    names = [*SUITES, *NOT_YET] if suite == "all" else [suite]
-    start = time.perf_counter()
-    claims, missing = [], []
+    names = [*SUITES] if suite == "all" else [suite]
+    start, cpu = time.perf_counter(), time.process_time()
+    claims = []
     for name in names:
-        if name in NOT_YET:
-            missing.append((name, NOT_YET[name]))
-            progress(f"[not run     ] {name}: {NOT_YET[name]}")
-        else:
-            claims.extend(SUITES[name](out, quick=quick, progress=progress))
-    total = time.perf_counter() - start
-    lines = [f"# flowsim reproduction report: {suite}{' (quick preset)' if quick else ''}", "",
-             f"flowsim {fs.__version__}, Python {platform.python_version()}, {platform.machine()}; "
-             f"total wall time {total:.1f} s.", "", "| claim | verdict | why | s |", "|---|---|---|---|"]
-    lines += [f"| {c.id} | **{c.verdict}** | {c.why} | {c.seconds:.1f} |" for c in claims]
-    lines += [f"| {n} | **not run** | {why} | |" for n, why in missing]
-    for c in claims:
-        lines += ["", f"## {c.id}: {c.verdict}", "", c.statement, "", f"Setting: {c.setting}.", "",
-                  f"Verdict: **{c.verdict}** ({c.why}).", "", "| run | measured |", "|---|---|"]
-        lines += [f"| {a} | {b} |" for a, b in c.numbers]
-        if c.figure:
-            lines += ["", f"![{c.id}]({c.figure})"]
+        claims.extend(SUITES[name](out, quick=quick, progress=progress))
+    summary = {"schema_version": SCHEMA_VERSION, "suite": suite, "quick": quick, "flowsim_version": fs.__version__,
+               "python": f"{platform.python_version()} {platform.machine()}",
+               "wall_s": round(time.perf_counter() - start, 1), "cpu_s": round(time.process_time() - cpu, 1),
+               "claims": [c.as_dict() for c in claims]}
+    (out / "report.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    (out / "report.html").write_text(_html(summary, out))
     path = out / "report.md"
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text(_markdown(summary))
     return path
+
+
+def _title(s) -> str:
+    return f"flowsim reproduction report: {s['suite']}{' (quick preset)' if s['quick'] else ''}"
+
+
+def _timing(s) -> str:
+    return (f"flowsim {s['flowsim_version']}, Python {s['python']}; wall time {s['wall_s']:.1f} s, "
+            f"CPU time of this process {s['cpu_s']:.1f} s (JAX threads included).")
+
+
+def _controls(c) -> str:
+    return "; ".join(f"{k['verdict']}" for k in c["controls"]) or "none"
+
+
+def _markdown(s) -> str:
+    lines = [f"# {_title(s)}", "", _timing(s), "",
+             "A claim **holds** only when its criterion holds on the claim's setting and *fails* on every negative "
+             "control (a setting where the conclusion must not hold); a control that also holds makes it "
+             "**inconclusive**. **open**: measured, no prediction to test; **descriptive**: a figure, no test.", "",
+             "| claim | verdict | controls | why | s |", "|---|---|---|---|---|"]
+    lines += [f"| {c['id']} | **{c['verdict']}** | {_controls(c)} | {c['why']} | {c['wall_s']:.1f} |" for c in s["claims"]]
+    for c in s["claims"]:
+        lines += ["", f"## {c['id']}: {c['verdict']}", "", c["statement"], "", f"Setting: {c['setting']}.", "",
+                  f"Verdict: **{c['verdict']}** ({c['why']}).", "", "| run | measured |", "|---|---|"]
+        lines += [f"| {k} | {v} |" for k, v in c["numbers"].items()]
+        if c["controls"]:
+            lines += ["", "| negative control | verdict (must be fails) | measured |", "|---|---|---|"]
+            lines += [f"| {k['setting']} | **{k['verdict']}** | {k['why']} |" for k in c["controls"]]
+        if c["figure"]:
+            lines += ["", f"![{c['id']}]({c['figure']})"]
+    return "\n".join(lines) + "\n"
+
+
+def _table(rows, head) -> str:
+    cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in r) + "</tr>" for r in rows)
+    return f"<table><tr>{cells}</tr>{body}</table>"
+
+
+def _html(s, out: Path) -> str:
+    parts = [f"<h1>{html.escape(_title(s))}</h1><p>{html.escape(_timing(s))}</p>",
+             _table([(c["id"], c["verdict"], _controls(c), c["why"]) for c in s["claims"]], ["claim", "verdict", "controls", "why"])]
+    for c in s["claims"]:
+        parts += [f"<h2 id='{c['id']}'>{html.escape(c['id'])}: {c['verdict']}</h2>", f"<p>{html.escape(c['statement'])}</p>",
+                  f"<p><i>Setting:</i> {html.escape(c['setting'])}</p>", _table(c["numbers"].items(), ["run", "measured"])]
+        if c["controls"]:
+            parts.append(_table([(k["setting"], k["verdict"], k["why"]) for k in c["controls"]],
+                                ["negative control", "verdict (must be fails)", "measured"]))
+        if c["figure"] and (out / c["figure"]).exists():
+            data = base64.b64encode((out / c["figure"]).read_bytes()).decode()
+            parts.append(f"<img alt='{c['id']}' src='data:image/png;base64,{data}' style='max-width:100%'>")
+    style = "body{font-family:sans-serif;max-width:1200px;margin:auto}td,th{border:1px solid #ccc;padding:3px;font-size:13px}" \
+            "table{border-collapse:collapse;margin:8px 0}"
+    return f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(_title(s))}</title>" \
+           f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n"

@@ -50,13 +50,13 @@ from ._optimizers import DiscreteRun, Optimizer, flow_distance, iterate  # noqa:
 from ._references import MaxMargin, kkt_max_margin, max_margin, normalised_margin  # noqa: E402
 from ._solve import solve  # noqa: E402
 from ._sweep import sweep  # noqa: E402
-from ._phase import first_switch_log10_t, linf_sam_phase, switch_log10_t  # noqa: E402
+from ._phase import first_switch_log10_t, linf_sam_boundaries, linf_sam_phase, switch_log10_t  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Dataset", "DiagonalNet", "Linear", "GD", "SAM", "USAM", "SignFlow", "AdamProxy", "Loss", "exponential_loss", "logistic_loss",
-    "derive", "System", "solve", "sweep", "switch_log10_t", "first_switch_log10_t", "linf_sam_phase", "Solution", "STATUSES", "OUTCOMES", "FAILURES",
+    "derive", "System", "solve", "sweep", "switch_log10_t", "first_switch_log10_t", "linf_sam_phase", "linf_sam_boundaries", "Solution", "STATUSES", "OUTCOMES", "FAILURES",
     "FlowsimError", "IntegrationError", "NonSeparableError", "ReachabilityWarning", "reachable_signs", "kept_entry_signs", "__version__",
     "optimizers", "Optimizer", "iterate", "flow_distance", "DiscreteRun", "datasets",
     "adam_fixed_point", "AdamFixedPoint", "adam_metric",

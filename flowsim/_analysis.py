@@ -150,7 +150,7 @@ def linf_sam_prediction(mu, alpha, rho: float, depth: int) -> dict:
         raise ValueError("need rho >= 0 and depth >= 1.")
     fate, limit = [], []
     for a in alpha:
-        if np.isclose(a, rho, rtol=1e-12):
+        if a == rho:  # exact: alpha_j = rho + 5e-9 grows (w_j - rho = 5e-9 e^{mu_j tau}), so no tolerance
             fate.append("stay")
             limit.append(rho**depth)
         elif a < rho:

@@ -5,6 +5,9 @@
 - ``gaussian_clusters(n, d)``: two Gaussian clusters at +-mean, labels by cluster;
 - ``shifted_diagonal(n, d)``: x_i = y_i (s e_{i mod d} + shift 1) with small noise, a set on which the
   l2, l_inf and per-sample-Adam limits differ;
+- ``iid_gaussian(n, d)``: x_i ~ N(0, I_d), labels from a random direction; at n = 10, d = 20 the l2,
+  l_inf and per-sample-Adam limits are pairwise far apart (cosines <= 0.95), so it tells them apart
+  where the three sets above each coincide with one of them;
 - ``digits(a, b)``: two classes of sklearn's bundled 8x8 digits (no download), pixels in [0, 1].
 """
 
@@ -54,6 +57,16 @@ def shifted_diagonal(n: int = 10, d: int = 5, seed: int = 0, scale: float = 1.0,
     y = _labels(rng, n)
     E = np.eye(d)[np.arange(n) % d]
     X = y[:, None] * (scale * E + shift) + noise * rng.normal(size=(n, d))
+    return Dataset(X, y)
+
+
+def iid_gaussian(n: int = 10, d: int = 20, seed: int = 0) -> Dataset:
+    """n samples x_i ~ N(0, I_d), y_i = sign(<w, x_i>) for a random w (separable through the origin)."""
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=d)
+    X = rng.normal(size=(n, d))
+    y = np.sign(X @ w)
+    y[y == 0] = 1.0
     return Dataset(X, y)
 
 

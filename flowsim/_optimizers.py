@@ -29,7 +29,8 @@ class Optimizer(NamedTuple):
     init: Callable
     update: Callable
     batch: object  # "full"; per-sample "cyclic" (i = t mod n), "shuffle" (a new permutation each epoch)
-    # or "replace" (i uniform, with replacement); an int batch size (cyclic blocks); or
+    # or "replace" (i uniform, with replacement); an int batch size (cyclic blocks); ("shuffle", b):
+    # b samples a step, drawn at random (consecutive blocks of a new permutation each epoch); or
     # "per_sample" (update receives every sample's gradient: the epoch map)
     schedule: Callable  # t -> eta_t
 
@@ -52,8 +53,16 @@ def _check_batch(batch):
         return batch
     if isinstance(batch, (int, np.integer)) and not isinstance(batch, bool) and batch >= 1:
         return int(batch)
-    raise ValueError(f"batch must be one of {SAMPLINGS} (the last three per-sample) or a positive int (cyclic "
-                     f"mini-batches); got {batch!r}.")
+    if isinstance(batch, tuple) and len(batch) == 2 and batch[0] == "shuffle":
+        return ("shuffle", _check_size(batch[1]))
+    raise ValueError(f"batch must be one of {SAMPLINGS} (the last three per-sample), a positive int (cyclic "
+                     f"mini-batches) or ('shuffle', b) (random mini-batches of b); got {batch!r}.")
+
+
+def _check_size(b):
+    if isinstance(b, (int, np.integer)) and not isinstance(b, bool) and b >= 1:
+        return int(b)
+    raise ValueError(f"a mini-batch size must be a positive int; got {b!r}.")
 
 
 def _schedule(lr, decay):
@@ -223,6 +232,10 @@ def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, recor
             return jnp.zeros(n).at[perm[t % n]].add(1.0)
         if batch == "replace":
             return jnp.zeros(n).at[jax.random.randint(jax.random.fold_in(key, t), (), 0, n)].add(1.0)
+        if isinstance(batch, tuple):  # random batches: positions t*b.. of the current epoch's permutation
+            b = batch[1]
+            perm = jax.random.permutation(jax.random.fold_in(key, (t * b) // n), n)
+            return jnp.zeros(n).at[perm[(t * b + jnp.arange(b)) % n]].add(1.0)
         b = 1 if batch == "cyclic" else batch
         idx = (t * b + jnp.arange(b)) % n
         return jnp.zeros(n).at[idx].add(1.0)

@@ -55,8 +55,29 @@ def first_switch_log10_t(ds):
     return switch_log10_t(ds, max_switches=1).isel(switch=0, drop=True).rename("first_switch_log10_t")
 
 
+def linf_sam_boundaries(mu, rho: float, depth: int, alpha_max: float) -> list[np.ndarray]:
+    """Cor 3.5's boundaries between limits in the (alpha_1, alpha_2) plane of two features mu (the
+    other coordinates not growing), from the formula: polylines of shape (k, 2) inside [0, alpha_max]^2.
+
+    alpha_j = rho separates "beta_j bounded" from "beta_j grows"; where both grow, the limit is
+    e_argmax mu_j at L = 2, and at L >= 3 the curve mu_1 (alpha_1 - rho)^(L-2) = mu_2 (alpha_2 - rho)^(L-2)
+    (the first coordinate to blow up wins)."""
+    mu1, mu2 = (float(m) for m in np.asarray(mu, float)[:2])
+    if depth < 2:
+        raise ValueError(f"Cor 3.5 is for depth >= 2; got depth={depth}.")
+    lines = [np.array([[rho, 0.0], [rho, rho]]), np.array([[0.0, rho], [rho, rho]])]
+    if depth == 2:
+        lines.append(np.array([[rho, rho], [alpha_max, rho]]) if mu2 > mu1 else np.array([[rho, rho], [rho, alpha_max]]))
+    else:
+        a1 = np.linspace(rho, alpha_max, 200)
+        a2 = rho + (mu1 / mu2) ** (1.0 / (depth - 2)) * (a1 - rho)
+        lines.append(np.column_stack([a1, a2])[a2 <= alpha_max])
+    return lines
+
+
 def linf_sam_phase(mu, alpha_1, alpha_2, rho: float, depth: int = 2, *, loss="logistic", t1: float | None = None,
-                   atol: float | None = None, init=None, leader_factor: float = 10.0, **sweep_kw):
+                   log10_t1: float | None = None, atol: float | None = None, init=None, leader_factor: float = 10.0,
+                   flow=None, **sweep_kw):
     """The l_inf-SAM limit over the (alpha_1, alpha_2) plane on one example ``mu``, next to seed
     000's prediction (Thm 3.2 / Cor 3.5, :func:`flowsim.linf_sam_prediction`).
 
@@ -64,7 +85,9 @@ def linf_sam_phase(mu, alpha_1, alpha_2, rho: float, depth: int = 2, *, loss="lo
     exceeds ``leader_factor`` * rho^L; -1 when beta stays bounded. Defaults: t1 = 1e30 and
     atol 1e-10 for even L; t1 = 1e10 and atol 1e-14 for odd L, where w_j = rho is semi-stable
     (attracting from below, repelling from above) and a solver error of size atol lets w_j escape
-    at t ~ 1/(mu_j atol). Extra keywords go to :func:`flowsim.sweep` (e.g. ``executor``).
+    at t ~ 1/(mu_j atol). ``flow``: the flow to run, by default the l_inf-SAM flow the prediction is
+    about; another one (``flowsim.GD()``) is a negative control. Extra keywords go to
+    :func:`flowsim.sweep` (e.g. ``executor``).
 
     Returns the sweep's Dataset with ``observed``, ``predicted`` and ``match`` added.
     """
@@ -72,11 +95,12 @@ def linf_sam_phase(mu, alpha_1, alpha_2, rho: float, depth: int = 2, *, loss="lo
     if mu.ndim != 1 or mu.size < 2 or np.any(mu <= 0):
         raise ValueError(f"mu must be a vector of >= 2 positive features (Cor 3.5 is for mu > 0); got {mu.tolist()}.")
     odd = depth % 2 == 1
-    t1 = t1 if t1 is not None else (1e10 if odd else 1e30)
+    if t1 is None and log10_t1 is None:
+        t1 = 1e10 if odd else 1e30
     atol = atol if atol is not None else (1e-14 if odd else 1e-10)
-    system = derive(DiagonalNet(depth), loss, SAM(rho, float("inf")))
+    system = derive(DiagonalNet(depth), loss, SAM(rho, float("inf")) if flow is None else flow)
     base = np.full(mu.size, rho) if init is None else init
-    ds = sweep(system, Dataset(mu[None], [1]), {"alpha_1": alpha_1, "alpha_2": alpha_2}, init=base, t1=t1, atol=atol,
+    ds = sweep(system, Dataset(mu[None], [1]), {"alpha_1": alpha_1, "alpha_2": alpha_2}, init=base, t1=t1, log10_t1=log10_t1, atol=atol,
                **sweep_kw)
     b = ds["beta_end"].values
     observed = np.where(b.max(axis=-1) > leader_factor * rho**depth, np.argmax(b, axis=-1), -1)
@@ -92,5 +116,6 @@ def linf_sam_phase(mu, alpha_1, alpha_2, rho: float, depth: int = 2, *, loss="lo
     ds["observed"] = (dims, observed)
     ds["predicted"] = (dims, predicted)
     ds["match"] = (dims, observed == predicted)
-    ds.attrs.update(mu=str(mu.tolist()), rho=rho, depth=depth, t1=t1)
+    ds.attrs.update(mu=mu.tolist(), rho=rho, depth=depth, log10_t1=float(np.log10(t1)) if log10_t1 is None else log10_t1,
+                    flow=str(system.flow))
     return ds

@@ -283,11 +283,13 @@ class _Run:
             self.bar.to_u(self.u_now)
         return seg
 
-    def log_loss(self, theta=None):
-        c = self.system.numpy
+    def beta(self, theta=None):
         theta = self.theta if theta is None else np.reshape(theta, (self.K, self.d))
+        return np.asarray(self.system.numpy.beta(theta), float).reshape(self.d)
+
+    def log_loss(self, theta=None):
         with np.errstate(all="ignore"):
-            return float(np.logaddexp.reduce(c.log_l(self.Z @ c.beta(theta)).reshape(-1)))
+            return float(np.logaddexp.reduce(self.system.numpy.log_l(self.Z @ self.beta(theta)).reshape(-1)))
 
     @property
     def u_now(self):
@@ -336,7 +338,7 @@ def _on_switch(run, seg):
         run.leaders[i] = run.leader(kind, theta, exclude=old if seg.reason == f"lead_{kind}" else None)
         if run.leaders[i] != old:
             run.events.append({"kind": f"lead_{kind}", "log10_t": lt_now, "tau": tau_now, "from": old,
-                               "to": int(run.leaders[i])})
+                               "to": int(run.leaders[i]), "beta": run.beta(theta).tolist()})
 
 
 def _on_chunk_end(run, seg):

@@ -39,9 +39,9 @@ def make_flow(name: str, rho: float = 0.0, norm: float = 2.0):
 def reproduce(
     suite: str = typer.Argument(..., help="sam (seed 000), adam (seed 002) or all"),
     out: Path = typer.Option(Path("report"), help="output folder for report.md and figures"),
-    quick: bool = typer.Option(False, help="short horizons and small grids (seconds; what CI runs)"),
+    quick: bool = typer.Option(False, help="short horizons and small grids, every control kept (about 2 minutes)"),
 ):
-    """Run every claim of a paper as a check: report.md with statement, setting, numbers, verdict, figure."""
+    """Run every claim of a paper as a check, with negative controls: report.md, report.json, report.html, figures."""
     from analysis.report import reproduce as run_suite
 
     try:

@@ -95,6 +95,8 @@ def phase_diagram(ds, ax=None):
     where flow and prediction disagree crossed out."""
     from matplotlib.colors import BoundaryNorm, ListedColormap
 
+    from ._phase import linf_sam_boundaries
+
     ax = _axes(ax)
     a1, a2 = ds["alpha_1"].values, ds["alpha_2"].values
     obs, pred = ds["observed"].values, ds["predicted"].values
@@ -103,18 +105,21 @@ def phase_diagram(ds, ax=None):
     cmap = ListedColormap([colors[(k + 1) % len(colors)] for k in labels])
     norm = BoundaryNorm(np.concatenate([labels - 0.5, [labels[-1] + 0.5]]), cmap.N)
     ax.pcolormesh(_edges(a1), _edges(a2), obs.T, cmap=cmap, norm=norm, shading="flat")
-    if len(labels) > 1:
-        ax.contour(a1, a2, pred.T, levels=labels[:-1] + 0.5, colors="k", linewidths=1.2, linestyles="solid")
+    top = max(a1.max(), a2.max())
+    for line in linf_sam_boundaries(ds.attrs["mu"], ds.attrs["rho"], ds.attrs["depth"], top):
+        ax.plot(line[:, 0], line[:, 1], "k-", lw=1.2)
+    ax.set_xlim(_edges(a1)[[0, -1]])
+    ax.set_ylim(_edges(a2)[[0, -1]])
     bad = ~ds["match"].values
     if bad.any():
         i, j = np.nonzero(bad)
         ax.plot(a1[i], a2[j], "kx", ms=8, label="flow != Cor 3.5")
     for k, name in zip(labels, _label_names(labels)):
         ax.plot([], [], "s", color=colors[(k + 1) % len(colors)], label=name)
-    ax.plot([], [], "k-", label="Cor 3.5 boundary")
+    ax.plot([], [], "k-", label="Cor 3.5 boundary (formula)")
     ax.set_xlabel("alpha_1")
     ax.set_ylabel("alpha_2")
-    ax.set_title(f"l_inf-SAM limit, L={ds.attrs.get('depth')}, rho={ds.attrs.get('rho')}, mu={ds.attrs.get('mu')}",
+    ax.set_title(f"{ds.attrs.get('flow', 'l_inf-SAM')} limit, L={ds.attrs.get('depth')}, mu={ds.attrs.get('mu')}",
                  fontsize=9)
     ax.legend(fontsize=7, loc="upper left")
     return ax

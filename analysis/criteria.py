@@ -1,0 +1,131 @@
+"""The criteria the reproduction judges claims by: pure functions of measured numbers -> Outcome.
+
+Each one is run on a claim's setting and, unchanged, on its negative controls (``_claim.judge``),
+and ``tests/test_criteria.py`` feeds each a constructed case that violates its claim: none of them
+can only say "holds".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import flowsim as fs
+
+from ._claim import Outcome
+
+
+def converges_to(sol, refs: dict, want: str) -> Outcome:
+    """beta(t) converges in direction to ``refs[want]`` by flowsim's fitted-gap verdict."""
+    v = fs.verdict(sol, refs, want)
+    return Outcome(v.holds, v.why)
+
+
+def fates_match(prediction: dict, beta_end, alpha, rho: float, depth: int) -> Outcome:
+    """Each coordinate's fate under l_inf-SAM (Thm 3.2) and the limit direction (Cor 3.5) against
+    beta at the horizon. At L >= 3 the leader blows up at a finite tau (t -> inf), so the others stop
+    there: a non-leading "grow" has only grown, an odd-L "collapse" has only risen toward rho^L."""
+    b, a, lead = np.asarray(beta_end, float), np.asarray(alpha, float), prediction["leader"]
+    wrong = []
+    for j, fate in enumerate(prediction["fate"]):
+        if fate == "grow":
+            ok = b[j] > 10 * max(a[j], rho) ** depth if j == lead else b[j] > a[j] ** depth
+        elif fate == "stay":
+            ok = abs(b[j] - rho**depth) <= 1e-9 * rho**depth
+        elif depth % 2 == 0:
+            ok = abs(b[j]) <= 1e-12  # slid to w_j = 0 and stayed
+        else:
+            ok = a[j] ** depth < b[j] <= rho**depth * (1 + 1e-9) and (lead is not None or b[j] >= 0.95 * rho**depth)
+        if not ok:
+            wrong.append(f"beta_{j + 1} = {b[j]:.4g} is not '{fate}'")
+    leader = int(np.argmax(b)) + 1 if b.max() > 10 * rho**depth else None
+    want = None if lead is None else lead + 1
+    if leader != want:
+        wrong.append(f"limit e_{leader or 0} (0: bounded), predicted e_{want or 0}")
+    return Outcome(not wrong, "; ".join(wrong) or f"fates {prediction['fate']} and limit e_{want or 0} as predicted")
+
+
+def angle_falls(log10_t, angle_deg, *, near: float = 15.0, far: float = 45.0) -> Outcome:
+    """Directional convergence to a predicted direction: over the last half of the run (in log10 t) the
+    angle falls at every save point, as a power of 1/log t (fitted rate k > 0 in angle ~ (log t)^-k; at
+    depth 2 the minor coordinates fade that slowly), and ends below ``near`` degrees. Fails when it ends
+    above ``far`` degrees or rises."""
+    lt, ang = np.asarray(log10_t, float), np.asarray(angle_deg, float)
+    ok = np.isfinite(lt) & (lt > 0)
+    lt, ang = lt[ok], ang[ok]
+    tail = lt >= lt[0] + 0.5 * (lt[-1] - lt[0]) if lt.size else lt.astype(bool)
+    x, y = lt[tail], ang[tail]
+    if x.size < 3:
+        return Outcome(None, "fewer than 3 save points in the tail")
+    if y[-1] < 1e-9:
+        return Outcome(True, f"angle {y[-1]:.2g} deg at log10 t = {x[-1]:.4g}")
+    pos = y > 0
+    rate = -np.polyfit(np.log(x[pos]), np.log(y[pos]), 1)[0] if pos.sum() >= 3 else np.nan
+    text = f"angle {y[0]:.3g} -> {y[-1]:.3g} deg over log10 t {x[0]:.3g}..{x[-1]:.3g}, fitted ~ (log t)^-{rate:.3g}"
+    if bool(np.all(np.diff(y) <= 1e-12 * y[:-1])) and rate > 0 and y[-1] < near:
+        return Outcome(True, text)
+    if y[-1] > far or y[-1] > y[0]:
+        return Outcome(False, text)
+    return Outcome(None, text)
+
+
+def minor_to_major(amplification: dict) -> Outcome:
+    """The leading coordinate runs from the minor features to the major one (Thm 4.4)."""
+    order = [j + 1 for j in amplification["order"]]
+    return Outcome(bool(amplification["minor_to_major"]), f"leaders over time (1-based): {order}")
+
+
+def crossover_law(N, mu_from: float, mu_to: float, rho: float, rtol: float = 1e-6) -> Outcome:
+    """At a growth switch from j to k the gradient norm N = ||mu * w||_2 equals rho (mu_j + mu_k) / sqrt 2."""
+    want = rho * (mu_from + mu_to) / np.sqrt(2.0)
+    err = abs(N / want - 1.0)
+    return Outcome(bool(err <= rtol), f"N = {N:.10g} against rho (mu_j + mu_k)/sqrt 2 = {want:.10g}: relative error {err:.2g}")
+
+
+def error_order(etas, errors, order: float = 1.0, tol: float = 0.1) -> Outcome:
+    """The error of a discretisation shrinks at ``order`` in the step (each halving, within ``tol``)."""
+    etas, errors = np.asarray(etas, float), np.asarray(errors, float)
+    orders = np.log(errors[:-1] / errors[1:]) / np.log(etas[:-1] / etas[1:])
+    ok = bool(np.all(np.abs(orders - order) < tol))
+    return Outcome(ok, f"observed orders {np.round(orders, 3).tolist()} (want {order} +- {tol})")
+
+
+def leader_by_scale(leaders) -> Outcome:
+    """Thm 4.5 at one time: along increasing alpha the leader (0-based, -1 collapsed) runs from the
+    minor coordinate to the major one, never back."""
+    lead = np.asarray(leaders, float)
+    alive = lead[lead >= 0]  # NaN (not reached) and -1 (collapsed) drop out
+    ok = len(alive) > 1 and bool(np.all(np.diff(alive) >= 0)) and alive[0] == 0 and alive[-1] == alive.max() > 0
+    shown = ["-" if np.isnan(v) else int(v) + 1 for v in lead]
+    return Outcome(bool(ok), f"leader along alpha (1-based, 0 collapsed, - not reached): {shown}")
+
+
+def nearest_reference(distances: dict, want: str) -> Outcome:
+    """``distances[k]``: the distance of the run's direction to reference k at each record (last ones
+    at the horizon). Holds when ``want`` is the nearest by more than the convergence spread (how far
+    its distance moved over the last quarter of the records) and its distance is falling or tiny;
+    fails when another reference is nearer by more than the spread."""
+    final = {k: float(np.asarray(v)[-1]) for k, v in distances.items()}
+    d = np.asarray(distances[want], float)
+    spread = float(abs(d[-1] - d[-max(2, len(d) // 4)]))
+    others = {k: v for k, v in final.items() if k != want}
+    rival = min(others, key=others.get)
+    text = (", ".join(f"{k} {v:.4g}" for k, v in final.items()) + f" (distance of unit directions); spread of "
+            f"'{want}' over the last quarter {spread:.2g}")
+    if final[want] + spread < others[rival] and (d[-1] <= d[-max(2, len(d) // 4)] or d[-1] < 1e-6):
+        return Outcome(True, f"nearest is '{want}': " + text)
+    if others[rival] + spread < final[want]:
+        return Outcome(False, f"nearest is '{rival}', not '{want}': " + text)
+    return Outcome(None, "undecided: " + text)
+
+
+def at_most(value: float, bound: float, what: str) -> Outcome:
+    return Outcome(bool(value <= bound), f"{what} {value:.4g} ({'<=' if value <= bound else '>'} {bound:g})")
+
+
+def at_least(value: float, bound: float, what: str) -> Outcome:
+    return Outcome(bool(value >= bound), f"{what} {value:.4g} ({'>=' if value >= bound else '<'} {bound:g})")
+
+
+def share_above(share: float, baseline: float, what: str) -> Outcome:
+    """A share measured on the claim's flow exceeds the same share on the baseline flow."""
+    return Outcome(bool(share > baseline), f"{what}: {share:.4g} against {baseline:.4g} for the baseline")
