@@ -1,0 +1,132 @@
+"""The reproduction's verdict machinery: every criterion says "fails" on a constructed case that
+violates its claim (so none can only say "holds"), and a claim whose control also holds is
+inconclusive."""
+
+
+import numpy as np
+import pytest
+
+import flowsim as fs
+from analysis import criteria as cr
+from analysis._claim import Control, Outcome, every, judge
+
+YES, NO, UNDECIDED = Outcome(True, "y"), Outcome(False, "n"), Outcome(None, "?")
+
+
+def test_judge_needs_failing_controls():
+    assert judge(YES, [Control("c", NO)])[0] == "holds"
+    assert judge(YES, [Control("c", NO), Control("d", YES)])[0] == "inconclusive"
+    assert judge(YES, [Control("c", UNDECIDED)])[0] == "inconclusive"
+    assert judge(YES, [])[0] == "inconclusive"
+    assert judge(NO, [Control("c", NO)])[0] == "fails"
+    assert judge(UNDECIDED, [Control("c", NO)])[0] == "inconclusive"
+
+
+def test_every():
+    assert every([YES, YES], "x").holds is True
+    assert every([YES, UNDECIDED], "x").holds is None
+    assert every([YES, UNDECIDED, NO], "x").holds is False
+
+
+def test_fates_match_both_ways():
+    mu, rho = [1.0, 2.0, 3.0], 0.1
+    alpha = (0.3, 0.05, 0.05)
+    pred = fs.linf_sam_prediction(mu, alpha, rho, 2)
+    assert cr.fates_match(pred, [50.0, 0.0, 0.0], alpha, rho, 2).holds is True
+    assert cr.fates_match(pred, [50.0, 0.0, 80.0], alpha, rho, 2).holds is False  # GD-like: e_3 wins, beta_3 grew
+    odd = fs.linf_sam_prediction(mu, (0.05, 0.08, 0.02), rho, 3)
+    assert cr.fates_match(odd, [rho**3] * 3, (0.05, 0.08, 0.02), rho, 3).holds is True
+    assert cr.fates_match(odd, [0.0] * 3, (0.05, 0.08, 0.02), rho, 3).holds is False  # the even-L limit at odd L
+
+
+def test_prediction_compares_alpha_with_rho_exactly():
+    assert fs.linf_sam_prediction([1.0, 2.0], (0.1 + 5e-9, 0.05), 0.1, 2)["fate"][0] == "grow"
+    assert fs.linf_sam_prediction([1.0, 2.0], (0.1, 0.05), 0.1, 2)["fate"][0] == "stay"
+
+
+def test_angle_falls():
+    lt = np.linspace(0.1, 100, 50)
+    assert cr.angle_falls(lt, 30 * lt**-0.5).holds is True
+    assert cr.angle_falls(lt, 50 + 0 * lt).holds is False
+    assert cr.angle_falls(lt, 1 + 0.01 * lt).holds is False  # rising
+
+
+def test_minor_to_major_and_crossover():
+    assert cr.minor_to_major({"order": [0, 1], "minor_to_major": True}).holds is True
+    assert cr.minor_to_major({"order": [1], "minor_to_major": False}).holds is False
+    law = 0.1 * 3 / np.sqrt(2)
+    assert cr.crossover_law(law * (1 + 1e-8), 1.0, 2.0, 0.1).holds is True
+    assert cr.crossover_law(law * (1 + 1e-3), 1.0, 2.0, 0.1).holds is False
+
+
+def test_error_order_and_leader_by_scale():
+    etas = np.array([0.1, 0.05, 0.025])
+    assert cr.error_order(etas, 0.3 * etas).holds is True
+    assert cr.error_order(etas, 0.3 * etas**2).holds is False
+    assert cr.error_order(etas, 0.1 + 0 * etas).holds is False
+    assert cr.leader_by_scale([-1, 0, 0, 1, 1, np.nan]).holds is True
+    assert cr.leader_by_scale([1, 1, 1, 1]).holds is False
+    assert cr.leader_by_scale([0, 1, 0, 1]).holds is False
+
+
+def test_nearest_reference():
+    steps = np.arange(1, 21)
+    conv = {"a": 1.0 / steps, "b": 0.5 + 0 * steps}
+    assert cr.nearest_reference(conv, "a").holds is True
+    assert cr.nearest_reference(conv, "b").holds is False
+    close = {"a": 0.30 + 0 * steps, "b": 0.31 + 0 * steps}
+    moving = {"a": 0.3 + 0.2 / steps, "b": 0.31 + 0 * steps}
+    assert cr.nearest_reference(close, "a").holds is True  # no spread: a is nearer, and stays so
+    assert cr.nearest_reference(moving, "a").holds is None  # still moving by more than the gap
+
+
+def test_at_most_at_least():
+    assert cr.at_most(0.005, 0.01, "d").holds and not cr.at_most(0.02, 0.01, "d").holds
+    assert cr.at_least(0.02, 0.01, "d").holds and not cr.at_least(0.005, 0.01, "d").holds
+
+
+def test_converges_to_says_fails_for_the_wrong_reference():
+    data = fs.Dataset(np.array([[1.0, 2.0]]), [1])
+    refs = {"l1": fs.max_margin(data, 1), "l2": fs.max_margin(data, 2)}
+    sol = fs.solve(fs.derive(fs.Linear(), "logistic", fs.GD()), data, 0.1, t1=1e30)
+    assert cr.converges_to(sol, refs, "l2").holds is True
+    assert cr.converges_to(sol, refs, "l1").holds is False
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+def test_boundaries_separate_the_predicted_labels(depth):
+    """Each Cor 3.5 boundary drawn from the formula has different predictions on its two sides."""
+    mu, rho = [1.0, 2.0], 0.1
+    for line in fs.linf_sam_boundaries(mu, rho, depth, 0.4):
+        mid = line[len(line) // 2]
+        tangent = line[-1] - line[0]
+        normal = np.array([-tangent[1], tangent[0]]) / np.linalg.norm(tangent)
+        sides = [fs.linf_sam_prediction(mu, mid + s * 1e-4 * normal, rho, depth)["leader"] for s in (-1, 1)]
+        assert sides[0] != sides[1], (line, sides)
+
+
+def test_random_minibatches_visit_each_sample_once_per_epoch():
+    """Two steps of random batches of 5 out of 10 samples cover every sample once: with a tiny step they
+    move like one full-batch step of twice the size; draws with replacement do not."""
+    data = fs.datasets.iid_gaussian(10, 4, seed=1)
+
+    def end(batch, steps, lr):
+        run = fs.iterate(fs.optimizers.gd(lr, batch=batch), fs.Linear(), "logistic", data, steps=steps, init=0.0, records=2)
+        return run.beta[-1]
+
+    full = end("full", 1, 2e-6)
+    for seed_steps in (2, 4):  # the second epoch is a new permutation
+        np.testing.assert_allclose(end(("shuffle", 5), seed_steps, 1e-6), full * seed_steps / 2, rtol=1e-4)
+    assert not np.allclose(end("replace", 10, 2e-7), full, rtol=1e-2)
+    with pytest.raises(ValueError, match="mini-batch size"):
+        fs.optimizers.gd(0.1, batch=("shuffle", 0))
+
+
+def test_discriminating_set_separates_the_references():
+    data = fs.datasets.iid_gaussian(10, 20, seed=0)
+    unit = [np.asarray(v, float) / np.linalg.norm(v) for v in (fs.max_margin(data, 2).direction,
+            fs.max_margin(data, float("inf")).direction, fs.adam_fixed_point(data).direction)]
+    cos = [unit[i] @ unit[j] for i, j in ((0, 1), (0, 2), (1, 2))]
+    assert max(cos) <= 0.98, cos
+
+
