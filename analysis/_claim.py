@@ -60,6 +60,7 @@ class Claim:
     controls: list = field(default_factory=list)  # list[Control]
     figure: str | None = None
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
@@ -69,7 +70,7 @@ class Claim:
         return {"id": self.id, "seed": self.seed, "statement": self.statement, "setting": self.setting,
                 "verdict": self.verdict, "why": self.why, "numbers": self.numbers,
                 "controls": [{"setting": c.setting, "verdict": c.verdict, "why": c.outcome.why} for c in self.controls],
-                "figure": self.figure, "wall_s": round(self.seconds, 2)}
+                "figure": self.figure, "wall_s": round(self.seconds, 2), "cpu_s": round(self.cpu_seconds, 2)}
 
 
 def judge(main: Outcome, controls: list[Control]) -> tuple[str, str]:
@@ -96,10 +97,10 @@ def run_checks(checks, out, quick: bool, progress=print) -> list:
     """Run each check(out, quick) -> Claim, timing it and reporting its verdict as it goes."""
     claims = []
     for check in checks:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         c = check(out, quick)
-        c.seconds = time.perf_counter() - start
+        c.seconds, c.cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
         ctl = ", ".join(c.verdict for c in c.controls)
-        progress(f"[{c.verdict:>12}] {c.id}  ({c.seconds:.1f} s)" + (f"  controls: {ctl}" if ctl else ""))
+        progress(f"[{c.verdict:>12}] {c.id}  ({c.seconds:.1f} s, CPU {c.cpu_seconds:.1f} s)" + (f"  controls: {ctl}" if ctl else ""))
         claims.append(c)
     return claims

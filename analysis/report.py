@@ -61,20 +61,24 @@ def _controls(c) -> str:
     return "; ".join(f"{k['verdict']}" for k in c["controls"]) or "none"
 
 
+def _cell(x) -> str:
+    return str(x).replace("|", "\\|")
+
+
 def _markdown(s) -> str:
     lines = [f"# {_title(s)}", "", _timing(s), "",
-             "A claim **holds** only when its criterion holds on the claim's setting and *fails* on every negative "
-             "control (a setting where the conclusion must not hold); a control that also holds makes it "
-             "**inconclusive**. **open**: measured, no prediction to test; **descriptive**: a figure, no test.", "",
+             ("A claim **holds** only when its criterion holds on the claim's setting and *fails* on every negative "
+              "control (a setting where the conclusion must not hold); a control that also holds makes it "
+              "**inconclusive**. **open**: measured, no prediction to test; **descriptive**: a figure, no test."), "",
              "| claim | verdict | controls | why | s |", "|---|---|---|---|---|"]
-    lines += [f"| {c['id']} | **{c['verdict']}** | {_controls(c)} | {c['why']} | {c['wall_s']:.1f} |" for c in s["claims"]]
+    lines += [f"| {c['id']} | **{c['verdict']}** | {_controls(c)} | {_cell(c['why'])} | {c['wall_s']:.1f} |" for c in s["claims"]]
     for c in s["claims"]:
         lines += ["", f"## {c['id']}: {c['verdict']}", "", c["statement"], "", f"Setting: {c['setting']}.", "",
                   f"Verdict: **{c['verdict']}** ({c['why']}).", "", "| run | measured |", "|---|---|"]
-        lines += [f"| {k} | {v} |" for k, v in c["numbers"].items()]
+        lines += [f"| {_cell(k)} | {_cell(v)} |" for k, v in c["numbers"].items()]
         if c["controls"]:
             lines += ["", "| negative control | verdict (must be fails) | measured |", "|---|---|---|"]
-            lines += [f"| {k['setting']} | **{k['verdict']}** | {k['why']} |" for k in c["controls"]]
+            lines += [f"| {_cell(k['setting'])} | **{k['verdict']}** | {_cell(k['why'])} |" for k in c["controls"]]
         if c["figure"]:
             lines += ["", f"![{c['id']}]({c['figure']})"]
     return "\n".join(lines) + "\n"
