@@ -35,6 +35,12 @@ def make_flow(name: str, rho: float = 0.0, norm: float = 2.0):
     raise ValueError(f"unknown flow {name!r}; choose one of {FLOW_NAMES}.")
 
 
+def _user_error(err):
+    """Bad input: one line on stderr and exit code 2, never a traceback."""
+    typer.echo(f"flowsim: error: {' '.join(str(err).split())}", err=True)
+    raise typer.Exit(2)
+
+
 @app.command()
 def reproduce(
     suite: str = typer.Argument(..., help="sam (seed 000), adam (seed 002) or all"),
@@ -47,7 +53,7 @@ def reproduce(
     try:
         path = run_suite(suite, out, quick=quick, progress=typer.echo)
     except ValueError as err:
-        raise typer.BadParameter(str(err), param_hint="SUITE") from None
+        _user_error(err)
     typer.echo(f"wrote {path}")
 
 
@@ -67,7 +73,7 @@ def derive(
     try:
         system = fs.derive(fs.DiagonalNet(depth, model), loss, make_flow(flow, rho, norm))
     except ValueError as err:
-        raise typer.BadParameter(str(err)) from None
+        _user_error(err)
     if latex:
         typer.echo(system.latex())
     else:
@@ -75,51 +81,11 @@ def derive(
             typer.echo(f"{name}: {eq.lhs} = {eq.rhs}")
 
 
-def _get(cfg: dict, key: str, kind, default=None, required=False):
-    node = cfg
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            if required:
-                raise ValueError(f"config: missing key '{key}'.")
-            return default
-        node = node[part]
-    try:
-        return kind(node)
-    except (TypeError, ValueError):
-        raise ValueError(f"config: key '{key}' must be {kind.__name__}; got {node!r}.") from None
-
-
 def experiment_from_config(cfg: dict):
-    """(system, data, solve keyword arguments) from a parsed TOML config; errors name the key."""
-    import flowsim as fs
+    """(system, data, init, solve keyword arguments) from a parsed TOML config (``flowsim.config``)."""
+    from flowsim import config
 
-    known = {"data", "model", "loss", "flow", "init", "t1", "log10_t1", "backend", "clock", "rtol", "atol", "saves"}
-    unknown = set(cfg) - known
-    if unknown:
-        raise ValueError(f"config: unknown key(s) {sorted(unknown)}; known keys are {sorted(known)}.")
-    data_cfg = cfg.get("data")
-    if not isinstance(data_cfg, dict):
-        raise ValueError("config: missing table [data] (X = [[...]], y = [...]) or (gaussian = {n, d, seed}).")
-    if "X" in data_cfg:
-        data = fs.Dataset(np.asarray(data_cfg["X"], float), data_cfg.get("y"))
-    elif "gaussian" in data_cfg:
-        g = data_cfg["gaussian"]
-        rng = np.random.default_rng(_get(g, "seed", int, 0))
-        n, d = _get(g, "n", int, required=True), _get(g, "d", int, required=True)
-        w = rng.normal(size=d)
-        X = rng.normal(size=(n, d))
-        data = fs.Dataset(X, np.sign(X @ w))
-    else:
-        raise ValueError("config: [data] needs X (and y), or gaussian = {n = ..., d = ..., seed = ...}.")
-    model = fs.DiagonalNet(_get(cfg, "model.depth", int, 2), _get(cfg, "model.form", str, "product"))
-    flow = make_flow(_get(cfg, "flow.name", str, "gd"), _get(cfg, "flow.rho", float, 0.0),
-                     _get(cfg, "flow.norm", float, 2.0))
-    system = fs.derive(model, _get(cfg, "loss", str, "logistic"), flow)
-    kw = {k: cfg[k] for k in ("t1", "log10_t1", "backend", "clock", "rtol", "atol", "saves") if k in cfg}
-    if "t1" not in kw and "log10_t1" not in kw:
-        raise ValueError("config: give t1 (e.g. t1 = 1e100) or log10_t1 (e.g. log10_t1 = 1e6).")
-    kw["init"] = cfg.get("init", 0.1)
-    return system, data, kw
+    return config.build(config.parse(cfg))
 
 
 @app.command()
@@ -130,19 +96,19 @@ def run(
     """Run one experiment from a TOML config and save it (netCDF, written atomically).
 
     Keys: [data] X/y or gaussian={n,d,seed}; [model] form, depth; loss; [flow] name, rho, norm;
-    init; t1 or log10_t1; backend; clock; rtol; atol; saves.
+    init; t1 or log10_t1; backend; clock; rtol; atol; saves; allow_nonseparable. Unknown or mistyped keys
+    are errors naming the closest valid key.
     """
     import flowsim as fs
     from flowsim import io
 
     try:
-        system, data, kw = experiment_from_config(tomllib.loads(config.read_text()))
-    except (ValueError, tomllib.TOMLDecodeError) as err:
-        raise typer.BadParameter(str(err), param_hint="CONFIG") from None
-    init = kw.pop("init")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", fs.ReachabilityWarning)
-        sol = fs.solve(system, data, init, progress=True, throw=False, **kw)
+        system, data, init, kw = experiment_from_config(tomllib.loads(config.read_text()))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", fs.ReachabilityWarning)
+            sol = fs.solve(system, data, init, progress=True, throw=False, **kw)
+    except (ValueError, tomllib.TOMLDecodeError) as err:  # bad input, found before or by solve: one line, exit 2
+        _user_error(err)
     for w in caught:
         typer.echo(f"warning: {w.message}", err=True)
     io.save(sol, out)

@@ -78,3 +78,13 @@ def test_random_cases_agree_on_scipy_backends(case):
 @given(cases())
 def test_random_cases_agree_on_every_family(case):
     _agree(case, ["scipy:LSODA", "scipy:BDF"])
+
+
+@pytest.mark.slow
+@settings(max_examples=int(os.environ.get("FLOWSIM_AGREEMENT_AUTO_EXAMPLES", 40)), deadline=None,
+          derandomize=True, suppress_health_check=[HealthCheck.too_slow], phases=[Phase.generate])
+@given(cases())
+def test_random_cases_agree_with_auto(case):
+    """The default backend (diffrax Tsit5, handing stiff plateaus over to scipy BDF) against LSODA: the
+    explicit path through the same checks (one compile per shape, hence fewer examples)."""
+    _agree(case, ["scipy:LSODA", "auto"])

@@ -1,0 +1,127 @@
+"""The schema of an experiment config (TOML, for ``flowsim run``): every key typed, unknown keys rejected
+with the closest valid one named, so a typo (``rh0 = 0.1``) can never run silently as a default.
+
+pydantic does the validation; this module only turns its first error into one readable line.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Literal, Optional, Union
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+FLOW_NAMES = ("gd", "sam", "usam")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class Gaussian(_Strict):
+    n: int = Field(ge=1)
+    d: int = Field(ge=1)
+    seed: int = 0
+
+
+class Data(_Strict):
+    X: Optional[list[list[float]]] = None
+    y: Optional[list[float]] = None
+    gaussian: Optional[Gaussian] = None
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        if (self.X is None) == (self.gaussian is None):
+            raise ValueError("give either X (and y) or gaussian = {n = ..., d = ..., seed = ...}")
+        return self
+
+
+class Model(_Strict):
+    form: Literal["product", "tied", "difference"] = "product"
+    depth: int = Field(2, ge=1)
+
+
+class Flow(_Strict):
+    name: Literal[FLOW_NAMES] = "gd"
+    rho: float = Field(0.0, ge=0.0, allow_inf_nan=False)
+    norm: float = 2.0
+
+
+class Experiment(_Strict):
+    data: Data
+    model: Model = Model()
+    loss: Literal["logistic", "exponential"] = "logistic"
+    flow: Flow = Flow()
+    init: Union[float, list[float], list[list[float]]] = 0.1
+    t1: Optional[float] = Field(None, gt=0.0)
+    log10_t1: Optional[float] = None
+    backend: str = "auto"
+    clock: Literal["auto", "log_time", "tau"] = "auto"
+    rtol: float = Field(1e-8, gt=0.0)
+    atol: float = Field(1e-10, gt=0.0)
+    saves: int = Field(400, ge=2, le=100_000)
+    allow_nonseparable: bool = False
+
+    @model_validator(mode="after")
+    def _horizon(self):
+        if (self.t1 is None) == (self.log10_t1 is None):
+            raise ValueError("give one of t1 (e.g. t1 = 1e100) or log10_t1 (e.g. log10_t1 = 1e6)")
+        return self
+
+
+def _fields_at(loc) -> list[str]:
+    model = Experiment
+    for part in loc[:-1]:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        inner = getattr(field, "annotation", None)
+        for candidate in getattr(inner, "__args__", (inner,)):
+            if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+                model = candidate
+                break
+        else:
+            return []
+    return list(model.model_fields)
+
+
+def _message(err: ValidationError) -> str:
+    e = err.errors()[0]
+    loc = [p for p in e["loc"] if isinstance(p, str) and not p.startswith(("list[", "float", "int"))]
+    key = ".".join(loc) or "(top level)"
+    if e["type"] == "extra_forbidden":
+        close = difflib.get_close_matches(loc[-1], _fields_at(loc), n=1)
+        hint = f"; did you mean '{'.'.join(loc[:-1] + close)}'?" if close else f"; valid keys here: {_fields_at(loc)}"
+        return f"config: unknown key '{key}'{hint}"
+    if e["type"] == "missing":
+        hint = " (a table [data] with X = [[...]] and y = [...], or gaussian = {n, d, seed})" if key == "data" else ""
+        return f"config: missing key '{key}'{hint}"
+    got = e.get("input")
+    shown = "" if isinstance(got, dict) else f"; got {got!r}"
+    msg = e["msg"].removeprefix("Value error, ")
+    return f"config: key '{key}': {msg}{shown}" if loc else f"config: {msg}"
+
+
+def parse(cfg: dict) -> Experiment:
+    """Validate a parsed TOML dict; ``ValueError`` with one line naming the key and the fix."""
+    try:
+        return Experiment.model_validate(cfg)
+    except ValidationError as err:
+        raise ValueError(_message(err)) from None
+
+
+def build(exp: Experiment):
+    """(system, data, init, solve keyword arguments) of a validated experiment."""
+    import flowsim as fs
+
+    if exp.data.X is not None:
+        data = fs.Dataset(np.asarray(exp.data.X, float), exp.data.y)
+    else:
+        g = exp.data.gaussian
+        rng = np.random.default_rng(g.seed)
+        w, X = rng.normal(size=g.d), rng.normal(size=(g.n, g.d))
+        data = fs.Dataset(X, np.sign(X @ w))
+    flows = {"gd": lambda f: fs.GD(), "sam": lambda f: fs.SAM(f.rho, f.norm), "usam": lambda f: fs.USAM(f.rho)}
+    system = fs.derive(fs.DiagonalNet(exp.model.depth, exp.model.form), exp.loss, flows[exp.flow.name](exp.flow))
+    kw = exp.model_dump(include={"t1", "log10_t1", "backend", "clock", "rtol", "atol", "saves", "allow_nonseparable"},
+                        exclude_none=True)
+    return system, data, np.asarray(exp.init, float), kw
