@@ -7,7 +7,7 @@ pydantic does the validation; this module only turns its first error into one re
 from __future__ import annotations
 
 import difflib
-from typing import Literal, Optional, Union
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -26,9 +26,9 @@ class Gaussian(_Strict):
 
 
 class Data(_Strict):
-    X: Optional[list[list[float]]] = None
-    y: Optional[list[float]] = None
-    gaussian: Optional[Gaussian] = None
+    X: list[list[float]] | None = None
+    y: list[float] | None = None
+    gaussian: Gaussian | None = None
 
     @model_validator(mode="after")
     def _one_source(self):
@@ -53,9 +53,9 @@ class Experiment(_Strict):
     model: Model = Model()
     loss: Literal["logistic", "exponential"] = "logistic"
     flow: Flow = Flow()
-    init: Union[float, list[float], list[list[float]]] = 0.1
-    t1: Optional[float] = Field(None, gt=0.0)
-    log10_t1: Optional[float] = None
+    init: float | list[float] | list[list[float]] = 0.1
+    t1: float | None = Field(None, gt=0.0)
+    log10_t1: float | None = None
     backend: str = "auto"
     clock: Literal["auto", "log_time", "tau"] = "auto"
     rtol: float = Field(1e-8, gt=0.0)
