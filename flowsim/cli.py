@@ -1,6 +1,6 @@
 """The ``flowsim`` command line (typer). Same code path as the Python API.
 
-    flowsim reproduce all --out report        # every paper check -> report/report.md + figures
+    flowsim reproduce all --out report        # every paper check -> report/ (md, json, html) + figures
     flowsim derive --model product --depth 2 --flow sam --rho 0.1 --latex
     flowsim run experiment.toml --out run.nc  # one experiment from a config file
     flowsim plot run.nc --out run.png
@@ -20,6 +20,20 @@ app = typer.Typer(help="Simulate optimizer flows on diagonal linear networks and
                   no_args_is_help=True, add_completion=False)
 
 FLOW_NAMES = ("gd", "sam", "usam")
+
+
+def _version(value: bool):
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"flowsim {version('flowsim')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                      help="print the version and exit")):
+    """Simulate optimizer flows on diagonal linear networks and check implicit-bias theorems."""
 
 
 def make_flow(name: str, rho: float = 0.0, norm: float = 2.0):

@@ -57,6 +57,11 @@ def test_interrupted_save_leaves_the_old_run_intact(tmp_path, one_sample, monkey
     assert [p.name for p in tmp_path.iterdir()] == ["run.nc"]  # no temporary file left behind
 
 
+def test_cli_version():
+    r = runner.invoke(app, ["--version"])
+    assert r.exit_code == 0 and r.output.startswith("flowsim ") and fs.__version__ in r.output
+
+
 def test_cli_run_plot_derive(tmp_path):
     cfg = tmp_path / "exp.toml"
     cfg.write_text(CONFIG)
