@@ -7,7 +7,7 @@
      "claims": [{"id": str, "seed": "000" | "002", "statement": str, "setting": str,
                  "verdict": "holds" | "fails" | "inconclusive" | "open" | "descriptive", "why": str,
                  "numbers": {name: str | number}, "controls": [{"setting": str, "verdict": str, "why": str}],
-                 "figure": str | null (a PNG next to the report), "wall_s": float}]}
+                 "figure": str | null (a PNG next to the report), "wall_s": float, "cpu_s": float}]}
 """
 
 from __future__ import annotations
