@@ -30,9 +30,11 @@ class Outcome:
 def every(outcomes, what: str) -> Outcome:
     """All of ``outcomes`` hold (False if any fails, else None if any is undecided)."""
     outcomes = list(outcomes)
+    if not outcomes:
+        return Outcome(None, f"0 {what}: nothing was judged")
     n_ok = sum(o.holds is True for o in outcomes)
     holds = False if any(o.holds is False for o in outcomes) else (True if n_ok == len(outcomes) else None)
-    bad = [o.why for o in outcomes if o.holds is not True]
+    bad = [o.why for o in outcomes if o.holds is False] + [o.why for o in outcomes if o.holds is None]
     return Outcome(holds, f"{n_ok}/{len(outcomes)} {what}" + (f"; first exception: {bad[0]}" if bad else ""))
 
 
@@ -100,7 +102,7 @@ def run_checks(checks, out, quick: bool, progress=print) -> list:
         start, cpu = time.perf_counter(), time.process_time()
         c = check(out, quick)
         c.seconds, c.cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
-        ctl = ", ".join(c.verdict for c in c.controls)
+        ctl = ", ".join(k.verdict for k in c.controls)
         progress(f"[{c.verdict:>12}] {c.id}  ({c.seconds:.1f} s, CPU {c.cpu_seconds:.1f} s)" + (f"  controls: {ctl}" if ctl else ""))
         claims.append(c)
     return claims

@@ -14,6 +14,19 @@ import flowsim as fs
 from ._claim import Outcome
 
 
+def _undecided_if_not_finite(*values):
+    """A criterion fed NaN (a run that failed) must not say "fails": on a control that would pass as
+    evidence. None instead."""
+    if not all(np.all(np.isfinite(np.asarray(v, float))) for v in values):
+        return Outcome(None, "non-finite input (a run that did not finish?)")
+    return None
+
+
+def ran(sol, outcome: Outcome) -> Outcome:
+    """``outcome`` of a run, or undecided when the run itself ended in a failure status."""
+    return outcome if sol.ok else Outcome(None, f"the run ended {sol.status!r}: {sol.message}")
+
+
 def converges_to(sol, refs: dict, want: str) -> Outcome:
     """beta(t) converges in direction to ``refs[want]`` by flowsim's fitted-gap verdict."""
     v = fs.verdict(sol, refs, want)
@@ -24,6 +37,8 @@ def fates_match(prediction: dict, beta_end, alpha, rho: float, depth: int) -> Ou
     """Each coordinate's fate under l_inf-SAM (Thm 3.2) and the limit direction (Cor 3.5) against
     beta at the horizon. At L >= 3 the leader blows up at a finite tau (t -> inf), so the others stop
     there: a non-leading "grow" has only grown, an odd-L "collapse" has only risen toward rho^L."""
+    if (bad := _undecided_if_not_finite(beta_end)) is not None:
+        return bad
     b, a, lead = np.asarray(beta_end, float), np.asarray(alpha, float), prediction["leader"]
     wrong = []
     for j, fate in enumerate(prediction["fate"]):
@@ -76,6 +91,8 @@ def minor_to_major(amplification: dict) -> Outcome:
 
 def crossover_law(N, mu_from: float, mu_to: float, rho: float, rtol: float = 1e-6) -> Outcome:
     """At a growth switch from j to k the gradient norm N = ||mu * w||_2 equals rho (mu_j + mu_k) / sqrt 2."""
+    if (bad := _undecided_if_not_finite(N)) is not None:
+        return bad
     want = rho * (mu_from + mu_to) / np.sqrt(2.0)
     err = abs(N / want - 1.0)
     return Outcome(bool(err <= rtol), f"N = {N:.10g} against rho (mu_j + mu_k)/sqrt 2 = {want:.10g}: relative error {err:.2g}")
@@ -84,6 +101,8 @@ def crossover_law(N, mu_from: float, mu_to: float, rho: float, rtol: float = 1e-
 def error_order(etas, errors, order: float = 1.0, tol: float = 0.1) -> Outcome:
     """The error of a discretisation shrinks at ``order`` in the step (each halving, within ``tol``)."""
     etas, errors = np.asarray(etas, float), np.asarray(errors, float)
+    if (bad := _undecided_if_not_finite(errors)) is not None or len(etas) < 2:
+        return bad or Outcome(None, "fewer than two step sizes")
     orders = np.log(errors[:-1] / errors[1:]) / np.log(etas[:-1] / etas[1:])
     ok = bool(np.all(np.abs(orders - order) < tol))
     return Outcome(ok, f"observed orders {np.round(orders, 3).tolist()} (want {order} +- {tol})")
@@ -93,8 +112,11 @@ def leader_by_scale(leaders) -> Outcome:
     """Thm 4.5 at one time: along increasing alpha the leader (0-based, -1 collapsed) runs from the
     minor coordinate to the major one, never back."""
     lead = np.asarray(leaders, float)
-    alive = lead[lead >= 0]  # NaN (not reached) and -1 (collapsed) drop out
-    ok = len(alive) > 1 and bool(np.all(np.diff(alive) >= 0)) and alive[0] == 0 and alive[-1] == alive.max() > 0
+    seen = lead[~np.isnan(lead)]  # NaN: the run ended before that time
+    alive = seen[seen >= 0]
+    collapse_first = not np.any(np.diff((seen >= 0).astype(int)) < 0)  # collapsed (-1) only below the survivors
+    ok = (len(alive) > 1 and collapse_first and bool(np.all(np.diff(alive) >= 0)) and alive[0] == 0
+          and alive[-1] == alive.max() > 0)
     shown = ["-" if np.isnan(v) else int(v) + 1 for v in lead]
     return Outcome(bool(ok), f"leader along alpha (1-based, 0 collapsed, - not reached): {shown}")
 
@@ -106,6 +128,8 @@ def nearest_reference(distances: dict, want: str) -> Outcome:
     fails when another reference is nearer by more than the spread."""
     final = {k: float(np.asarray(v)[-1]) for k, v in distances.items()}
     d = np.asarray(distances[want], float)
+    if len(d) < 2 or not all(np.isfinite(v) for v in final.values()):
+        return Outcome(None, f"too few records or a non-finite distance: {final}")
     spread = float(abs(d[-1] - d[-max(2, len(d) // 4)]))
     others = {k: v for k, v in final.items() if k != want}
     rival = min(others, key=others.get)
@@ -119,13 +143,19 @@ def nearest_reference(distances: dict, want: str) -> Outcome:
 
 
 def at_most(value: float, bound: float, what: str) -> Outcome:
+    if (bad := _undecided_if_not_finite(value)) is not None:
+        return bad
     return Outcome(bool(value <= bound), f"{what} {value:.4g} ({'<=' if value <= bound else '>'} {bound:g})")
 
 
 def at_least(value: float, bound: float, what: str) -> Outcome:
+    if (bad := _undecided_if_not_finite(value)) is not None:
+        return bad
     return Outcome(bool(value >= bound), f"{what} {value:.4g} ({'>=' if value >= bound else '<'} {bound:g})")
 
 
 def share_above(share: float, baseline: float, what: str) -> Outcome:
     """A share measured on the claim's flow exceeds the same share on the baseline flow."""
+    if (bad := _undecided_if_not_finite(share, baseline)) is not None:
+        return bad
     return Outcome(bool(share > baseline), f"{what}: {share:.4g} against {baseline:.4g} for the baseline")

@@ -232,10 +232,10 @@ def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, recor
             return jnp.zeros(n).at[perm[t % n]].add(1.0)
         if batch == "replace":
             return jnp.zeros(n).at[jax.random.randint(jax.random.fold_in(key, t), (), 0, n)].add(1.0)
-        if isinstance(batch, tuple):  # random batches: positions t*b.. of the current epoch's permutation
-            b = batch[1]
-            perm = jax.random.permutation(jax.random.fold_in(key, (t * b) // n), n)
-            return jnp.zeros(n).at[perm[(t * b + jnp.arange(b)) % n]].add(1.0)
+        if isinstance(batch, tuple):  # random batches: positions t*b.. of the concatenated epoch permutations
+            pos = t * batch[1] + jnp.arange(batch[1])
+            idx = jax.vmap(lambda p: jax.random.permutation(jax.random.fold_in(key, p // n), n)[p % n])(pos)
+            return jnp.zeros(n).at[idx].add(1.0)
         b = 1 if batch == "cyclic" else batch
         idx = (t * b + jnp.arange(b)) % n
         return jnp.zeros(n).at[idx].add(1.0)

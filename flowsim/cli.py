@@ -24,9 +24,9 @@ FLOW_NAMES = ("gd", "sam", "usam")
 
 def _version(value: bool):
     if value:
-        from importlib.metadata import version
+        import flowsim
 
-        typer.echo(f"flowsim {version('flowsim')}")
+        typer.echo(f"flowsim {flowsim.__version__}")
         raise typer.Exit()
 
 
@@ -62,12 +62,12 @@ def reproduce(
     quick: bool = typer.Option(False, help="short horizons and small grids, every control kept (about 2 minutes)"),
 ):
     """Run every claim of a paper as a check, with negative controls: report.md, report.json, report.html, figures."""
+    from analysis.report import SUITES
     from analysis.report import reproduce as run_suite
 
-    try:
-        path = run_suite(suite, out, quick=quick, progress=typer.echo)
-    except ValueError as err:
-        _user_error(err)
+    if suite not in (*SUITES, "all"):  # checked first: an error inside a check is a bug, with its traceback
+        _user_error(f"suite must be one of {sorted([*SUITES, 'all'])}; got {suite!r}.")
+    path = run_suite(suite, out, quick=quick, progress=typer.echo)
     typer.echo(f"wrote {path}")
 
 

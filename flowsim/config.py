@@ -34,6 +34,8 @@ class Data(_Strict):
     def _one_source(self):
         if (self.X is None) == (self.gaussian is None):
             raise ValueError("give either X (and y) or gaussian = {n = ..., d = ..., seed = ...}")
+        if self.gaussian is not None and self.y is not None:
+            raise ValueError("y goes with X; gaussian = {...} draws its own labels")
         return self
 
 
@@ -45,7 +47,13 @@ class Model(_Strict):
 class Flow(_Strict):
     name: Literal[FLOW_NAMES] = "gd"
     rho: float = Field(0.0, ge=0.0, allow_inf_nan=False)
-    norm: float = 2.0
+    norm: float = Field(2.0, gt=1.0)
+
+    @model_validator(mode="after")
+    def _rho_is_used(self):
+        if self.name == "gd" and "rho" in self.model_fields_set:
+            raise ValueError("rho is ignored by name = 'gd'; use name = 'sam' or 'usam', or drop rho")
+        return self
 
 
 class Experiment(_Strict):
@@ -54,8 +62,8 @@ class Experiment(_Strict):
     loss: Literal["logistic", "exponential"] = "logistic"
     flow: Flow = Flow()
     init: float | list[float] | list[list[float]] = 0.1
-    t1: float | None = Field(None, gt=0.0)
-    log10_t1: float | None = None
+    t1: float | None = Field(None, gt=0.0, allow_inf_nan=False)
+    log10_t1: float | None = Field(None, allow_inf_nan=False)
     backend: str = "auto"
     clock: Literal["auto", "log_time", "tau"] = "auto"
     rtol: float = Field(1e-8, gt=0.0)
@@ -90,6 +98,11 @@ def _message(err: ValidationError) -> str:
     key = ".".join(loc) or "(top level)"
     if e["type"] == "extra_forbidden":
         close = difflib.get_close_matches(loc[-1], _fields_at(loc), n=1)
+        if not close and len(loc) == 1:  # a table's key written at the top level: rho = 0.1 for [flow] rho
+            tables = {k: t for t in ("data", "model", "flow") for k in _fields_at([t, ""])}
+            near = difflib.get_close_matches(loc[-1], list(tables), n=1)
+            if near:
+                return f"config: unknown key '{key}'; did you mean '{near[0]}' in the table [{tables[near[0]]}]?"
         hint = f"; did you mean '{'.'.join(loc[:-1] + close)}'?" if close else f"; valid keys here: {_fields_at(loc)}"
         return f"config: unknown key '{key}'{hint}"
     if e["type"] == "missing":

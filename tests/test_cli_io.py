@@ -94,7 +94,10 @@ def test_cli_run_plot_derive(tmp_path):
      (CONFIG.replace("saves = 30", "saves = 10000000"), "key 'saves'"),
      (CONFIG.replace("rho = 0.05", "rho = -1.0"), "key 'flow.rho'"),
      (CONFIG.replace("X = [[1.0, 2.0]]\ny = [1]", "X = [[1.0], [1.0]]\ny = [1, -1]"), "allow_nonseparable"),
-     (CONFIG.replace("t1 = 1e20\n", ""), "give one of t1")],
+     (CONFIG.replace("t1 = 1e20\n", ""), "give one of t1"),
+     ("rho = 0.1\n" + CONFIG, "did you mean 'rho' in the table [flow]?"),
+     (CONFIG.replace('name = "sam"', 'name = "gd"'), "rho is ignored by name = 'gd'"),
+     (CONFIG.replace("t1 = 1e20", "t1 = inf"), "key 't1'")],
 )
 def test_cli_bad_config_names_the_key(tmp_path, text, message):
     cfg = tmp_path / "bad.toml"

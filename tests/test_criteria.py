@@ -22,7 +22,18 @@ def test_judge_needs_failing_controls():
     assert judge(UNDECIDED, [Control("c", NO)])[0] == "inconclusive"
 
 
+def test_a_control_that_did_not_run_is_not_evidence():
+    """NaN from a failed run makes a criterion undecided, never "fails" (which on a control would pass)."""
+    nan = float("nan")
+    for o in (cr.at_most(nan, 0.01, "d"), cr.at_least(nan, 0.01, "d"), cr.share_above(nan, 0.3, "s"),
+              cr.crossover_law(nan, 1.0, 2.0, 0.1), cr.error_order([0.1, 0.05], [nan, 0.1])):
+        assert o.holds is None, o
+    assert judge(YES, [Control("c", cr.at_most(nan, 0.01, "d"))])[0] == "inconclusive"
+    assert cr.nearest_reference({"a": [nan, nan], "b": [1.0, 1.0]}, "a").holds is None
+
+
 def test_every():
+    assert every([], "x").holds is None  # nothing judged is not a pass
     assert every([YES, YES], "x").holds is True
     assert every([YES, UNDECIDED], "x").holds is None
     assert every([YES, UNDECIDED, NO], "x").holds is False
@@ -67,6 +78,7 @@ def test_error_order_and_leader_by_scale():
     assert cr.leader_by_scale([-1, 0, 0, 1, 1, np.nan]).holds is True
     assert cr.leader_by_scale([1, 1, 1, 1]).holds is False
     assert cr.leader_by_scale([0, 1, 0, 1]).holds is False
+    assert cr.leader_by_scale([0, -1, 1]).holds is False  # a collapse between the survivors
 
 
 def test_nearest_reference():
@@ -117,6 +129,8 @@ def test_random_minibatches_visit_each_sample_once_per_epoch():
     full = end("full", 1, 2e-6)
     for seed_steps in (2, 4):  # the second epoch is a new permutation
         np.testing.assert_allclose(end(("shuffle", 5), seed_steps, 1e-6), full * seed_steps / 2, rtol=1e-4)
+    # batches of 3 straddle epochs: 10 steps of 3 are three whole epochs
+    np.testing.assert_allclose(end(("shuffle", 3), 10, 1e-6), full * 5, rtol=1e-4)  # 10 steps x 1e-6 / 2e-6
     assert not np.allclose(end("replace", 10, 2e-7), full, rtol=1e-2)
     with pytest.raises(ValueError, match="mini-batch size"):
         fs.optimizers.gd(0.1, batch=("shuffle", 0))
