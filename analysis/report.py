@@ -27,9 +27,13 @@ SUITES = {"sam": sam.run, "adam": adam.run}
 SCHEMA_VERSION = 1
 
 
-def reproduce(suite: str, out, quick: bool = False, progress=print) -> Path:
+def check_suite(suite: str) -> None:
     if suite not in (*SUITES, "all"):
         raise ValueError(f"suite must be one of {sorted([*SUITES, 'all'])}; got {suite!r}.")
+
+
+def reproduce(suite: str, out, quick: bool = False, progress=print) -> Path:
+    check_suite(suite)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     names = [*SUITES] if suite == "all" else [suite]

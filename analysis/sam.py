@@ -72,7 +72,7 @@ def _fig(rows, cols, w=4.0, h=3.2):
     return fig, np.atleast_2d(fig.subplots(rows, cols))
 
 
-def _discriminating(seeds, n=10, d=4, min_degrees=5.0):
+def _l1_l2_apart(seeds, n=10, d=4, min_degrees=5.0):
     """Gaussian sets (seeded) whose l1 and l2 max-margin directions are at least ``min_degrees`` apart:
     on the others a limit "l2" cannot be told from "l1"."""
     for seed in seeds:
@@ -90,7 +90,7 @@ def l1_limits_l2(out: Path, quick: bool) -> Claim:
     cases = 6 if quick else 21  # judged ones: cases flowsim cannot integrate are listed and replaced
     outcomes, numbers = [], {}
     fig, axes = _fig(1, 3)
-    for i, (seed, data) in enumerate(_discriminating(range(100, 1000))):
+    for i, (seed, data) in enumerate(_l1_l2_apart(range(100, 1000))):
         if len(outcomes) == cases or i == 3 * cases:
             break
         alpha, rho = float(rng.uniform(0.01, 1.0)), float(rng.uniform(0.01, 0.3))
@@ -107,7 +107,7 @@ def l1_limits_l2(out: Path, quick: bool) -> Claim:
             plot.margin_gaps(sol, _refs(data), axes[0, i])
             axes[0, i].set_title(f"L=1 {name}, alpha={alpha:.2g}, rho={rho:.2g}: {o.word}", fontsize=9)
     fig.savefig(out / "sam_depth1.png", dpi=100)
-    seed, data = next(_discriminating([104], min_degrees=20.0))
+    seed, data = next(_l1_l2_apart([104], min_degrees=20.0))
     # the depth-2 limit is reached like a power of 1/log t: the controls need the long horizon
     controls = [Control(f"depth 2 (u^2 - v^2) {name}, data seed {seed} (l1 and l2 28 deg apart), alpha 0.1, t1 1e100: "
                         "its limit is l1, not l2",

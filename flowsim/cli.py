@@ -19,9 +19,6 @@ import typer
 app = typer.Typer(help="Simulate optimizer flows on diagonal linear networks and check implicit-bias theorems.",
                   no_args_is_help=True, add_completion=False)
 
-FLOW_NAMES = ("gd", "sam", "usam")
-
-
 def _version(value: bool):
     if value:
         import flowsim
@@ -34,19 +31,6 @@ def _version(value: bool):
 def main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                       help="print the version and exit")):
     """Simulate optimizer flows on diagonal linear networks and check implicit-bias theorems."""
-
-
-def make_flow(name: str, rho: float = 0.0, norm: float = 2.0):
-    import flowsim as fs
-
-    name = name.lower()
-    if name == "gd":
-        return fs.GD()
-    if name == "sam":
-        return fs.SAM(rho, norm)
-    if name == "usam":
-        return fs.USAM(rho)
-    raise ValueError(f"unknown flow {name!r}; choose one of {FLOW_NAMES}.")
 
 
 def _user_error(err):
@@ -62,11 +46,13 @@ def reproduce(
     quick: bool = typer.Option(False, help="short horizons and small grids, every control kept (about 2 minutes)"),
 ):
     """Run every claim of a paper as a check, with negative controls: report.md, report.json, report.html, figures."""
-    from analysis.report import SUITES
+    from analysis.report import check_suite
     from analysis.report import reproduce as run_suite
 
-    if suite not in (*SUITES, "all"):  # checked first: an error inside a check is a bug, with its traceback
-        _user_error(f"suite must be one of {sorted([*SUITES, 'all'])}; got {suite!r}.")
+    try:
+        check_suite(suite)  # checked first: an error inside a check is a bug, with its traceback
+    except ValueError as err:
+        _user_error(err)
     path = run_suite(suite, out, quick=quick, progress=typer.echo)
     typer.echo(f"wrote {path}")
 
@@ -83,6 +69,7 @@ def derive(
 ):
     """Print the derived per-coordinate equations of a flow."""
     import flowsim as fs
+    from flowsim.config import make_flow
 
     try:
         system = fs.derive(fs.DiagonalNet(depth, model), loss, make_flow(flow, rho, norm))

@@ -15,6 +15,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 FLOW_NAMES = ("gd", "sam", "usam")
 
 
+def make_flow(name: str, rho: float = 0.0, norm: float = 2.0):
+    """The flow a config (or ``flowsim derive``) names: gd, sam (rho, norm) or usam (rho)."""
+    import flowsim as fs
+
+    makers = {"gd": lambda: fs.GD(), "sam": lambda: fs.SAM(rho, norm), "usam": lambda: fs.USAM(rho)}
+    if name.lower() not in makers:
+        raise ValueError(f"unknown flow {name!r}; choose one of {FLOW_NAMES}.")
+    return makers[name.lower()]()
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
@@ -129,12 +139,9 @@ def build(exp: Experiment):
     if exp.data.X is not None:
         data = fs.Dataset(np.asarray(exp.data.X, float), exp.data.y)
     else:
-        g = exp.data.gaussian
-        rng = np.random.default_rng(g.seed)
-        w, X = rng.normal(size=g.d), rng.normal(size=(g.n, g.d))
-        data = fs.Dataset(X, np.sign(X @ w))
-    flows = {"gd": lambda f: fs.GD(), "sam": lambda f: fs.SAM(f.rho, f.norm), "usam": lambda f: fs.USAM(f.rho)}
-    system = fs.derive(fs.DiagonalNet(exp.model.depth, exp.model.form), exp.loss, flows[exp.flow.name](exp.flow))
+        data = fs.datasets.iid_gaussian(exp.data.gaussian.n, exp.data.gaussian.d, exp.data.gaussian.seed)
+    flow = make_flow(exp.flow.name, exp.flow.rho, exp.flow.norm)
+    system = fs.derive(fs.DiagonalNet(exp.model.depth, exp.model.form), exp.loss, flow)
     kw = exp.model_dump(include={"t1", "log10_t1", "backend", "clock", "rtol", "atol", "saves", "allow_nonseparable"},
                         exclude_none=True)
     return system, data, np.asarray(exp.init, float), kw
