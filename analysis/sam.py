@@ -223,7 +223,7 @@ def linf_phase_diagram(out: Path, quick: bool) -> Claim:
 
 def depth2_limits(out: Path, quick: bool) -> Claim:
     t1 = 1e30 if quick else 1e100
-    gauss = "Gaussian n=10 d=4 (seed 104)"
+    gauss = "Gaussian 10x4"
     sets = {"mu=(1,2)": fs.Dataset(MU[None], [1]), gauss: _gaussian(10, 4, 104)}
     fig, axes = _fig(1, 3)
     outcomes, numbers = [], {}
@@ -244,7 +244,8 @@ def depth2_limits(out: Path, quick: bool) -> Claim:
                 for dname, data in sets.items()]
     return claim("000-thm4.2", SEED, "L = 2: GD and l2-SAM converge in direction to the l1 max-margin (Thm 4.2, assuming "
                  "directional convergence; one example and multi-sample Gaussian data).",
-                 _setting(loss="logistic", rho=0.1, alpha="0.2 (one example), 0.1 (Gaussian)",
+                 _setting(loss="logistic", rho=0.1, data="mu=(1,2); Gaussian 10x4 = _gaussian(10, 4, seed 104)",
+                          alpha="0.2 (one example), 0.1 (Gaussian)",
                           t1=f"{t1:g} (one example), 1e100 (Gaussian, controls)"),
                  every(outcomes, "runs converge to l1 by the fitted-gap verdict"), controls, numbers, "sam_depth2.png")
 
@@ -402,7 +403,9 @@ def discrete_tracks_flow(out: Path, quick: bool) -> Claim:
     ax = axes[0, 0]
     ax.loglog(etas, sam_err, "o-", label="discrete SAM")
     ax.loglog(etas, gd_err, "s--", label="discrete GD (control)")
-    ax.set(xlabel="eta", ylabel="max |beta_eta(T) - beta_SAM flow(T)|", title=f"against the l2-SAM flow at T = {T:g}")
+    ax.set(xlabel="eta", ylabel="max |beta_eta(T) - beta_SAM flow(T)|", title=f"against the l2-SAM flow at T = {T:g}",
+           xticks=etas, xticklabels=[f"{e:g}" for e in etas])
+    ax.minorticks_off()
     ax.legend(fontsize=7)
     fig.savefig(out / "sam_discrete.png", dpi=100)
     numbers = {f"eta={e}": f"SAM error {a:.3g}, GD error {b:.3g}" for e, a, b in zip(etas, sam_err, gd_err)}
