@@ -98,7 +98,7 @@ def main():
 def implicit_path():
     """backend="auto" beyond log10 t1 = 1000: scipy BDF with the symbolic Jacobian, and what the one-thread
     BLAS limit inside the scipy backend is worth (baseline: the limit switched off, same run)."""
-    from flowsim._backends import _scipy
+    from flowsim.integrate.backends import _scipy
 
     class NoLimit:
         def restore_original_limits(self):

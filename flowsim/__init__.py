@@ -31,33 +31,36 @@ def _enable_compile_cache():
 
 _enable_compile_cache()
 
-from ._analysis import (  # noqa: E402
+from flowsim.theory.analysis import (  # noqa: E402
     Convergence, LimitEstimate, Verdict, angle, convergence, distance, limit_direction, leading_by_alpha, leading_coordinate, linf_sam_prediction,
     margin_gap, sequential_amplification, shares, switch_times, verdict,
 )
-from ._data import Dataset  # noqa: E402
-from ._derive import System, derive  # noqa: E402
-from ._errors import FlowsimError, IntegrationError, NonSeparableError, ReachabilityWarning  # noqa: E402
-from ._reachable import kept_entry_signs, reachable_signs  # noqa: E402
-from ._flows import GD, SAM, USAM, AdamProxy, SignFlow  # noqa: E402
-from ._losses import Loss, exponential_loss, logistic_loss  # noqa: E402
-from ._models import DiagonalNet, Linear  # noqa: E402
-from ._solution import FAILURES, OUTCOMES, STATUSES, Solution  # noqa: E402
-from . import _datasets as datasets  # noqa: E402
-from . import _optimizers as optimizers  # noqa: E402
-from ._fixed_point import AdamFixedPoint, adam_fixed_point, adam_metric  # noqa: E402
-from ._optimizers import DiscreteRun, Optimizer, flow_distance, iterate  # noqa: E402
-from ._references import MaxMargin, kkt_max_margin, max_margin, normalised_margin  # noqa: E402
-from ._solve import solve  # noqa: E402
-from ._sweep import sweep  # noqa: E402
-from ._phase import first_switch_log10_t, linf_sam_boundaries, linf_sam_phase, switch_log10_t  # noqa: E402
+from flowsim.data import Dataset  # noqa: E402
+from flowsim.symbolic.derive import System, derive  # noqa: E402
+from flowsim.errors import DerivationError, FlowsimError, IntegrationError, NonSeparableError, ReachabilityWarning  # noqa: E402
+from flowsim.theory.reachable import kept_entry_signs, reachable_signs  # noqa: E402
+from flowsim.symbolic.flow import Flow  # noqa: E402
+from flowsim.symbolic.flows import ASAM, GD, SAM, USAM, AdamProxy, NormalizedGD, SignFlow, SteepestDescent  # noqa: E402
+from flowsim.symbolic import directions, points  # noqa: E402
+from flowsim.symbolic.loss import Loss, exponential_loss, logistic_loss  # noqa: E402
+from flowsim.symbolic.model import DiagonalNet, Linear, Parametrization  # noqa: E402
+from flowsim.integrate.solution import FAILURES, OUTCOMES, STATUSES, Solution  # noqa: E402
+from flowsim import datasets as datasets  # noqa: E402
+from flowsim.discrete import optimizers as optimizers  # noqa: E402
+from flowsim.theory.fixed_point import AdamFixedPoint, adam_fixed_point, adam_metric  # noqa: E402
+from flowsim.discrete.optimizers import DiscreteRun, Optimizer, flow_distance, iterate  # noqa: E402
+from flowsim.theory.references import MaxMargin, kkt_max_margin, max_margin, normalised_margin  # noqa: E402
+from flowsim.integrate.solve import solve  # noqa: E402
+from flowsim.integrate.sweep import sweep  # noqa: E402
+from flowsim.theory.phase import first_switch_log10_t, linf_sam_boundaries, linf_sam_phase, switch_log10_t  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Dataset", "DiagonalNet", "Linear", "GD", "SAM", "USAM", "SignFlow", "AdamProxy", "Loss", "exponential_loss", "logistic_loss",
+    "Dataset", "Parametrization", "DiagonalNet", "Linear", "Flow", "points", "directions", "GD", "SAM", "USAM", "ASAM",
+    "SteepestDescent", "NormalizedGD", "SignFlow", "AdamProxy", "Loss", "exponential_loss", "logistic_loss",
     "derive", "System", "solve", "sweep", "switch_log10_t", "first_switch_log10_t", "linf_sam_phase", "linf_sam_boundaries", "Solution", "STATUSES", "OUTCOMES", "FAILURES",
-    "FlowsimError", "IntegrationError", "NonSeparableError", "ReachabilityWarning", "reachable_signs", "kept_entry_signs", "__version__",
+    "FlowsimError", "DerivationError", "IntegrationError", "NonSeparableError", "ReachabilityWarning", "reachable_signs", "kept_entry_signs", "__version__",
     "optimizers", "Optimizer", "iterate", "flow_distance", "DiscreteRun", "datasets",
     "adam_fixed_point", "AdamFixedPoint", "adam_metric",
     "max_margin", "kkt_max_margin", "MaxMargin", "normalised_margin",

@@ -45,7 +45,7 @@ def loss_vs_t(sol, ax=None, **line_kw):
 
 def shares_stacked(sol, ax=None):
     """Stacked share |beta_j| / ||beta||_1 of each coordinate against log10 t (feature usage)."""
-    from ._analysis import shares
+    from flowsim.theory.analysis import shares
 
     ax = _axes(ax)
     keep = np.isfinite(sol.log10_t)
@@ -60,7 +60,7 @@ def shares_stacked(sol, ax=None):
 
 def margin_gaps(sol, refs: dict, ax=None):
     """Normalised-margin gap to each max-margin reference against log10 t (log y axis)."""
-    from ._analysis import margin_gap
+    from flowsim.theory.analysis import margin_gap
 
     ax = _axes(ax)
     keep = np.isfinite(sol.log10_t) & (sol.log10_t > 0)
@@ -95,7 +95,7 @@ def phase_diagram(ds, ax=None):
     where flow and prediction disagree crossed out."""
     from matplotlib.colors import BoundaryNorm, ListedColormap
 
-    from ._phase import linf_sam_boundaries
+    from flowsim.theory.phase import linf_sam_boundaries
 
     ax = _axes(ax)
     a1, a2 = ds["alpha_1"].values, ds["alpha_2"].values
@@ -130,7 +130,7 @@ def leader_map(ds, ax=None, key="alpha", curves=True):
     (log10 t, ``key``), with the switch-time curves of :func:`flowsim.switch_log10_t` on top."""
     from matplotlib.colors import BoundaryNorm, ListedColormap
 
-    from ._phase import switch_log10_t
+    from flowsim.theory.phase import switch_log10_t
 
     ax = _axes(ax)
     lead = ds["leader"].transpose(key, "log10_t").values[:, 1:]  # drop t = 0

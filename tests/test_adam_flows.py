@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import flowsim as fs
-from flowsim._vector_field import VectorField
+from flowsim.integrate.vector_field import VectorField
 
 
 def per_sample_reference(model, theta, Z, flow):
@@ -19,9 +19,9 @@ def per_sample_reference(model, theta, Z, flow):
     g_i = jax.jacobian(losses)(theta)  # (n, K, d): per-sample gradients
     S, Q = g_i.sum(axis=0), (g_i**2).sum(axis=0)
     N = Z.shape[0]
-    if isinstance(flow, fs.SignFlow):
+    if flow.name == "SignFlow":
         return -jnp.sign(S / N)
-    b = flow.batch
+    b = flow.direction.batch
     if b == 1:
         return -S / jnp.sqrt(N * Q)
     return -jnp.sqrt(b * (N - 1) / N) * S / jnp.sqrt((b - 1) * S**2 + (N - b) * Q)

@@ -124,7 +124,7 @@ def test_max_steps_raises_with_partial_solution(one_sample):
 
 
 def test_interrupt_keeps_the_trajectory(one_sample, monkeypatch):
-    from flowsim._vector_field import VectorField
+    from flowsim.integrate.vector_field import VectorField
 
     calls = {"n": 0}
     original = VectorField.field_and_scale
@@ -158,8 +158,8 @@ def test_unrolled_solvers_take_diffraxs_steps(name, clock):
     import diffrax
     import jax.numpy as jnp
 
-    from flowsim._backends import _unrolled
-    from flowsim._vector_field import jax_field
+    from flowsim.integrate.backends import _unrolled
+    from flowsim.integrate.vector_field import jax_field
 
     data = separable(12, 5, seed=6)
     system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.05, 2))
@@ -178,3 +178,22 @@ def test_unrolled_solvers_take_diffraxs_steps(name, clock):
     assert int(new.stats["num_rejected_steps"]) == int(ref.stats["num_rejected_steps"])
     scale = float(jnp.abs(ref.ys).max())
     np.testing.assert_allclose(np.asarray(new.ys), np.asarray(ref.ys), rtol=0, atol=1e-12 * scale)
+
+
+def test_sam_rest_point_where_the_evaluation_point_is_critical_is_held_by_every_backend():
+    """Depth-3 l2-SAM from a balanced negative init keeps beta <= 0 (w = 0 is invariant), and coordinate 1
+    comes to rest where its evaluation point lands on that plane: w~_1 = w_1 + (rho/sqrt 3) = 0, so
+    beta_1 -> -(rho/sqrt 3)^3 while beta_2 -> 0. The rest point attracts from one side only; a solver
+    that stepped across it used to reach the loss's own critical point (beta_1 = -0.167) and call it
+    converged. Every backend must stop at the rest point."""
+    X = np.array([[-1.27288316, 1.88158494], [0.46245432, 0.52199432], [1.27781334, 1.13738853],
+                  [0.35180389, 0.24086668], [-1.25543163, 0.70697094], [-0.00727093, -1.60658444]])
+    data = fs.Dataset(X, [1, 1, 1, 1, 1, -1])
+    rho = 0.331226403393368
+    system = fs.derive(fs.DiagonalNet(3), "logistic", fs.SAM(rho, 2))
+    with pytest.warns(fs.ReachabilityWarning):
+        ends = [fs.solve(system, data, -0.0017383405674502239, log10_t1=74.3, backend=b)
+                for b in ("scipy:LSODA", "scipy:Radau", "scipy:BDF", "auto")]
+    for sol in ends:
+        assert sol.status == "converged" and "rest point of the perturbed flow" in sol.message
+        np.testing.assert_allclose(sol.beta[-1], [-(rho / np.sqrt(3)) ** 3, 0.0], rtol=1e-7, atol=1e-12)

@@ -1,5 +1,5 @@
 """The Jacobian that the implicit scipy methods get: assembled by the chain rule from sympy's partial
-derivatives (flowsim._jacobian), checked against forward-mode autodiff of an independent gradient
+derivatives (flowsim.integrate.jacobian), checked against forward-mode autodiff of an independent gradient
 (jax.grad of a hand-written loss) and of the compiled field, for every model x loss x flow, clock and
 the Filippov sliding field; and a work budget for BDF with it."""
 
@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from test_derive import LOSSES, MODELS, reference_beta, reference_field, reference_point
 
 import flowsim as fs
-from flowsim._jacobian import FieldJacobian
-from flowsim._vector_field import jax_field, numpy_field
+from flowsim.integrate.jacobian import FieldJacobian
+from flowsim.integrate.vector_field import jax_field, numpy_field
 
 
 def symbolic_jacobian(system, K, d, clock, sliding, s, y, args):
@@ -78,7 +78,7 @@ def unsaturated_point(vf, K, d, flow, rng):
         Z = rng.normal(size=(4, d))
         theta = rng.uniform(0.2, 1.0, size=(K, d)) * rng.choice([-1, 1], size=(K, d))
         sigma = rng.choice([-1.0, 1.0], size=(K, d)) if flow.uses_sign else np.ones((K, d))
-        theta_t = vf.evaluation_point(theta, Z, flow.rho, sigma)
+        theta_t, _ = vf.evaluation_point(theta, Z, flow.rho, sigma)
         if max(vf.weights(theta, Z)[3].max(), vf.weights(theta_t, Z)[3].max()) < 0.99:
             return Z, theta, sigma
     raise AssertionError("no unsaturated point in 1000 draws")

@@ -100,14 +100,14 @@ def test_gd_conserves_layer_gaps_to_t_1e100(backend):
 def test_balanced_product_equals_the_product_integrated_as_is(flow, depth, monkeypatch):
     """The tied reduction (rho L^(-1/p), USAM rho/L, time x L) against the full product integrated by an
     explicit method, which keeps the layers equal to rounding: the rescalings are checked, not assumed."""
-    import flowsim._solve
+    import flowsim.integrate.solve
 
     data = fs.Dataset(np.array([[1.0, 2.0], [0.5, 1.5]]), [1, 1])
     system = fs.derive(fs.DiagonalNet(depth), "logistic", flow)
     tight = dict(t1=1e3, backend="scipy:DOP853", rtol=1e-11, atol=1e-13)
     reduced = fs.solve(system, data, 0.3, **tight)
     assert reduced.config["integrated_as"].startswith(f"System(DiagonalNet(depth={depth}, form='tied')")
-    monkeypatch.setattr(flowsim._solve, "reduction", lambda *a: None)
+    monkeypatch.setattr(flowsim.integrate.solve, "reduction", lambda *a: None)
     full = fs.solve(system, data, 0.3, **tight)
     assert "integrated_as" not in full.config
     np.testing.assert_allclose(reduced.log10_t[1:], full.log10_t[1:], rtol=0, atol=1e-9)

@@ -10,7 +10,7 @@ independent variable (``s_max``), an event, ``max_steps``, a failure or an inter
 - count steps, accepted/rejected steps and right-hand-side evaluations;
 - accept ``resume`` (``Segment.resume`` of the previous call, or None) and may ignore it.
 
-Everything else (sign switches, sliding, statuses, saving) is the driver's (``_solve.py``).
+Everything else (sign switches, sliding, statuses, saving) is the driver's (``flowsim.integrate.solve``).
 """
 
 from __future__ import annotations

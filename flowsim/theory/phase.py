@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._analysis import linf_sam_prediction
-from ._data import Dataset
-from ._derive import derive
-from ._flows import SAM
-from ._models import DiagonalNet
-from ._sweep import sweep
+from flowsim.theory.analysis import linf_sam_prediction
+from flowsim.data import Dataset
+from flowsim.symbolic.derive import derive
+from flowsim.symbolic.flows import SAM
+from flowsim.symbolic.model import DiagonalNet
+from flowsim.integrate.sweep import sweep
 
 
 def switch_log10_t(ds, max_switches: int | None = None):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._references import MaxMargin, normalised_margin
+from flowsim.theory.references import MaxMargin, normalised_margin
 
 
 def leading_coordinate(sol) -> np.ndarray:
@@ -167,7 +167,7 @@ def linf_sam_prediction(mu, alpha, rho: float, depth: int) -> dict:
 def leading_by_alpha(system, data, alphas, log10_t: float, **solve_kw) -> np.ndarray:
     """The leading coordinate argmax |beta_j| at time 10**log10_t as a function of the initialisation
     scale alpha (seed 000, Thm 4.5), one solve per alpha (-1 where the solve ended before t)."""
-    from ._solve import solve
+    from flowsim.integrate.solve import solve
 
     out = []
     for a in alphas:

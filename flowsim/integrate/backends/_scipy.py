@@ -1,7 +1,7 @@
 """scipy backend: ``scipy.integrate`` OdeSolver classes stepped one at a time (so max_steps,
 progress and Ctrl-C are honoured), the NumPy-compiled field as right-hand side, and for the
 implicit methods (Radau, BDF, LSODA) the exact Jacobian of that same field, assembled from sympy's
-partial derivatives by the chain rule (:mod:`flowsim._jacobian`). Events and save targets are
+partial derivatives by the chain rule (:mod:`flowsim.integrate.jacobian`). Events and save targets are
 root-found with ``brentq`` on each step's dense output."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import numpy as np
 from scipy import integrate, optimize
 from threadpoolctl import threadpool_limits
 
-from ._base import Segment
-from .._jacobian import FieldJacobian
-from ._events import event_functions
+from flowsim.integrate.backends._base import Segment
+from flowsim.integrate.jacobian import FieldJacobian
+from flowsim.integrate.backends._events import event_functions
 
 METHODS = {"RK45": integrate.RK45, "DOP853": integrate.DOP853, "Radau": integrate.Radau, "BDF": integrate.BDF, "LSODA": integrate.LSODA}
 IMPLICIT = {"Radau", "BDF", "LSODA"}

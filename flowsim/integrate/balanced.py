@@ -22,17 +22,20 @@ import math
 
 import numpy as np
 
-from ._models import DiagonalNet
+from flowsim.symbolic.model import DiagonalNet
 
 
 def reduction(system, theta0):
     """``(tied_system, speedup)`` when ``theta0`` is a balanced start of a product network, else None."""
-    from ._derive import derive
+    from flowsim.symbolic.derive import derive
 
     model = system.model
-    if model.form != "product" or model.depth < 2 or not np.all(theta0 == theta0[:1]):
+    if not isinstance(model, DiagonalNet) or model.form != "product" or model.depth < 2 or not np.all(theta0 == theta0[:1]):
         return None
-    flow, speedup = system.flow.tied_equivalent(model.depth)
+    tied = system.flow.tied_equivalent(model.depth)
+    if tied is None:  # a flow whose parts do not say how the tied net follows: integrate the product
+        return None
+    flow, speedup = tied
     return derive(DiagonalNet(model.depth, "tied"), system.loss, flow), speedup
 
 

@@ -65,25 +65,26 @@ class VectorField:
         return self.compiled.direction(theta, r), S
 
     def evaluation_point(self, theta, Z, rho, sigma):
+        """theta~ and the dual norm N at theta (1 where the flow uses none)."""
         xp = self.xp
         _, _, S, r = self.couplings(theta, Z)
-        G = self.compiled.direction(theta, r)
         q = self.dual_exponent
         if q is None:
             N = 1.0
         else:
-            N = xp.sum(xp.abs(G) ** q) ** (1.0 / q)
+            H = self.compiled.normed(theta, r)
+            N = xp.sum(xp.abs(H) ** q) ** (1.0 / q)
             N = xp.where(N > 0, N, 1.0)  # G = 0 (beta at a critical point): no perturbation
-        return self.compiled.perturbed(theta, r, N, S, rho, sigma)
+        return self.compiled.perturbed(theta, r, N, S, rho, sigma), N
 
     def field_and_scale(self, theta, Z, rho, sigma):
         """F = dtheta/dtau at theta and the log scale S~ at the evaluation point."""
-        theta_t = self.evaluation_point(theta, Z, rho, sigma)
+        theta_t, N = self.evaluation_point(theta, Z, rho, sigma)
         _, _, S_t, e, total = self._unnormalised_weights(theta_t, Z)
         r_t = (e @ Z) / total
         # P = sum_i p_i^2 z_ij^2: the per-sample second moment the Adam proxy needs
         P_t = (e / total) ** 2 @ Z**2 if self.needs_P else r_t
-        return self.compiled.field(theta_t, r_t, P_t, float(Z.shape[0]), sigma), S_t
+        return self.compiled.field(theta_t, r_t, P_t, float(Z.shape[0]), N, sigma), S_t
 
     def sliding_field_and_scale(self, theta, Z, rho, sigma, pinned):
         """Filippov field with the entries in ``pinned`` sliding on w = 0: the real-time fields

@@ -23,3 +23,12 @@ class IntegrationError(FlowsimError, RuntimeError):
 class ReachabilityWarning(UserWarning):
     """The data are separable, but not by any beta the model can reach from its initialisation
     (``Dataset.is_separable_by``): the flow converges to a critical point with a positive loss."""
+
+
+class DerivationError(FlowsimError, AssertionError):
+    """A derived system disagrees with an independent autodiff reference (``System.check``);
+    ``.component`` names the piece that disagrees."""
+
+    def __init__(self, message: str, component: str):
+        super().__init__(message)
+        self.component = component

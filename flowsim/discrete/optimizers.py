@@ -182,7 +182,7 @@ class DiscreteRun(NamedTuple):
 
     @property
     def direction(self):
-        from ._solution import unit_rows
+        from flowsim.integrate.solution import unit_rows
 
         return unit_rows(self.beta)
 
@@ -204,10 +204,10 @@ def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, recor
     """
     from tqdm.auto import tqdm
 
-    from ._data import Dataset
-    from ._derive import derive
-    from ._errors import IntegrationError
-    from ._flows import GD as _GD
+    from flowsim.data import Dataset
+    from flowsim.symbolic.derive import derive
+    from flowsim.errors import IntegrationError
+    from flowsim.symbolic.flows import GD as _GD
 
     if not isinstance(optimizer, Optimizer):
         raise ValueError("optimizer must come from flowsim.optimizers (gd, sam, adam, signum).")
@@ -343,8 +343,8 @@ def flow_distance(make_optimizer, flow, model, loss, data, init, t_end: float, e
     """Run the discrete optimizer ``make_optimizer(eta)`` for t_end / eta steps and the flow to t_end
     on the same problem; return (errors max|beta_eta - beta_flow|, fitted order in eta). For GD and
     SAM against their flows the order is 1."""
-    from ._derive import derive
-    from ._solve import solve
+    from flowsim.symbolic.derive import derive
+    from flowsim.integrate.solve import solve
 
     ref = solve(derive(model, loss, flow), data, init, t1=t_end, rtol=rtol, atol=atol, saves=2, track=()).beta[-1]
     errs = np.array([np.abs(iterate(make_optimizer(eta), model, loss, data, steps=int(round(t_end / eta)), init=init,

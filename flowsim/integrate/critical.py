@@ -7,9 +7,9 @@ converges to a critical point :math:`\theta^*`. In real time the remaining motio
 and runs into any step budget, while the flow itself has nothing left to do.
 
 It applies to the flows whose rest points are the critical points of the loss
-(``flowsim._flows.follows_gradient``): GD, USAM and :math:`\ell_p`-SAM with p finite (sign and
+(``flowsim.symbolic.flow.follows_gradient``): GD, USAM and :math:`\ell_p`-SAM with p finite (sign and
 Adam-proxy flows stop at exact equilibria instead, ``stalled``). The test uses the gradient field :math:`F = -G = -\nabla L/e^S` (O(1)) and its exact
-Jacobian :math:`A = \partial F/\partial\theta` (:mod:`flowsim._jacobian`), i.e. the derived field at
+Jacobian :math:`A = \partial F/\partial\theta` (:mod:`flowsim.integrate.jacobian`), i.e. the derived field at
 rho = 0:
 
 1. the Newton step :math:`\delta = -A^{+}F` solves :math:`A\delta = -F` (F lies in the range of A),
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._jacobian import FieldJacobian
+from flowsim.integrate.jacobian import FieldJacobian
 
 #: the loss must have stopped decreasing (|change of log L| over the last stretch) before the
 #: Jacobian and its spectrum, O((Kd)^3), are computed
@@ -48,27 +48,48 @@ class CriticalPoint:
     limit: np.ndarray
     displacement: float  # error norm of limit - state (units of the tolerance)
     decay_rate: float
+    of_loss: bool = True  # a critical point of the loss; False: a rest point of the perturbed flow only
 
 
 def arrival_radius(flow, size) -> float:
     """How far from a minimum the flow's field stays non-zero: 0 for GD and USAM (rho g vanishes
-    there), the l2 radius of the perturbation ball for normalised SAM (``size`` parameter entries)."""
-    q = flow.dual_exponent
-    if q is None:
+    there), the l2 radius of the perturbation ball for normalised SAM (``size`` parameter entries); 0
+    for other points too (ASAM's ball moves with theta): such a flow is never accepted early."""
+    from flowsim.symbolic.points import Ascent
+
+    if not isinstance(flow.point, Ascent):
         return 0.0
+    q = flow.dual_exponent
     return flow.rho * max(1.0, size ** (0.5 - (1.0 - 1.0 / q)))
 
 
-def find(vf, theta, Z, rtol, atol, radius=0.0, newton_steps=8):
+def find(vf, theta, Z, rtol, atol, radius=0.0, newton_steps=8, rho=0.0):
     """A :class:`CriticalPoint` that ``theta`` has converged to (see the module docstring), or None.
+
+    With ``rho > 0`` a rest point of the perturbed flow itself is looked for first: where the
+    evaluation point lands on a critical point (for SAM on a tied net at odd depth, w~_k = 0), the field
+    vanishes with theta away from the loss's critical points. Such a rest point can attract from one
+    side only (the field vanishes like (w~_k)^(L-1)), so a solver step across it leads to a trajectory
+    the exact flow does not take; it is recognised here, before that can happen.
 
     ``radius`` (:func:`arrival_radius`): a normalised SAM flow is accepted within that distance of a
     minimum, where its field -grad L(theta + rho g/|g|) points into the minimum, provided the
     gradient is linear in theta across that radius (to 10%), the regime where the argument holds."""
-    scale = atol + rtol * np.abs(np.ravel(theta))
+    own = rest_point(vf, theta, Z, rtol, atol, rho, newton_steps) if rho > 0 else None
+    return own or _newton(vf, theta, Z, atol + rtol * np.abs(np.ravel(theta)), atol, newton_steps, 0.0, radius)
+
+
+def rest_point(vf, theta, Z, rtol, atol, rho, newton_steps=8):
+    """A rest point of the flow at radius ``rho`` itself that ``theta`` has converged to, or None."""
+    cp = _newton(vf, theta, Z, atol + rtol * np.abs(np.ravel(theta)), atol, newton_steps, rho)
+    return cp if cp is not None and cp.displacement <= 1.0 else None
+
+
+def _newton(vf, theta, Z, scale, atol, newton_steps, rho, radius=0.0):
+    """Newton's method on the field at radius ``rho`` (0: the gradient field) from ``theta``."""
     x = theta
     for _ in range(newton_steps):
-        F, A = _gradient_field(vf, x, Z)
+        F, A = _gradient_field(vf, x, Z, rho)
         if F is None:
             return None
         delta = np.linalg.lstsq(A, -F, rcond=None)[0]
@@ -79,7 +100,7 @@ def find(vf, theta, Z, rtol, atol, radius=0.0, newton_steps=8):
             break
     else:
         return None
-    F, A = _gradient_field(vf, x, Z)
+    F, A = _gradient_field(vf, x, Z, rho)
     eig = np.linalg.eigvals(A) if F is not None else np.array([np.inf])
     size = float(np.abs(eig).max(initial=0.0))
     if not np.isfinite(size) or size == 0.0 or eig.real.max() > 1e-9 * size:
@@ -90,17 +111,18 @@ def find(vf, theta, Z, rtol, atol, radius=0.0, newton_steps=8):
         return None
     stable = eig.real[eig.real < -1e-9 * size]
     x = np.where(np.abs(x) <= atol, 0.0, x)  # below what the solver resolves: entries decaying to 0 are 0
-    return CriticalPoint(limit=x, displacement=displacement, decay_rate=float(-stable.max()) if stable.size else 0.0)
+    return CriticalPoint(limit=x, displacement=displacement, decay_rate=float(-stable.max()) if stable.size else 0.0,
+                         of_loss=rho == 0.0)
 
 
 def _error_norm(v, scale):
     return math.sqrt(float(np.mean((v / scale) ** 2)))
 
 
-def _gradient_field(vf, theta, Z):
-    """-G = -grad L / e^S at theta (the derived field at rho = 0) and its exact Jacobian."""
+def _gradient_field(vf, theta, Z, rho=0.0):
+    """The derived field at radius ``rho`` (0: -G = -grad L / e^S) at theta and its exact Jacobian."""
     with np.errstate(all="ignore"):
-        F, _, A, _ = FieldJacobian(vf).field_and_scale(theta, Z, 0.0, np.ones_like(theta))
+        F, _, A, _ = FieldJacobian(vf).field_and_scale(theta, Z, rho, np.ones_like(theta))
     F = np.ravel(F)
     return (F, A) if np.all(np.isfinite(F)) and np.all(np.isfinite(A)) else (None, None)
 
@@ -128,7 +150,10 @@ def describe(system, data, cp, log10_t):
     log_loss = float(np.logaddexp.reduce(ll) - math.log(data.n))
     zero = np.nonzero(np.abs(beta) <= 1e-6 * max(float(np.abs(beta).max()), 1e-300))[0] + 1
     decaying = f"coordinates decaying to 0 (1-based): {zero.tolist()}" if zero.size else "no coordinate decays to 0"
-    return (f"converged to a critical point at log10 t = {log10_t:.6g}: limit loss {math.exp(log_loss):.6g} > 0, "
+    what = "a critical point" if cp.of_loss else \
+        "a rest point of the perturbed flow (its evaluation point is a critical point; theta is not)"
+    motion = f"the gradient flow's motion there decays at rate >= {cp.decay_rate:.3g} per unit tau" if cp.of_loss \
+        else "approached like a power of 1/tau where the rate is 0"
+    return (f"converged to {what} at log10 t = {log10_t:.6g}: limit loss {math.exp(log_loss):.6g} > 0, "
             f"minimum margin {margins.min():.6g} (the flow does not separate the data from this init); "
-            f"{decaying}; the gradient flow's motion there decays at rate >= {cp.decay_rate:.3g} per "
-            f"unit tau; distance to it {cp.displacement:.2g} of the tolerance; the state is held to t1")
+            f"{decaying}; {motion}; distance to it {cp.displacement:.2g} of the tolerance; the state is held to t1")

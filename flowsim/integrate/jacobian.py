@@ -9,7 +9,8 @@ With :math:`c_{lj} = \partial\beta_j/\partial w_{lj}`, margins :math:`m = Z\beta
            H = \mathrm{diag}(p\odot a') - p\,(p\odot a')^\top,\qquad
            \frac{\partial S}{\partial w_{li}} = (Z^\top (p\odot a'))_i\, c_{li},
 
-the same at the evaluation point, and :math:`N = \|G\|_q` through :math:`G = -c\,r`. Then
+the same at the evaluation point, and :math:`N = \|H\|_q` through :math:`H(w, r)` (G = -c r unless the
+point scales it). Then
 
 .. math::  \frac{d\tilde w}{d\theta} = P_w + P_r \frac{dr}{d\theta} + P_N \frac{dN}{d\theta} + P_S \frac{dS}{d\theta},\qquad
            \frac{dF}{d\theta} = \Big(F_{\tilde w} + F_{\tilde r}\frac{\partial\tilde r}{\partial\tilde w}
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import math
 
-from ._vector_field import SCHEDULE
+from flowsim.integrate.vector_field import SCHEDULE
 
 
 def _local(xp, block):
@@ -71,15 +72,15 @@ class FieldJacobian:
         vf = self.vf
         xp, K, d, P = vf.xp, vf.K, vf.d, vf.compiled.partials
         r, S, _, _, _, dr, dS = _couplings(vf, theta, Z)
-        G = vf.compiled.direction(theta, r)
         q = vf.dual_exponent
         if q is None:
             N, dN = 1.0, xp.zeros(K * d)
         else:
-            N = xp.sum(xp.abs(G) ** q) ** (1.0 / q)
-            dG = _local(xp, P["G_w"](theta, r)) + _through(xp, P["G_r"](theta, r), dr, K)
-            nu = xp.reshape(xp.sign(G) * (xp.abs(G) / xp.where(N > 0, N, 1.0)) ** (q - 1), (K * d,))
-            dN = xp.where(N > 0, nu @ dG, 0.0)
+            H = vf.compiled.normed(theta, r)  # N = |H|_q
+            N = xp.sum(xp.abs(H) ** q) ** (1.0 / q)
+            dH = _local(xp, P["H_w"](theta, r)) + _through(xp, P["H_r"](theta, r), dr, K)
+            nu = xp.reshape(xp.sign(H) * (xp.abs(H) / xp.where(N > 0, N, 1.0)) ** (q - 1), (K * d,))
+            dN = xp.where(N > 0, nu @ dH, 0.0)
             N = xp.where(N > 0, N, 1.0)
         args = (theta, r, N, S, rho, sigma)
         dwt = _local(xp, P["P_w"](*args)) + _through(xp, P["P_r"](*args), dr, K) \
@@ -96,11 +97,12 @@ class FieldJacobian:
             dPt = xp.reshape(M2[:, None, :] * ct[None, :, :], (d, K * d))
         else:
             Pt, dPt = rt, drt
-        fargs = (theta_t, rt, Pt, n, sigma)
+        fargs = (theta_t, rt, Pt, n, N, sigma)
         F = vf.compiled.field(*fargs)
         dF_dwt = _local(xp, P["F_w"](*fargs)) + _through(xp, P["F_r"](*fargs), drt, K) \
             + _through(xp, P["F_P"](*fargs), dPt, K)
-        return F, St, dF_dwt @ dwt, dSt @ dwt
+        # the direction may use N at theta (steepest descent): that term goes straight to theta
+        return F, St, dF_dwt @ dwt + _through(xp, P["F_N"](*fargs), dN, K), dSt @ dwt
 
     def sliding_field_and_scale(self, theta, Z, rho, sigma, pinned):
         """The Filippov average of :meth:`VectorField.sliding_field_and_scale` and its Jacobians."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._data import Dataset
+from flowsim.data import Dataset
 
 
 def _labels(rng, n):

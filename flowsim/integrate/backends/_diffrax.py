@@ -13,9 +13,9 @@ import numpy as np
 import diffrax
 import optimistix as optx
 
-from . import _unrolled
-from ._base import Segment
-from ._events import event_functions, first_event
+from flowsim.integrate.backends import _unrolled
+from flowsim.integrate.backends._base import Segment
+from flowsim.integrate.backends._events import event_functions, first_event
 
 #: Tsit5 and Dopri5 are diffrax's, with the stages unrolled (see ``_unrolled``)
 SOLVERS = {"Tsit5": _unrolled.Tsit5, "Dopri5": _unrolled.Dopri5, "Dopri8": diffrax.Dopri8, "Kvaerno5": diffrax.Kvaerno5}

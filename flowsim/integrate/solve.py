@@ -8,20 +8,20 @@ import warnings
 
 import numpy as np
 
-from ._backends._diffrax import DiffraxBackend
-from ._balanced import lift, reduction
-from ._backends._events import SCORES, armed, event_functions, scores
-from ._backends._scipy import IMPLICIT, ScipyBackend
-from ._data import Dataset, separable
-from ._derive import System
-from ._errors import IntegrationError, NonSeparableError, ReachabilityWarning
-from ._reachable import kept_entry_signs, reachable_signs
-from . import _critical as critical
-from ._critical import LOSS_STILL
-from ._filippov import classify
-from ._flows import follows_gradient
-from ._solution import FAILURES, OUTCOMES, Solution, log10_t_from_u
-from ._vector_field import CLOCKS, SCHEDULE, jax_field, numpy_field
+from flowsim.integrate.backends._diffrax import DiffraxBackend
+from flowsim.integrate.balanced import lift, reduction
+from flowsim.integrate.backends._events import SCORES, armed, event_functions, scores
+from flowsim.integrate.backends._scipy import IMPLICIT, ScipyBackend
+from flowsim.data import Dataset, separable
+from flowsim.symbolic.derive import System
+from flowsim.errors import IntegrationError, NonSeparableError, ReachabilityWarning
+from flowsim.theory.reachable import kept_entry_signs, reachable_signs
+from flowsim.integrate import critical as critical
+from flowsim.integrate.critical import LOSS_STILL
+from flowsim.integrate.filippov import classify
+from flowsim.symbolic.flow import follows_gradient
+from flowsim.integrate.solution import FAILURES, OUTCOMES, Solution, log10_t_from_u
+from flowsim.integrate.vector_field import CLOCKS, SCHEDULE, jax_field, numpy_field
 
 LN10 = math.log(10.0)
 MAX_SEGMENTS = 10_000
@@ -126,7 +126,7 @@ def solve(
         saves: number of save points: t = 0 and ``saves - 1`` log-spaced in t up to t1.
         max_steps: step budget per segment (a segment ends at a sign switch), spent in equal chunks of
             at most 1,024 steps; between chunks the state is checked for a converged critical point
-            (status ``"converged"``, see ``flowsim._critical``).
+            (status ``"converged"``, see ``flowsim.integrate.critical``).
         throw: raise :class:`flowsim.IntegrationError` (carrying the partial solution) if the
             status is a failure (``flowsim.FAILURES``); otherwise return it.
         collapse_tol: status "collapsed" when max|theta| falls below this fraction of its start
@@ -222,6 +222,7 @@ class _Run:
         self.s, self.y = 0.0, np.concatenate([theta.ravel(), [0.0]])
         self.rec_s, self.rec_y = [self.s], [self.y]
         self.remaining = run_targets[1:]
+        self.looked = 0  # saves up to here were tested for a rest point of the flow (``_earlier_rest_point``)
         self.stats = {"steps": 0, "segments": 0, "switches": 0}
         self.segment_steps = 0  # steps since the last sign switch, against max_steps
         self.restarts = 0  # segments ended by a switch event (not by a chunk of steps)
@@ -386,13 +387,44 @@ def _on_failure(run, seg):
         run.status, run.message = seg.reason, seg.message
 
 
+#: at most this many saved states are tested per look back (each test is a few O((Kd)^3) Newton steps)
+LOOK_BACK = 16
+
+
+def _earlier_rest_point(run) -> bool:
+    """A perturbed flow can come to rest where its evaluation point is a critical point, a rest point
+    that may attract from one side only: a solver that steps across it goes on to a state the exact
+    flow never reaches (and may report that as converged). So the saves since the last look, where the
+    loss stood still, are tested for a rest point of the flow itself, and the earliest one found is
+    held from that save on."""
+    start, run.looked = run.looked, len(run.rec_y)
+    if run.K * run.d > 4096:
+        return False
+    still = [i for i in range(max(start, 1), len(run.rec_y))
+             if abs(run.log_loss(run.rec_y[i][:-1]) - run.log_loss(run.rec_y[i - 1][:-1])) <= LOSS_STILL]
+    for i in still[::-(-len(still) // LOOK_BACK) or 1]:  # spread over the stretch: a rest lasts many saves
+        theta = run.rec_y[i][:-1].reshape(run.K, run.d)
+        cp = critical.rest_point(run.vf, theta, run.Z, run.rtol, run.atol, run.rho)
+        if cp is not None:
+            run.remaining = np.concatenate([np.asarray(run.rec_s[i + 1:], float), run.remaining])
+            run.rec_s, run.rec_y = run.rec_s[:i + 1], run.rec_y[:i + 1]
+            run.s, run.y, run.resume = run.rec_s[i], np.concatenate([cp.limit.ravel(), run.rec_y[i][-1:]]), None
+            run.hold("converged", critical.describe(run.system, run.data, cp, float(log10_t_from_u(run.u_now))))
+            return True
+    return False
+
+
 def _converged(run, loss_still=False) -> bool:
     """Hold the limit as "converged" if the state has converged to a critical point (``_critical``).
     Unless ``loss_still``, only where the loss has stopped decreasing (the test costs O((Kd)^3))."""
-    if not (follows_gradient(run.system.flow) and (loss_still or run.log_loss_change <= LOSS_STILL)):
+    if not follows_gradient(run.system.flow):
+        return False
+    if run.rho > 0 and _earlier_rest_point(run):
+        return True
+    if not (loss_still or run.log_loss_change <= LOSS_STILL):
         return False
     cp = critical.find(run.vf, run.theta, run.Z, run.rtol, run.atol,
-                       critical.arrival_radius(run.system.flow, run.theta.size))
+                       critical.arrival_radius(run.system.flow, run.theta.size), rho=run.rho)
     if cp is None:
         return False
     message = critical.describe(run.system, run.data, cp, float(log10_t_from_u(run.u_now)))
@@ -407,7 +439,7 @@ def _warn_if_unreachable(system, data, theta0):
         return
     fixed = {1.0: ">= 0", -1.0: "<= 0", 0.0: "= 0"}
     kept = ", ".join(f"beta_{j + 1} {fixed[s]}" for j, s in enumerate(signs) if not np.isnan(s))
-    mixed = " or an init whose signs match the data (a (layers, d) array)" if system.model.form == "product" else ""
+    mixed = " or an init whose signs match the data (a (layers, d) array)" if getattr(system.model, "form", None) == "product" else ""
     warnings.warn(
         f"{system.model} from this init keeps {kept} for ever, and no such beta separates these data: the flow "
         "will converge to a critical point with a positive loss (status 'converged'), not to a max-margin "
@@ -485,8 +517,8 @@ def _check_common(system, data, clock, rtol, atol, saves, max_steps, allow_nonse
         )
     if clock not in CLOCKS:
         raise ValueError(f"clock must be one of {(*CLOCKS, 'auto')}; got {clock!r}.")
-    if getattr(system.flow, "batch", 1) >= data.n > 1:
-        raise ValueError(f"AdamProxy(batch={system.flow.batch}) on n={data.n} samples: batch must be < n "
+    if getattr(system.flow.direction, "batch", 1) >= data.n > 1:
+        raise ValueError(f"AdamProxy(batch={system.flow.direction.batch}) on n={data.n} samples: batch must be < n "
                          "(batch = n is the sign flow, a discontinuous field: use flowsim.SignFlow()).")
     if getattr(system.flow, "clock", None) == SCHEDULE:
         clock = SCHEDULE  # the learning-rate schedule is the clock of sign and Adam-proxy flows

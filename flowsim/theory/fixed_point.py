@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._data import Dataset
-from ._references import MaxMargin, max_margin
+from flowsim.data import Dataset
+from flowsim.theory.references import MaxMargin, max_margin
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,11 @@ from itertools import product
 
 import numpy as np
 
-from ._derive import System, derive
-from ._flows import SAM, USAM
-from ._solution import FAILURES, OUTCOMES, log10_t_from_u
-from ._balanced import lift, reduction
-from ._reachable import kept_entry_signs
-from ._solve import (
+from flowsim.symbolic.derive import System, derive
+from flowsim.integrate.solution import FAILURES, OUTCOMES, log10_t_from_u
+from flowsim.integrate.balanced import lift, reduction
+from flowsim.theory.reachable import kept_entry_signs
+from flowsim.integrate.solve import (
     ENDINGS, _assemble, _backend, _check_common, _clock_plan, _horizon, _log_floor, _u_of, close_records, end_status,
     initial_params, resolve_clock, solve, structure_key,
 )
@@ -40,8 +39,8 @@ def _check_grid(system, data, grid):
     axes = {}
     for key, values in grid.items():
         if key == RHO:
-            if not isinstance(system.flow, (SAM, USAM)):
-                raise ValueError(f"grid key 'rho' needs a flow with a radius (SAM, USAM); {system.flow} has none.")
+            if not system.flow.point.uses_rho:
+                raise ValueError(f"grid key 'rho' needs a flow with a radius (SAM, USAM, ASAM); {system.flow} has none.")
         elif key != ALPHA:
             j = key[len("alpha_"):] if key.startswith("alpha_") else ""
             if not (j.isdigit() and 1 <= int(j) <= data.d):
@@ -202,16 +201,16 @@ def _chunk(spec, data, inits, rhos, opts):
 def _with_rho(flow, rho):
     from dataclasses import replace
 
-    return replace(flow, rho=float(rho)) if isinstance(flow, (SAM, USAM)) else flow
+    return replace(flow, rho=float(rho)) if flow.point.uses_rho else flow
 
 
 def _vmapped(system, data, inits, rhos, opts):
     """The per-point solves of :func:`flowsim.solve` for a smooth flow (one segment each), as one vmap."""
     import jax.numpy as jnp
 
-    from ._backends._diffrax import FAILED_MESSAGE, kernel, reason
-    from ._backends._events import armed, event_functions
-    from ._vector_field import SCHEDULE, jax_field, numpy_field
+    from flowsim.integrate.backends._diffrax import FAILED_MESSAGE, kernel, reason
+    from flowsim.integrate.backends._events import armed, event_functions
+    from flowsim.integrate.vector_field import SCHEDULE, jax_field, numpy_field
 
     flow = system.flow
     clock = SCHEDULE if getattr(flow, "clock", None) == SCHEDULE else opts["clock"]
@@ -267,7 +266,7 @@ def _vmapped(system, data, inits, rhos, opts):
 
 def _on_grid(sols, L1, saves, d):
     """Each solution's saves on the shared save grid (NaN past its end), plus its end state."""
-    from ._solve import _save_grid
+    from flowsim.integrate.solve import _save_grid
 
     grid = log10_t_from_u(_save_grid(L1, saves))
     m = len(sols)
@@ -290,7 +289,7 @@ def _on_grid(sols, L1, saves, d):
 def _dataset(system, data, axes, out, L1, saves, attrs):
     import xarray as xr
 
-    from ._solve import _save_grid
+    from flowsim.integrate.solve import _save_grid
 
     shape = tuple(len(v) for v in axes.values())
     dims = list(axes)

@@ -23,15 +23,15 @@ sympy objects; ``System.source(...)`` shows the generated code.
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import numpy as np
 import sympy as sp
 
-from ._flows import GD, SAM, USAM, AdamProxy, SignFlow
-from ._losses import M, Loss, get_loss, jax_functions, numpy_functions
-from ._models import DiagonalNet
+from flowsim.symbolic.flow import Flow
+from flowsim.symbolic.loss import M, Loss, get_loss, jax_functions, numpy_functions
+from flowsim.symbolic.model import Parametrization
 
 
 @dataclass(frozen=True)
@@ -45,10 +45,11 @@ class Compiled:
     direction: object
     perturbed: object
     field: object
+    normed: object
     log_q: object
     log_l: object
     raw: dict
-    #: symbolic partial derivatives for the Jacobian (see :mod:`flowsim._jacobian`): name -> function
+    #: symbolic partial derivatives for the Jacobian (see :mod:`flowsim.integrate.jacobian`): name -> function
     partials: dict = field(default_factory=dict)
 
 
@@ -59,7 +60,7 @@ class System:
     Build with :func:`derive`; pass to :func:`flowsim.solve`.
     """
 
-    model: DiagonalNet
+    model: Parametrization
     loss: Loss
     flow: object
     w: tuple
@@ -111,6 +112,14 @@ class System:
         compiled = {"numpy": self.numpy, "jax": self.jax}[backend]
         return inspect.getsource(compiled.raw[part])
 
+    def check(self, data=None, *, points: int = 3, seed: int = 0, rtol: float = 1e-8) -> float:
+        """Compare the compiled gradient, field and Jacobian with autodiff of an independently built loss
+        at random states; raises :class:`flowsim.DerivationError` naming the component that disagrees
+        (:mod:`flowsim.symbolic.check`). Returns the largest relative error."""
+        from flowsim.symbolic.check import check
+
+        return check(self, data, points=points, seed=seed, rtol=rtol)
+
     def vector_field(self, params, data):
         """The rescaled field F = dtheta/dtau (O(1) at any t) at ``params`` (an init-like scalar,
         (d,) or (layers, d) array) on ``data``, and log s with dtheta/dt = s F (s = e^{S~}, the loss
@@ -118,7 +127,7 @@ class System:
         surface; solve handles sliding). For phase portraits and checks, not for integration."""
         import numpy as np
 
-        from ._vector_field import numpy_field
+        from flowsim.integrate.vector_field import numpy_field
 
         theta = self.model.init_params(params, data.d)
         K, d = theta.shape
@@ -154,7 +163,7 @@ def _no_delta(e):
     return e.replace(sp.DiracDelta, lambda *a: sp.Integer(0))
 
 
-def _partials(w, wt, r, rt, N, S, Pt, direction, perturbed, field_wt, loss):
+def _partials(w, wt, r, rt, N, S, Pt, direction, normed, perturbed, field_wt, loss):
     """Per-coordinate partial derivatives of the field's building blocks, with the argument lists
     their compiled functions take. Matrices over layers (d a_k / d b_l) are flattened row-major."""
     K = len(w)
@@ -164,43 +173,44 @@ def _partials(w, wt, r, rt, N, S, Pt, direction, perturbed, field_wt, loss):
                [_no_delta(sp.diff(e, wrt)) for e in exprs]
 
     return {
-        # G = -dbeta/dw r: d/dw (K x K) and d/dr
-        "G_w": (d(direction, w), "direction", K * K), "G_r": (d(direction, r), "direction", K),
+        # H, whose dual norm is N (G for most points): d/dw (K x K) and d/dr
+        "H_w": (d(normed, w), "direction", K * K), "H_r": (d(normed, r), "direction", K),
         # the evaluation point w~(w, r, N, S)
         "P_w": (d(perturbed, w), "perturbed", K * K), "P_r": (d(perturbed, r), "perturbed", K),
         "P_N": (d(perturbed, N), "perturbed", K), "P_S": (d(perturbed, S), "perturbed", K),
         # the field at the evaluation point, F(w~, r~, P~)
         "F_w": (d(field_wt, wt), "field", K * K), "F_r": (d(field_wt, rt), "field", K),
-        "F_P": (d(field_wt, Pt), "field", K),
+        "F_P": (d(field_wt, Pt), "field", K), "F_N": (d(field_wt, N), "field", K),
         # d log q / dm: how the sample weights move with the margins
         "log_q_m": (_no_delta(sp.diff(loss.log_q, M)), "margin", None),
     }
 
 
 def _compile(system_parts, modules, xp) -> Compiled:
-    (w, wt, sig, r, rt, N, S, rho, beta, direction, perturbed, field_wt, loss, Pt, n) = system_parts
+    (w, wt, sig, r, rt, N, S, rho, beta, direction, normed, perturbed, field_wt, loss, Pt, n) = system_parts
     K = len(w)
     # every compiled function (and each partial derivative, which takes the arguments of the function
     # it differentiates) is one of these signatures
     signatures = {"beta": list(w), "direction": [*w, r], "perturbed": [*w, r, N, S, rho, *sig],
-                  "field": [*wt, rt, Pt, n, *sig], "margin": [M]}
+                  "field": [*wt, rt, Pt, n, N, *sig], "margin": [M]}
     calls = {
         "beta": lambda c: lambda W: c(xp, W),
         "direction": lambda c: lambda W, r_: c(xp, W, r_),
         "perturbed": lambda c: lambda W, r_, N_, S_, rho_, Sig: c(xp, W, r_, N_, S_, rho_, *Sig),
-        "field": lambda c: lambda Wt, rt_, Pt_, n_, Sig: c(xp, Wt, rt_, Pt_, n_, *Sig),
+        "field": lambda c: lambda Wt, rt_, Pt_, n_, N_, Sig: c(xp, Wt, rt_, Pt_, n_, N_, *Sig),
     }
     exprs = {
         "beta": (beta, "beta", None), "direction": (list(direction), "direction", K),
+        "normed": (list(normed), "direction", K),
         "perturbed": (list(perturbed), "perturbed", K), "field": (list(field_wt), "field", K),
         "log_q": (loss.log_q, "margin", None), "log_l": (loss.log_expr, "margin", None),
-        **_partials(w, wt, r, rt, N, S, Pt, direction, perturbed, field_wt, loss),
+        **_partials(w, wt, r, rt, N, S, Pt, direction, normed, perturbed, field_wt, loss),
     }
     raw, fns = {}, {}
     for name, (e, of, n_out) in exprs.items():
         raw[name] = fn = sp.lambdify(signatures[of], e, modules=modules, cse=True)
         fns[name] = _elementwise(xp, fn) if of == "margin" else calls[of](_broadcasting(fn, n_out))
-    main = {k: fns.pop(k) for k in ("beta", "direction", "perturbed", "field", "log_q", "log_l")}
+    main = {k: fns.pop(k) for k in ("beta", "direction", "perturbed", "field", "normed", "log_q", "log_l")}
     return Compiled(**main, raw=raw, partials=fns)
 
 
@@ -211,26 +221,19 @@ def derive(model, loss, flow) -> System:
 
     Returns a :class:`System` with ``.equations`` (sympy), ``.latex()`` and compiled functions.
     """
-    if not isinstance(model, DiagonalNet):
-        raise ValueError(f"model must be a flowsim.DiagonalNet or flowsim.Linear(); got {model!r}.")
-    if not isinstance(flow, (GD, SAM, USAM, SignFlow, AdamProxy)):
-        raise ValueError(f"flow must be flowsim.GD(), SAM(rho, norm), USAM(rho), SignFlow() or AdamProxy(); got {flow!r}.")
+    if not isinstance(model, Parametrization):
+        raise ValueError(f"model must be a flowsim.Parametrization (DiagonalNet, Linear() or your own); got {model!r}.")
+    if not isinstance(flow, Flow):
+        raise ValueError(f"flow must be a flowsim.Flow (GD(), SAM(rho, norm), SignFlow(), ... or your own "
+                         f"Flow(point, direction)); got {flow!r}.")
     loss = get_loss(loss)
     parts = _derive_parts(model, loss, _structure(flow))
     return System(model, loss, flow, *parts[:-2], numpy=parts[-2], jax=parts[-1])
 
 
 def _structure(flow):
-    """The flow with rho normalised away: what the symbolic derivation depends on."""
-    if isinstance(flow, SAM):
-        return SAM(1.0, flow.norm)
-    if isinstance(flow, USAM):
-        return USAM(1.0)
-    if isinstance(flow, SignFlow):
-        return SignFlow()
-    if isinstance(flow, AdamProxy):
-        return AdamProxy(batch=flow.batch)
-    return GD()
+    """The flow with its run-time numbers normalised away: what the symbolic derivation depends on."""
+    return replace(flow, rho=1.0 if flow.point.uses_rho else 0.0, lr=1.0, decay=1.0)
 
 
 def _decorated(accent: str, name: str) -> str:
@@ -240,8 +243,24 @@ def _decorated(accent: str, name: str) -> str:
     return f"{accent}{{{base}}}" + (f"_{{{index}}}" if index else "")
 
 
+def _tidy(e):
+    """sympy's simplify, kept only where it agrees with the expression at random points: with |x|^a
+    and sign(x) it can rewrite through square roots of negative numbers."""
+    s = sp.simplify(e)
+    args = sorted(e.free_symbols | s.free_symbols, key=str)
+    rng = np.random.default_rng(0)
+    f, g = (sp.lambdify(args, x, modules=[numpy_functions(), "numpy"]) for x in (e, s))
+    with np.errstate(all="ignore"):
+        for _ in range(5):
+            point = rng.normal(size=len(args)) * 2
+            a, b = complex(f(*point)), complex(g(*point))
+            if not (a == b or abs(a - b) <= 1e-9 * (1 + abs(a))):
+                return e
+    return s
+
+
 @lru_cache(maxsize=None)
-def _derive_parts(model: DiagonalNet, loss: Loss, flow):
+def _derive_parts(model: Parametrization, loss: Loss, flow):
     import jax.numpy as jnp
 
     K = model.n_layers
@@ -257,14 +276,15 @@ def _derive_parts(model: DiagonalNet, loss: Loss, flow):
     grad_beta = [sp.diff(beta, w[k]) for k in range(K)]
     direction = tuple(sp.simplify(-grad_beta[k] * r) for k in range(K))
     # no simplify here: for general p it rewrites |G|^(q-1) through sqrt of possibly negative terms
-    perturbed = tuple(w[k] + flow.perturbation(w[k], direction[k], N, S, rho, sig[k]) for k in range(K))
+    perturbed = tuple(w[k] + rho * flow.perturbation(w[k], direction[k], N, S, rho, sig[k]) for k in range(K))
+    normed = tuple(flow.normed(w[k], direction[k], N, S, rho, sig[k]) for k in range(K))
     at_tilde = dict(zip(w, wt))
     Pt, n = sp.Symbol(r"\tilde{P}", positive=True), sp.Symbol("n", positive=True)
     # gradient flows: dtheta/dtau = -G(theta~) = +dbeta/dw(theta~) * r~; others: their own rule
-    field_wt = tuple(sp.simplify(flow.field(grad_beta[k].xreplace(at_tilde), rt, Pt, n, sig[k])) for k in range(K))
+    field_wt = tuple(_tidy(flow.field(wt[k], grad_beta[k].xreplace(at_tilde), rt, Pt, n, N, sig[k])) for k in range(K))
     field_w = tuple(f.xreplace(dict(zip(wt, perturbed))) for f in field_wt)
 
-    common = (w, wt, sig, r, rt, N, S, rho, beta, direction, perturbed, field_wt, loss, Pt, n)
+    common = (w, wt, sig, r, rt, N, S, rho, beta, direction, normed, perturbed, field_wt, loss, Pt, n)
     np_c = _compile(common, [numpy_functions(), "numpy"], np)
     jax_c = _compile(common, [jax_functions(), "jax"], jnp)
     return (w, wt, sig, r, rt, N, S, rho, beta, direction, perturbed, field_wt, field_w, np_c, jax_c)

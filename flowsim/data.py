@@ -66,9 +66,9 @@ class Dataset:
         """Whether some beta that ``model`` can reach from ``init`` under ``flow`` (default GD)
         separates the data: the sign pattern of beta is restricted (:func:`flowsim.reachable_signs`;
         a balanced product or tied network of even depth from a positive init keeps beta >= 0)."""
-        from ._flows import GD
-        from ._models import DiagonalNet
-        from ._reachable import reachable_signs
+        from flowsim.symbolic.flows import GD
+        from flowsim.symbolic.model import DiagonalNet
+        from flowsim.theory.reachable import reachable_signs
 
         if not isinstance(model, DiagonalNet):
             raise ValueError(f"model must be a flowsim.DiagonalNet or flowsim.Linear(); got {model!r}.")

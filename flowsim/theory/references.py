@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linprog, minimize
 
-from ._data import Dataset
-from ._errors import NonSeparableError
+from flowsim.data import Dataset
+from flowsim.errors import NonSeparableError
 
 
 @dataclass(frozen=True)

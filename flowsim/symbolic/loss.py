@@ -1,0 +1,249 @@
+r"""Margin losses l(m) from any sympy expression; flowsim derives what the solver needs.
+
+The solver works with :math:`\log q_i`, :math:`q = -l'(m)`, and :math:`S = \log \frac1n \sum_i q_i`, so
+that :math:`\nabla_\beta L = -e^{S} Z^\top \mathrm{softmax}(\log q)` with an O(1) direction
+(docs/theory.md, section 4). A :class:`Loss` therefore derives q, pushes :math:`\log q` and
+:math:`\log l` into a log-domain form that stays finite for margins in the millions (sums of
+exponentials become a log-sum-exp, :math:`\log(1 + e^x)` a softplus), and checks what the clocks
+assume: q > 0 everywhere and an exponential tail, :math:`-\log q(m)/m \to c > 0` as m -> oo.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import sympy as sp
+
+#: the margin symbol every loss is rewritten in
+M = sp.Symbol("m", real=True)
+
+
+class softplus(sp.Function):
+    r""":math:`\log(1 + e^x)`, printed as ``logaddexp(0, x)`` (stable for any x)."""
+
+    def fdiff(self, argindex=1):
+        x = self.args[0]
+        return sp.exp(x - softplus(x))
+
+
+class log_softplus(sp.Function):
+    r""":math:`\log\log(1 + e^x)`, stable for x -> -inf (where softplus underflows)."""
+
+    def fdiff(self, argindex=1):
+        x = self.args[0]
+        return sp.exp(x - softplus(x) - log_softplus(x))
+
+
+class logsumexp(sp.Function):
+    r""":math:`\log\sum_k e^{a_k}`: the log of a sum of positive terms, finite where each underflows."""
+
+    def fdiff(self, argindex=1):
+        return sp.exp(self.args[argindex - 1] - self)
+
+
+def _np_log_softplus(x):
+    x = np.asarray(x, dtype=np.float64)
+    small = x < -30.0
+    xs = np.where(small, x, 0.0)
+    return np.where(small, xs + np.log1p(-0.5 * np.exp(xs)), np.log(np.logaddexp(0.0, np.where(small, 0.0, x))))
+
+
+def _jax_log_softplus(x):
+    import jax.numpy as jnp
+
+    small = x < -30.0
+    xs = jnp.where(small, x, 0.0)
+    return jnp.where(small, xs + jnp.log1p(-0.5 * jnp.exp(xs)), jnp.log(jnp.logaddexp(0.0, jnp.where(small, 0.0, x))))
+
+
+def numpy_functions():
+    from scipy.special import logsumexp as lse
+
+    return {"softplus": lambda x: np.logaddexp(0.0, x), "log_softplus": _np_log_softplus,
+            "logsumexp": lambda *a: lse(np.stack(np.broadcast_arrays(*a)), axis=0)}
+
+
+def jax_functions():
+    import jax
+    import jax.numpy as jnp
+
+    return {"softplus": lambda x: jnp.logaddexp(0.0, x), "log_softplus": _jax_log_softplus,
+            "logsumexp": lambda *a: jax.nn.logsumexp(jnp.stack(jnp.broadcast_arrays(*a)), axis=0)}
+
+
+def _softplus_form(e):
+    """log(1 + exp(x)) -> softplus(x), wherever it appears."""
+    def is_softplus(a):
+        return isinstance(a, sp.log) and isinstance(a.args[0], sp.Add) and len(a.args[0].args) == 2 \
+            and sp.S.One in a.args[0].args and any(isinstance(t, sp.exp) for t in a.args[0].args)
+
+    def to_softplus(a):
+        (x,) = [t.args[0] for t in a.args[0].args if isinstance(t, sp.exp)]
+        return softplus(x)
+
+    return e.replace(is_softplus, to_softplus)
+
+
+def log_domain(e):
+    """log(e) written so that no intermediate over- or underflows: products become sums, exponentials
+    their exponents, sums of positive terms a log-sum-exp, log(softplus) the log-softplus."""
+    e = sp.powsimp(sp.factor_terms(e), combine="exp")
+    if isinstance(e, sp.exp):
+        return e.args[0]
+    if isinstance(e, softplus):
+        return log_softplus(e.args[0])
+    if isinstance(e, sp.Mul):
+        return sp.Add(*[log_domain(f) for f in e.args])
+    if isinstance(e, sp.Pow) and e.exp.is_real:
+        return e.exp * log_domain(e.base)
+    if isinstance(e, sp.Add) and all(_positive(t) for t in e.args):
+        return logsumexp(*[log_domain(t) for t in e.args])
+    return sp.log(e)
+
+
+def _positive(t):
+    """True when every factor of the term is positive for every real m (a term a log-sum-exp may take)."""
+    factors = t.args if isinstance(t, sp.Mul) else (t,)
+    return all(f.is_positive or isinstance(f, (sp.exp, softplus)) for f in factors)
+
+
+#: margins where q > 0 and the log-domain form are checked against mpmath, and where the tail is read
+_CHECK_AT = np.linspace(-30.0, 30.0, 61)
+_TAIL_AT = (1e4, 1e6, 1e8)
+
+
+@dataclass(frozen=True)
+class Loss:
+    r"""A margin loss l(m): ``Loss(name, expr, margin=None, log_expr=None)``.
+
+    ``expr`` is any sympy expression in one symbol, the margin (found by itself, or named by ``margin``;
+    assumptions do not matter). flowsim derives q = -l'(m) and the log-domain forms of log q and log l.
+    ``log_expr`` (log l), when given, is checked against the derived one. Raises ``ValueError`` when q is
+    not positive on [-30, 30], or when the tail is not exponential (the clocks keep the state O(1) only
+    then, docs/theory.md 4): ``tail_rate`` is c in -log q(m) ~ c m.
+
+    >>> m = sympy.Symbol("m")
+    >>> fs.Loss("squared exponential", sympy.exp(-m) ** 2)     # tail rate 2
+    """
+
+    name: str = field(compare=False)  # a label: losses with one formula are one loss
+    expr: sp.Expr
+    margin: sp.Symbol | None = None
+    log_expr: sp.Expr | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"name must be a non-empty string; got {self.name!r}.")
+        expr = _sympified(self.expr, "expr")
+        margin = _margin_symbol(expr, self.margin)
+        expr = _softplus_form(expr.xreplace({margin: M}) if margin is not None else expr)
+        object.__setattr__(self, "expr", expr)
+        object.__setattr__(self, "margin", M)
+        derived = log_domain(expr)
+        if self.log_expr is not None:
+            given = _softplus_form(_sympified(self.log_expr, "log_expr").xreplace({margin: M} if margin is not None else {}))
+            _check_same(given, derived, "log_expr", "log l(m)")
+            derived = given
+        object.__setattr__(self, "log_expr", derived)
+        _check_q_positive(self)
+        object.__setattr__(self, "_tail", _tail_rate(self))
+
+    @cached_property
+    def q(self) -> sp.Expr:
+        """q(m) = -l'(m), the weight of a sample with margin m."""
+        return -sp.diff(self.expr, M)
+
+    @cached_property
+    def log_q(self) -> sp.Expr:
+        """log q(m) in log-domain form."""
+        return sp.expand(log_domain(self.q))
+
+    @property
+    def tail_rate(self) -> float:
+        """c with -log q(m) / m -> c as m -> oo (1 for the exponential and logistic losses)."""
+        return self._tail
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _sympified(e, what):
+    try:
+        return sp.sympify(e)
+    except (sp.SympifyError, TypeError):
+        raise ValueError(f"{what} must be a sympy expression in the margin; got {e!r}.") from None
+
+
+def _margin_symbol(expr, margin):
+    free = expr.free_symbols
+    if margin is not None:
+        if not isinstance(margin, sp.Symbol):
+            raise ValueError(f"margin must be the sympy Symbol the loss is written in (log l goes in log_expr=); "
+                             f"got {margin!r}.")
+        if free - {margin}:
+            raise ValueError(f"the loss may depend on the margin {margin} only; it also has {sorted(map(str, free - {margin}))}.")
+        return margin
+    if len(free) > 1:
+        raise ValueError(f"the loss has several symbols {sorted(map(str, free))}; name the margin with margin=.")
+    return next(iter(free), None)
+
+
+def _mp_values(e, at):
+    import mpmath
+
+    f = sp.lambdify(M, e, modules=[{"softplus": lambda x: mpmath.log1p(mpmath.exp(x)),
+                                     "log_softplus": lambda x: mpmath.log(mpmath.log1p(mpmath.exp(x))),
+                                     "logsumexp": lambda *a: mpmath.log(mpmath.fsum(mpmath.exp(v) for v in a))}, "mpmath"])
+    with mpmath.workdps(40):
+        return [f(mpmath.mpf(float(m))) for m in at]
+
+
+def _check_same(a, b, what, of):
+    va, vb = _mp_values(a, _CHECK_AT), _mp_values(b, _CHECK_AT)
+    for m, x, y in zip(_CHECK_AT, va, vb):
+        if not abs(complex(x) - complex(y)) <= 1e-9 * (1 + abs(complex(y))):
+            raise ValueError(f"{what} is not {of}: at m = {m:g} it is {complex(x).real:.6g}, the derived form "
+                             f"gives {complex(y).real:.6g}. Leave {what} out to have it derived.")
+
+
+def _check_q_positive(loss):
+    import mpmath
+
+    for m, raw in zip(_CHECK_AT, _mp_values(loss.q, _CHECK_AT)):
+        v = complex(raw)
+        if not (abs(v.imag) <= 1e-30 and raw.real > 0):
+            raise ValueError(f"loss {loss.name!r}: q(m) = -l'(m) must be > 0 for every margin (a loss that decreases "
+                             f"everywhere); at m = {m:g} it is {mpmath.nstr(raw.real, 4)}.")
+    _check_same(loss.log_q, sp.log(loss.q), "the log-domain log q", "log q(m)")
+
+
+def _tail_rate(loss) -> float:
+    f = sp.lambdify(M, loss.log_q, modules=[numpy_functions(), "numpy"])
+    with np.errstate(all="ignore"):
+        logs = [float(f(np.float64(m))) for m in _TAIL_AT]
+    # slopes between the points: a constant in log q (a factor in q) drops out
+    rates = [-(b - a) / (mb - ma) for a, b, ma, mb in zip(logs, logs[1:], _TAIL_AT, _TAIL_AT[1:])]
+    if all(np.isfinite(rates)) and rates[-1] > 0 and abs(rates[-1] - rates[-2]) <= 1e-3 * rates[-1]:
+        return rates[-1]
+    raise ValueError(
+        f"loss {loss.name!r}: the slope of -log q(m) over m in [1e4, 1e6] and [1e6, 1e8] is "
+        f"{', '.join(f'{r:.4g}' for r in rates)}; flowsim "
+        "needs an exponential tail (-log q(m)/m -> c > 0), where its clocks keep every quantity O(1) at any t and "
+        "the max-margin theorems apply (docs/theory.md 4). Heavier or lighter tails are not integrated."
+    )
+
+
+exponential_loss = Loss("exponential", sp.exp(-M))
+logistic_loss = Loss("logistic", sp.log(1 + sp.exp(-M)))
+
+LOSSES = {"exponential": exponential_loss, "logistic": logistic_loss}
+
+
+def get_loss(loss) -> Loss:
+    if isinstance(loss, Loss):
+        return loss
+    if loss not in LOSSES:
+        raise ValueError(f"unknown loss {loss!r}; choose one of {sorted(LOSSES)} or pass a flowsim.Loss.")
+    return LOSSES[loss]

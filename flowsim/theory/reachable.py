@@ -1,0 +1,97 @@
+r"""Which sign patterns of beta a model can reach from its initialisation (docs/theory.md 9).
+
+Derived from the model's formula :math:`\beta_j = f(w_{1j}, \dots, w_{Kj})`:
+
+- f >= 0 for every real input (tied :math:`w^L` at even L): :math:`\beta \ge 0` always; likewise <= 0.
+- Under flows that follow the gradient (``follows_gradient``: GD, USAM, lp-SAM and steepest descent
+  with p finite, ASAM), an entry's field carries :math:`\partial f/\partial w_k` at the evaluation
+  point, whose perturbation vanishes with the gradient. Where :math:`\partial f/\partial w_k = 0` on
+  the plane :math:`w_k = 0` (tied and difference nets at depth >= 2), that plane is invariant: the entry
+  keeps its initial sign for ever (and stays 0 if it starts there). If every entry of a coordinate
+  keeps its sign, beta_j keeps the sign f has on that orthant, when f has one there.
+- Product networks :math:`w_1 \cdots w_L`, coordinate j whose layers start equal: the layers stay equal
+  under every flow here (layer symmetry), so at even L :math:`\beta_j \ge 0`. Under the gradient-
+  following flows, layers of equal magnitude keep equal magnitudes (flip the sign of a layer and of
+  :math:`z_{:j}` together: a symmetry of these flows), so :math:`\beta_j` keeps its initial sign.
+  This rule is the product form's own; it is not derived for other formulas.
+
+Where none applies the coordinate is free. Sign and Adam-proxy flows can leave :math:`w = 0` through a
+sliding mode, so only the formula's own sign and the layer-symmetry rule are used for them.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import sympy as sp
+
+from flowsim.symbolic.flow import follows_gradient
+from flowsim.symbolic.model import DiagonalNet
+
+
+@lru_cache(maxsize=None)
+def invariant_planes(model) -> tuple[bool, ...]:
+    """Per layer: is the plane w_k = 0 invariant under gradient-following flows (df/dw_k = 0 there)?"""
+    w = model.symbols
+    return tuple(sp.simplify(sp.diff(model.beta, x).xreplace({x: 0})) == 0 for x in w)
+
+
+@lru_cache(maxsize=None)
+def _even_in(model) -> tuple[bool, ...]:
+    w = model.symbols
+    return tuple(sp.simplify(model.beta.xreplace({x: -x}) - model.beta) == 0 for x in w)
+
+
+@lru_cache(maxsize=None)
+def _sign_on(model, signs: tuple) -> float:
+    """The sign f has wherever each entry has the sign in ``signs`` (0: the entry is 0), nan if none."""
+    xs = sp.symbols(f"x0:{len(signs)}", real=True)
+    e = model.beta.xreplace({w: s * sp.exp(x) for w, s, x in zip(model.symbols, signs, xs)})
+    if e == 0:
+        return 0.0
+    return 1.0 if e.is_positive else -1.0 if e.is_negative else float("nan")
+
+
+def reachable_signs(model, theta0, flow) -> np.ndarray:
+    """Per coordinate: +1 (beta_j >= 0 for ever), -1 (<= 0), 0 (= 0) or nan (either sign)."""
+    theta0 = np.asarray(theta0, float)
+    K, d = theta0.shape
+    if model.beta.is_nonnegative or model.beta.is_nonpositive:
+        return np.full(d, 1.0 if model.beta.is_nonnegative else -1.0)
+    signs = np.full(d, np.nan)
+    if follows_gradient(flow):
+        kept = np.array(invariant_planes(model))
+        for j in range(d):
+            if kept.all():
+                signs[j] = _sign_on(model, tuple(int(s) for s in np.sign(theta0[:, j])))
+    if isinstance(model, DiagonalNet) and model.form == "product" and model.depth >= 2:
+        signs = _layer_symmetry(theta0, flow, model.depth, signs)
+    return signs
+
+
+def _layer_symmetry(theta0, flow, L, signs):
+    equal = np.all(theta0 == theta0[:1], axis=0)
+    same_size = np.all(np.abs(theta0) == np.abs(theta0[:1]), axis=0)
+    signs = signs.copy()
+    if follows_gradient(flow):
+        signs[same_size] = np.sign(np.prod(theta0, axis=0))[same_size]
+    if L % 2 == 0:
+        signs[equal & np.isnan(signs)] = 1.0
+    return signs
+
+
+def kept_entry_signs(model, theta0, flow) -> np.ndarray:
+    """(layers, d): the sign each parameter entry keeps for ever, 0 where it may change or where a
+    crossing would not matter.
+
+    Under gradient-following flows an invariant plane w_k = 0 (see :func:`invariant_planes`) is never
+    reached in finite time, let alone crossed. Where f is odd-like in w_k (not even), a step across the
+    plane (an implicit method's overshoot) leads to a trajectory the exact flow cannot produce, and
+    flowsim stops there (``crossing`` event). Where f is even in w_k the field is odd in the entry, so
+    an overshoot lands on the mirror trajectory with the same beta, and is not flagged."""
+    theta0 = np.asarray(theta0, float)
+    if not follows_gradient(flow):
+        return np.zeros_like(theta0)
+    flagged = np.array(invariant_planes(model)) & ~np.array(_even_in(model))
+    return np.where(flagged[:, None], np.sign(theta0), 0.0)

@@ -1,0 +1,280 @@
+"""Bring your own model, loss and flow: each user-built object goes through the same derivation, is
+checked against autodiff of an independently built loss (System.check), and the new built-in flows
+are held to closed forms and to the theorems they come with."""
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import flowsim as fs
+from flowsim.symbolic.points import EvaluationPoint
+
+m = sp.Symbol("m")  # no assumptions: what a new user writes
+
+
+# --- losses -------------------------------------------------------------------------------------
+
+def test_a_loss_in_a_plain_symbol_derives_and_equals_the_builtin():
+    mine = fs.Loss("mine", sp.exp(-m))
+    assert mine == fs.exponential_loss and mine.tail_rate == pytest.approx(1.0, rel=1e-9)
+    assert fs.Loss("logistic", sp.log(1 + sp.exp(-m))) == fs.logistic_loss
+    sol = fs.solve(fs.derive(fs.Linear(), mine, fs.GD()), fs.Dataset([[1.0, 0.5]], [1]), 0.1, t1=1e30)
+    assert sol.status == "completed"
+
+
+def test_a_sum_of_exponentials_stays_finite_in_the_log_domain():
+    loss = fs.Loss("two", sp.exp(-m) + 3 * sp.exp(-2 * m))
+    lq = fs.derive(fs.Linear(), loss, fs.GD()).numpy.log_q
+    at = np.array([-40.0, 0.0, 25.0, 800.0, 1e6])
+    with mpmath.workdps(50):
+        exact = [float(mpmath.log(mpmath.exp(-x) + 6 * mpmath.exp(-2 * x))) for x in at]
+    np.testing.assert_allclose(lq(at), exact, rtol=1e-14, atol=1e-13)  # exp(-1e6) underflows; its log does not
+    assert loss.tail_rate == pytest.approx(1.0, rel=1e-6)
+
+
+def test_a_given_log_expr_is_checked_against_the_derived_one():
+    assert fs.Loss("ok", sp.exp(-2 * m), log_expr=-2 * m).tail_rate == pytest.approx(2.0, rel=1e-6)
+    with pytest.raises(ValueError, match="log_expr is not log l"):
+        fs.Loss("bad", sp.exp(-m), log_expr=-2 * m)
+
+
+@pytest.mark.parametrize("expr, match", [
+    (sp.exp(-m**2), "must be > 0"),               # increases for m < 0
+    (sp.exp(m), "must be > 0"),
+    (sp.sqrt(1 + m**2) - m, "exponential tail"),  # decreasing, q ~ 1/(2 m^2)
+    (sp.exp(-m) + sp.Symbol("c"), "several symbols"),
+])
+def test_losses_the_clocks_cannot_serve_are_rejected(expr, match):
+    with pytest.raises(ValueError, match=match):
+        fs.Loss("bad", expr)
+
+
+# --- parametrisations ---------------------------------------------------------------------------
+
+def test_builtin_models_are_parametrizations():
+    for model in (fs.Linear(), fs.DiagonalNet(3), fs.DiagonalNet(2, "tied"), fs.DiagonalNet(2, "difference")):
+        assert isinstance(model, fs.Parametrization)
+    same = fs.Parametrization("w1 w2", 2, lambda a, b: a * b)
+    assert same.beta == fs.DiagonalNet(2).beta and same.layers == fs.DiagonalNet(2).layers
+
+
+def test_an_expression_model_and_a_callable_model_agree():
+    a, b = sp.symbols("a b")
+    by_expr = fs.Parametrization("a b^2", ("a", "b"), a * b**2)
+    by_call = fs.Parametrization("a b^2", ("a", "b"), lambda x, y: x * y**2)
+    assert by_expr == by_call
+
+
+@pytest.mark.parametrize("args, match", [
+    (("x", 2, lambda a: a), "raised TypeError"),
+    (("x", ("a", "a"), lambda a, b: a * b), "distinct"),
+    (("x", ("r", "b"), lambda a, b: a * b), "distinct Python identifiers"),
+    (("x", 2, lambda a, b: a**2), "does not depend on layer"),
+    (("x", ("a",), sp.Symbol("a") * sp.Symbol("c")), "not layer names"),
+    (("x", 0, lambda: 1), "layers must be >= 1"),
+])
+def test_bad_parametrizations_say_what_to_fix(args, match):
+    with pytest.raises(ValueError, match=match):
+        fs.Parametrization(*args)
+
+
+def test_reachable_signs_are_derived_from_the_formula():
+    square = fs.Parametrization("w^2", 1, lambda w: w**2)
+    cube = fs.Parametrization("w^3", 1, lambda w: w**3)
+    theta0 = np.array([[0.5, -0.5, 0.0]])
+    np.testing.assert_array_equal(fs.reachable_signs(square, theta0, fs.GD()), [1, 1, 1])
+    # w = 0 is invariant for w^3 under GD: each beta_j keeps its initial sign (and 0 stays 0)
+    np.testing.assert_array_equal(fs.reachable_signs(cube, theta0, fs.GD()), [1, -1, 0])
+    assert np.isnan(fs.reachable_signs(cube, theta0, fs.SignFlow())).all()
+    # an odd formula flags crossings of its invariant plane; an even one does not need to
+    np.testing.assert_array_equal(fs.kept_entry_signs(cube, theta0, fs.GD()), np.sign(theta0))
+    np.testing.assert_array_equal(fs.kept_entry_signs(square, theta0, fs.GD()), 0 * theta0)
+    # w1 w2^2: the second layer's plane is invariant, and beta keeps sign(w1) there
+    mixed = fs.Parametrization("w1 w2^2", 2, lambda a, b: a * b**2)
+    np.testing.assert_array_equal(fs.reachable_signs(mixed, np.array([[1.0, -1.0], [0.5, 0.5]]), fs.GD()), [np.nan, np.nan])
+
+
+def test_a_user_model_integrates_to_1e100_on_every_backend():
+    model = fs.Parametrization("w1 w2^2", 2, lambda a, b: a * b**2)
+    data = fs.Dataset([[1.0, 0.4], [0.2, 1.0]], [1, 1])
+    system = fs.derive(model, "logistic", fs.SAM(0.05, 2))
+    ends = [fs.solve(system, data, 0.3, t1=1e100, backend=b).direction[-1] for b in ("auto", "scipy:LSODA", "scipy:Radau")]
+    for e in ends[1:]:
+        np.testing.assert_allclose(e, ends[0], atol=1e-6)
+
+
+# --- flows from parts -----------------------------------------------------------------------------
+
+class MyAscent(EvaluationPoint):
+    """l2-SAM's point written by a user: rho G / |G|_2."""
+    norm = 2.0
+
+    def perturbation(self, s):
+        return s.G / s.N
+
+    def tied_rho(self, rho, depth):
+        return rho / math.sqrt(depth)
+
+
+def test_l2_sam_rebuilt_from_parts_equals_the_builtin():
+    mine = fs.Flow(MyAscent(), fs.directions.Gradient(), rho=0.1)
+    assert fs.Flow(fs.points.Ascent(2), fs.directions.Gradient(), rho=0.1) == fs.SAM(0.1, 2)
+    data = fs.Dataset([[1.0, 0.5, -0.3], [0.2, 1.0, 0.4]], [1, 1])
+    for model in (fs.Linear(), fs.DiagonalNet(2)):
+        a = fs.solve(fs.derive(model, "logistic", mine), data, 0.2, t1=1e30, rtol=1e-12, atol=1e-14)
+        b = fs.solve(fs.derive(model, "logistic", fs.SAM(0.1, 2)), data, 0.2, t1=1e30, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(a.beta[-1], b.beta[-1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(point=fs.points.Here(), direction=fs.directions.Gradient(), rho=0.1), "no effect"),
+    (dict(point=fs.points.Ascent(2), direction=fs.directions.Steepest(3)), "one dual norm"),
+    (dict(point=fs.points.Here(), direction=fs.directions.Gradient(), lr=0.5), "schedule clock"),
+    (dict(point="sam", direction=fs.directions.Gradient()), "EvaluationPoint"),
+])
+def test_bad_compositions_say_what_to_fix(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        fs.Flow(**kwargs)
+
+
+def test_steepest_descent_for_p_1_is_refused_with_the_reason():
+    with pytest.raises(ValueError, match="coordinate descent"):
+        fs.SteepestDescent(1)
+
+
+def test_normalized_gd_one_sample_closed_form():
+    # one sample: g / |g| = -z / |z| for ever, so theta(s) = theta0 + s z/|z| with s = lr log(1+t)
+    z = np.array([1.0, 0.5, -0.25])
+    sol = fs.solve(fs.derive(fs.Linear(), "logistic", fs.NormalizedGD(lr=0.5)), fs.Dataset(z[None], [1]), 0.1,
+                   t1=1e100, rtol=1e-12, atol=1e-14)
+    s = 0.5 * np.log1p(10.0 ** sol.log10_t)
+    np.testing.assert_allclose(sol.params[:, 0], 0.1 + s[:, None] * z / np.linalg.norm(z), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("p", [1.5, 2.0, 3.0, math.inf])
+def test_steepest_descent_one_sample_closed_form(p):
+    # exponential loss, one sample: dtheta/dtau = v = |z|_q sign(z)|z|^(q-1)/|z|_q^(q-1), m = m0 + |z|_q^2 tau,
+    # t = e^m0 (e^(c tau) - 1)/c  =>  tau(t) = log(1 + c t e^-m0)/c
+    z = np.array([1.0, 0.5, -0.25])
+    q = 1.0 if math.isinf(p) else p / (p - 1)
+    nq = np.sum(np.abs(z) ** q) ** (1 / q)
+    v = nq * np.sign(z) * (np.abs(z) / nq) ** (q - 1)
+    c, theta0 = nq**2, 0.1
+    m0 = theta0 * z.sum()
+    sol = fs.solve(fs.derive(fs.Linear(), "exponential", fs.SteepestDescent(p)), fs.Dataset(z[None], [1]), theta0,
+                   t1=1e100, rtol=1e-12, atol=1e-14)
+    t = 10.0 ** sol.log10_t
+    tau = np.log1p(c * t * np.exp(-m0)) / c
+    np.testing.assert_allclose(sol.params[:, 0], theta0 + tau[:, None] * v, rtol=1e-8, atol=1e-10)
+
+
+def test_steepest_descent_2_is_gd():
+    data = fs.Dataset([[1.0, 0.5, -0.3], [0.2, 1.0, 0.4]], [1, 1])
+    a = fs.derive(fs.DiagonalNet(2), "logistic", fs.SteepestDescent(2)).vector_field(0.3, data)
+    b = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD()).vector_field(0.3, data)
+    np.testing.assert_allclose(a[0], b[0], rtol=1e-14)
+
+
+def _lp_max_margin(data, p):
+    """min |w|_p s.t. Z w >= 1, by SLSQP (convex; an independent reference for p outside {1, 2, inf})."""
+    from scipy.optimize import minimize
+
+    start = fs.max_margin(data, 2).direction / fs.max_margin(data, 2).margin
+    res = minimize(lambda w: np.sum(np.abs(w) ** p), start, method="SLSQP", tol=1e-14,
+                   constraints=[{"type": "ineq", "fun": lambda w: data.z @ w - 1.0}], options={"maxiter": 500})
+    return res.x / np.linalg.norm(res.x)
+
+
+@pytest.mark.parametrize("p", [1.5, 4.0])
+def test_steepest_descent_tends_to_the_lp_max_margin(p):
+    """Gunasekar et al. 2018: on a linear model, steepest descent for l_p converges in direction to the
+    l_p max-margin; the direction at 1e100 must be nearer it than to the l1, l2, l_inf ones (and nearer
+    than GD's end)."""
+    data = fs.datasets.iid_gaussian(10, 20, seed=0)
+    refs = {"lp": _lp_max_margin(data, p)} | {k: fs.max_margin(data, v).direction for k, v in
+                                              (("l1", 1), ("l2", 2), ("linf", np.inf))}
+    refs = {k: v / np.linalg.norm(v) for k, v in refs.items()}
+    sol = fs.solve(fs.derive(fs.Linear(), "exponential", fs.SteepestDescent(p)), data, 0.01, t1=1e100)
+    dist = {k: float(np.linalg.norm(sol.direction[-1] - v)) for k, v in refs.items()}
+    assert min(dist, key=dist.get) == "lp", dist
+    earlier = float(np.linalg.norm(sol.direction[np.searchsorted(sol.log10_t, 30.0)] - refs["lp"]))
+    assert dist["lp"] < 0.5 * earlier  # still approaching it (like 1/log t)
+    gd = fs.solve(fs.derive(fs.Linear(), "exponential", fs.GD()), data, 0.01, t1=1e100).direction[-1]
+    assert np.linalg.norm(gd - refs["lp"]) > 2 * dist["lp"]
+
+
+def test_asam_tends_to_sam_as_eta_grows():
+    # T = |w| + eta ~ eta: the point rho T^2 g/|T g| -> rho eta g/|g|, i.e. SAM with radius rho eta
+    data = fs.Dataset([[1.0, 0.5, -0.3], [0.2, 1.0, 0.4]], [1, 1])
+    eta = 1e6
+    a, _ = fs.derive(fs.DiagonalNet(2), "logistic", fs.ASAM(0.1 / eta, 2, eta)).vector_field(0.3, data)
+    b, _ = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, 2)).vector_field(0.3, data)
+    np.testing.assert_allclose(a, b, rtol=1e-5)
+    c, _ = fs.derive(fs.DiagonalNet(2), "logistic", fs.ASAM(0.1, 2, 0.0)).vector_field(0.3, data)
+    assert np.max(np.abs(c - b)) > 1e-3  # at eta = 0 it is a different flow
+
+
+# --- one pipeline: check() on everything a user can build -------------------------------------------
+
+def test_check_catches_a_wrong_field():
+    import dataclasses
+
+    s = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1))
+    bad = dataclasses.replace(s, numpy=dataclasses.replace(s.numpy, field=lambda *a: 1.0001 * s.numpy.field(*a)))
+    with pytest.raises(fs.DerivationError, match="field") as e:
+        bad.check()
+    assert e.value.component == "field (numpy)"
+
+
+FLOWS = [fs.GD(), fs.SAM(0.1, 2), fs.SAM(0.1, 3), fs.SAM(0.1, np.inf), fs.USAM(0.2), fs.ASAM(0.05),
+         fs.SteepestDescent(3), fs.SteepestDescent(np.inf), fs.NormalizedGD(), fs.SignFlow(), fs.AdamProxy(batch=2),
+         fs.Flow(fs.points.Here(), fs.directions.Preconditioned("1+w^2", lambda w: 1 + w**2))]
+
+
+def _term(draw, names):
+    k = draw(st.sampled_from(names))
+    return sp.Symbol(k) ** draw(st.integers(1, 3))
+
+
+@st.composite
+def formulas(draw):
+    names = draw(st.sampled_from([("a",), ("a", "b")]))
+    t1 = _term(draw, names)
+    t2 = _term(draw, names)
+    shape = draw(st.sampled_from(["single", "product", "difference"]))
+    e = {"single": t1, "product": t1 * t2, "difference": t1 - t2}[shape]
+    e = t1 if e == 0 else e
+    for n in names:
+        if sp.Symbol(n) not in e.free_symbols:
+            e = e * sp.Symbol(n)  # every layer must enter the formula
+    return names, e
+
+
+@st.composite
+def tails(draw):
+    k = draw(st.integers(1, 3))
+    return sum(draw(st.sampled_from([1, 2, sp.Rational(1, 2)])) * sp.exp(-draw(st.sampled_from([1, 2, sp.Rational(1, 2)])) * m)
+               for _ in range(k))
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(formula=formulas(), loss=tails(), flow=st.sampled_from(FLOWS), seed=st.integers(0, 1000))
+def test_every_user_built_system_agrees_with_autodiff(formula, loss, flow, seed):
+    names, beta = formula
+    system = fs.derive(fs.Parametrization(str(beta), names, beta), fs.Loss(str(loss), loss), flow)
+    assert system.check(seed=seed) < 1e-8
+
+
+def test_sweep_and_latex_take_a_user_model():
+    model = fs.Parametrization("w1 w2^2", 2, lambda a, b: a * b**2)
+    system = fs.derive(model, fs.Loss("two", sp.exp(-m) + sp.exp(-2 * m)), fs.SAM(0.1, 2))
+    assert r"w_{2}^{2}" in system.latex() or "w_{2}^{2}" in system.latex().replace(" ", "")
+    data = fs.Dataset([[1.0, 0.4], [0.2, 1.0]], [1, 1])
+    ds = fs.sweep(system, data, {"alpha": [0.2, 0.4]}, t1=1e20)
+    one = fs.solve(system, data, 0.4, t1=1e20)
+    np.testing.assert_allclose(ds["beta"].values[-1, -1], one.beta[-1], rtol=1e-6)
