@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import tomllib
 import warnings
+from typing import Optional
 from pathlib import Path
 
 import numpy as np
@@ -61,18 +62,25 @@ def reproduce(
 def derive(
     model: str = typer.Option("product", help="product | tied | difference"),
     depth: int = typer.Option(2, help="network depth L (1: the linear model)"),
-    loss: str = typer.Option("logistic", help="logistic | exponential"),
-    flow: str = typer.Option("gd", help="gd | sam | usam"),
-    rho: float = typer.Option(0.0, help="perturbation radius (sam, usam)"),
-    norm: float = typer.Option(2.0, help="SAM ball norm p (> 1, or inf)"),
+    beta: Optional[str] = typer.Option(None, help="your own model, e.g. 'w1*w2**2' (instead of --model/--depth)"),
+    loss: str = typer.Option("logistic", help="logistic | exponential, or an expression in m, e.g. 'exp(-m)+exp(-2*m)'"),
+    flow: str = typer.Option("gd", help="gd | sam | usam | asam | steepest | normalized_gd | sign | adam_proxy"),
+    rho: Optional[float] = typer.Option(None, help="perturbation radius (sam, usam, asam)"),
+    norm: Optional[float] = typer.Option(None, help="ball norm p (> 1, or inf) of sam, asam, steepest"),
+    eta: Optional[float] = typer.Option(None, help="asam's T = |w| + eta"),
+    lr: Optional[float] = typer.Option(None, help="schedule eta_t = lr (t+1)^-decay (normalized_gd, sign, adam_proxy)"),
+    decay: Optional[float] = typer.Option(None, help="schedule decay in [0, 1]"),
+    batch: Optional[int] = typer.Option(None, help="adam_proxy batch size"),
     latex: bool = typer.Option(False, help="print LaTeX instead of sympy expressions"),
 ):
-    """Print the derived per-coordinate equations of a flow."""
+    """Print the derived per-coordinate equations of a flow (built-in or from expressions)."""
     import flowsim as fs
-    from flowsim.config import make_flow
+    from flowsim.config import LossExpression, make_flow, make_loss, make_model
 
+    given = {k: v for k, v in dict(rho=rho, norm=norm, eta=eta, lr=lr, decay=decay, batch=batch).items() if v is not None}
     try:
-        system = fs.derive(fs.DiagonalNet(depth, model), loss, make_flow(flow, rho, norm))
+        the_loss = loss if loss in ("logistic", "exponential") else make_loss(LossExpression(expr=loss, name=loss))
+        system = fs.derive(make_model(model, depth, beta), the_loss, make_flow(flow, **given))
     except ValueError as err:
         _user_error(err)
     if latex:

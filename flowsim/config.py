@@ -12,17 +12,56 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-FLOW_NAMES = ("gd", "sam", "usam")
+#: each flow a config or ``flowsim derive`` can name, with the keys it takes
+FLOW_KEYS = {"gd": (), "sam": ("rho", "norm"), "usam": ("rho",), "asam": ("rho", "norm", "eta"),
+             "steepest": ("norm",), "normalized_gd": ("lr", "decay"), "sign": ("lr", "decay"),
+             "adam_proxy": ("lr", "decay", "batch")}
+FLOW_NAMES = tuple(FLOW_KEYS)
 
 
-def make_flow(name: str, rho: float = 0.0, norm: float = 2.0):
-    """The flow a config (or ``flowsim derive``) names: gd, sam (rho, norm) or usam (rho)."""
+def make_flow(name: str, **params):
+    """The flow a config (or ``flowsim derive``) names, from the keys it takes (``FLOW_KEYS``)."""
     import flowsim as fs
 
-    makers = {"gd": lambda: fs.GD(), "sam": lambda: fs.SAM(rho, norm), "usam": lambda: fs.USAM(rho)}
+    makers = {"gd": fs.GD, "sam": fs.SAM, "usam": fs.USAM, "asam": fs.ASAM, "steepest": fs.SteepestDescent,
+              "normalized_gd": fs.NormalizedGD, "sign": fs.SignFlow, "adam_proxy": fs.AdamProxy}
     if name.lower() not in makers:
         raise ValueError(f"unknown flow {name!r}; choose one of {FLOW_NAMES}.")
-    return makers[name.lower()]()
+    name = name.lower()
+    unused = sorted(set(params) - set(FLOW_KEYS[name]))
+    if unused:
+        raise ValueError(f"flow {name!r} takes {list(FLOW_KEYS[name]) or 'no keys'}; drop {unused}.")
+    return makers[name](**params)
+
+
+def parse_expression(text: str, what: str):
+    """A sympy expression from a config string, or a one-line ``ValueError`` naming ``what``."""
+    import sympy as sp
+
+    try:
+        return sp.sympify(text, rational=True)
+    except (sp.SympifyError, SyntaxError, TypeError):
+        raise ValueError(f"{what} = {text!r} is not an expression sympy can read (write e.g. 'w1*w2**2', 'exp(-m)').") from None
+
+
+def make_model(form="product", depth=2, beta=None, layers=None):
+    """A DiagonalNet, or a Parametrization when ``beta`` (an expression string) is given."""
+    import flowsim as fs
+
+    if beta is None:
+        return fs.DiagonalNet(depth, form)
+    expr = parse_expression(beta, "beta")
+    names = tuple(layers) if layers is not None else tuple(sorted(str(s) for s in expr.free_symbols))
+    return fs.Parametrization(beta, names, expr)
+
+
+def make_loss(loss):
+    """A loss name, or a Loss from ``{"expr": ..., "name": ...}``."""
+    import flowsim as fs
+
+    if isinstance(loss, str):
+        return loss
+    return fs.Loss(loss.name, parse_expression(loss.expr, "loss.expr"))
 
 
 class _Strict(BaseModel):
@@ -52,24 +91,48 @@ class Data(_Strict):
 class Model(_Strict):
     form: Literal["product", "tied", "difference"] = "product"
     depth: int = Field(2, ge=1)
+    beta: str | None = None  # your own formula, e.g. "w1*w2**2" (then form and depth do not apply)
+    layers: int | list[str] | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self):
+        if self.beta is not None and {"form", "depth"} & self.model_fields_set:
+            raise ValueError("beta defines the model; drop form and depth (they describe the built-in DiagonalNet)")
+        if self.beta is None and self.layers is not None:
+            raise ValueError("layers names the entries of beta = '...'; give beta too, or drop layers")
+        return self
+
+
+class LossExpression(_Strict):
+    expr: str  # in the margin, e.g. "exp(-m) + exp(-2*m)"
+    name: str = "custom"
 
 
 class Flow(_Strict):
     name: Literal[FLOW_NAMES] = "gd"
     rho: float = Field(0.0, ge=0.0, allow_inf_nan=False)
     norm: float = Field(2.0, gt=1.0)
+    eta: float = Field(0.01, ge=0.0, allow_inf_nan=False)
+    lr: float = Field(1.0, gt=0.0, allow_inf_nan=False)
+    decay: float = Field(1.0, ge=0.0, le=1.0)
+    batch: int = Field(1, ge=1)
 
     @model_validator(mode="after")
-    def _rho_is_used(self):
-        if self.name == "gd" and "rho" in self.model_fields_set:
-            raise ValueError("rho is ignored by name = 'gd'; use name = 'sam' or 'usam', or drop rho")
+    def _keys_are_used(self):
+        unused = sorted(self.model_fields_set - {"name"} - set(FLOW_KEYS[self.name]))
+        if unused:
+            takes = ", ".join(FLOW_KEYS[self.name]) or "no other keys"
+            raise ValueError(f"name = '{self.name}' takes {takes}; drop {', '.join(unused)}")
         return self
+
+    def params(self) -> dict:
+        return {k: getattr(self, k) for k in FLOW_KEYS[self.name]}
 
 
 class Experiment(_Strict):
     data: Data
     model: Model = Model()
-    loss: Literal["logistic", "exponential"] = "logistic"
+    loss: Literal["logistic", "exponential"] | LossExpression = "logistic"
     flow: Flow = Flow()
     init: float | list[float] | list[list[float]] = 0.1
     t1: float | None = Field(None, gt=0.0, allow_inf_nan=False)
@@ -140,8 +203,8 @@ def build(exp: Experiment):
         data = fs.Dataset(np.asarray(exp.data.X, float), exp.data.y)
     else:
         data = fs.datasets.iid_gaussian(exp.data.gaussian.n, exp.data.gaussian.d, exp.data.gaussian.seed)
-    flow = make_flow(exp.flow.name, exp.flow.rho, exp.flow.norm)
-    system = fs.derive(fs.DiagonalNet(exp.model.depth, exp.model.form), exp.loss, flow)
+    model = make_model(exp.model.form, exp.model.depth, exp.model.beta, exp.model.layers)
+    system = fs.derive(model, make_loss(exp.loss), make_flow(exp.flow.name, **exp.flow.params()))
     kw = exp.model_dump(include={"t1", "log10_t1", "backend", "clock", "rtol", "atol", "saves", "allow_nonseparable"},
                         exclude_none=True)
     return system, data, np.asarray(exp.init, float), kw

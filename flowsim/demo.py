@@ -48,7 +48,7 @@ def run(out: Path, t1: float = 1e100, alpha: float = 0.05, rho: float = 0.02) ->
         *lines,
         "",
         "GD and l2-SAM head for the l1 max-margin e_2 (the share of beta_2 creeps to 1 like a power of",
-        "1/log t, MATH.md 4); l_inf-SAM with alpha > rho also grows e_2 (Cor. 3.5).",
+        "1/log t, docs/theory.md 4); l_inf-SAM with alpha > rho also grows e_2 (Cor. 3.5).",
     ])
     (out / "demo_report.md").write_text(report + "\n")
     return sols

@@ -17,7 +17,7 @@
 # One example mu = (1, 2), label +1, the depth-2 diagonal network with tied layers
 # (beta_j = w_j^2, the balanced case of seed 000). We draw streamlines of the **rescaled** field
 # F = dw/dtau (`system.vector_field`), which stays O(1) however small the loss, for GD, l2-SAM and
-# l_inf-SAM; the crossover curve N = rho (mu_1 + mu_2)/sqrt(2) of MATH.md 5b; the sliding lines
+# l_inf-SAM; the crossover curve N = rho (mu_1 + mu_2)/sqrt(2) of docs/theory.md 5b; the sliding lines
 # w_j = 0 of l_inf-SAM; and trajectories from several inits, integrated to t = 1e30 by `fs.solve`.
 # Run with `FLOWSIM_NB_SMALL=1` for a coarse, fast version (what the tests do).
 

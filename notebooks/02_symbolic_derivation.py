@@ -16,7 +16,7 @@
 #
 # flowsim derives every flow with sympy, per coordinate, from (model x loss x flow). Here: the
 # derived equations in LaTeX, the rescaled clock, the generated code, and the tied-vs-product
-# relation (MATH.md: SAM on the tied network w^2 with radius rho equals SAM on the product network
+# relation (docs/theory.md: SAM on the tied network w^2 with radius rho equals SAM on the product network
 # w_1 w_2 with balanced init and radius rho sqrt 2), checked numerically.
 
 # %%

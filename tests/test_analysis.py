@@ -15,7 +15,7 @@ MU = np.array([1.0, 2.0])
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_growth_switch_time_matches_crossover_condition(one_sample, backend):
-    # seed 000 (MATH.md 5b): balanced two-layer l2-SAM on one example, dw_j/dtau = mu_j w_j (1 - rho mu_j/(sqrt2 N)),
+    # seed 000 (docs/theory.md 5b): balanced two-layer l2-SAM on one example, dw_j/dtau = mu_j w_j (1 - rho mu_j/(sqrt2 N)),
     # N = |mu * w|; coordinate 2 outgrows 1 exactly when N = rho (mu_1 + mu_2)/sqrt2.
     rho, w0 = 0.1, np.array([0.08, 0.06])
     n_star = rho * MU.sum() / math.sqrt(2)
@@ -110,7 +110,7 @@ def test_limit_direction_extrapolates_and_says_when_it_cannot():
     last = fs.distance(sol, l2)[-1]
     assert last > 1e-3
     assert np.linalg.norm(est.direction - l2.direction) < 0.2 * last
-    # depth-2 GD on x = (1, 0.9): beta_2/beta_1 ~ (log t / alpha^2)^(-0.1) (MATH.md 4), still 0.38 at t = 1e100
+    # depth-2 GD on x = (1, 0.9): beta_2/beta_1 ~ (log t / alpha^2)^(-0.1) (docs/theory.md 4), still 0.38 at t = 1e100
     # for alpha = 0.1: the estimate must report that the limit is not pinned down
     one = fs.Dataset(np.array([[1.0, 0.9]]), [1])
     slow = fs.solve(fs.derive(fs.DiagonalNet(2, "difference"), "exponential", fs.GD()), one, 0.1, t1=1e100)

@@ -79,10 +79,34 @@ def test_cli_run_plot_derive(tmp_path):
     assert r.exit_code == 0 and r"\tilde{w}" in r.output
 
 
+def test_config_builds_your_own_model_loss_and_flow(tmp_path):
+    text = CONFIG.replace('form = "product"\ndepth = 2', 'beta = "w1*w2**2"').replace(
+        'name = "sam"\nrho = 0.05', 'name = "asam"\nrho = 0.05\neta = 0.1')
+    text = text.replace('loss = "logistic"', "") + '\n[loss]\nexpr = "exp(-m) + exp(-2*m)"\nname = "two"\n'
+    cfg = tmp_path / "own.toml"
+    cfg.write_text(text)
+    import tomllib
+
+    from flowsim.config import build, parse
+
+    system, data, init, kw = build(parse(tomllib.loads(text)))
+    assert system.model == fs.Parametrization("w1*w2**2", 2, lambda a, b: a * b**2)
+    assert system.flow == fs.ASAM(0.05, 2, 0.1) and system.loss.tail_rate == pytest.approx(1.0, rel=1e-6)
+    r = runner.invoke(app, ["run", str(cfg), "--out", str(tmp_path / "own.nc")])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["derive", "--beta", "w1*w2**2", "--loss", "exp(-m)+exp(-2*m)", "--flow", "steepest",
+                            "--norm", "3"])
+    assert r.exit_code == 0 and "beta = w1*w2**2" in r.output and "logsumexp" in r.output, r.output
+
+
 @pytest.mark.parametrize(
     "text, message",
     [("t1 = 10\n", "missing key 'data' (a table [data]"),
-     (CONFIG.replace('name = "sam"', 'name = "adamw"'), "key 'flow.name': Input should be 'gd', 'sam' or 'usam'"),
+     (CONFIG.replace('name = "sam"', 'name = "adamw"'), "key 'flow.name': Input should be 'gd', 'sam', 'usam'"),
+     (CONFIG.replace('form = "product"\ndepth = 2', 'beta = "w1*w2**"'), "beta = 'w1*w2**' is not an expression"),
+     (CONFIG.replace('depth = 2', 'depth = 2\nbeta = "a*b"'), "beta defines the model; drop form and depth"),
+     (CONFIG.replace('loss = "logistic"\n', "") + '[loss]\nexpr = "exp(m)"\n', "must be > 0 for every margin"),
+     (CONFIG.replace('rho = 0.05', 'rho = 0.05\nbatch = 2'), "name = 'sam' takes rho, norm; drop batch"),
      (CONFIG.replace("t1 = 1e20", "t1 = 1e20\nhorizon = 3"), "unknown key 'horizon'"),
      (CONFIG.replace("rho = 0.05", "rh0 = 0.1"), "unknown key 'flow.rh0'; did you mean 'flow.rho'?"),
      (CONFIG.replace("depth = 2", "depth = 2.7"), "key 'model.depth': Input should be a valid integer; got 2.7"),
@@ -96,7 +120,7 @@ def test_cli_run_plot_derive(tmp_path):
      (CONFIG.replace("X = [[1.0, 2.0]]\ny = [1]", "X = [[1.0], [1.0]]\ny = [1, -1]"), "allow_nonseparable"),
      (CONFIG.replace("t1 = 1e20\n", ""), "give one of t1"),
      ("rho = 0.1\n" + CONFIG, "did you mean 'rho' in the table [flow]?"),
-     (CONFIG.replace('name = "sam"', 'name = "gd"'), "rho is ignored by name = 'gd'"),
+     (CONFIG.replace('name = "sam"', 'name = "gd"'), "name = 'gd' takes no other keys; drop rho"),
      (CONFIG.replace("t1 = 1e20", "t1 = inf"), "key 't1'")],
 )
 def test_cli_bad_config_names_the_key(tmp_path, text, message):

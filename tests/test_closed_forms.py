@@ -1,4 +1,4 @@
-"""Closed forms of MATH.md section 5 (one sample x > 0, y = +1, exponential loss), at
+"""Closed forms of docs/theory.md 5 (one sample x > 0, y = +1, exponential loss), at
 t = 1e3, 1e30, 1e100, on both backends, relative error <= 1e-7; mpmath quadrature where the
 clock t(tau) has no closed form."""
 
@@ -98,7 +98,7 @@ def test_difference_depth2_gd(one_sample, t1, backend):
 
 @lru_cache(maxsize=None)
 def tied_linf_sam_reference(w0, rho, t1):
-    """MATH.md 5.6: w_j = rho + (w_j(0) - rho) e^{2 x_j tau} until it reaches 0 (w_j(0) < rho), then it
+    """docs/theory.md 5 item 6: w_j = rho + (w_j(0) - rho) e^{2 x_j tau} until it reaches 0 (w_j(0) < rho), then it
     slides at 0 where the Filippov field averages w~_j = +-rho, so beta~_j = rho^2. dt/dtau = e^{m~}."""
     hit = [mp.log(rho / (rho - a)) / (2 * x) if a < rho else mp.inf for a, x in zip(w0, X)]
 

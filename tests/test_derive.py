@@ -83,7 +83,7 @@ def test_equations_are_sympy_and_printable():
     eqs = system.equations
     assert all(isinstance(e, sp.Eq) for e in eqs.values())
     w, r, N, rho = system.w[0], system.r, system.N, system.rho
-    # MATH.md 5.5: tied L = 2 l2-SAM: w~ = w (1 - rho x/N) -> here in terms of the coupling r = x * p
+    # docs/theory.md 5 item 5: tied L = 2 l2-SAM: w~ = w (1 - rho x/N) -> here in terms of the coupling r = x * p
     assert sp.simplify(eqs["w_tilde"].rhs - (w - 2 * rho * w * r / N)) == 0
     tex = system.latex()
     assert r"\tilde{w}" in tex and r"\rho" in tex and "align" in tex

@@ -24,7 +24,7 @@ def test_gd_conserves_layer_gaps(depth):
 
 
 def test_l2_sam_keeps_balance_and_amplifies_imbalance_rule():
-    # MATH.md 2: D = w1^2 - w2^2 obeys D' = -2 c (dL~/dbeta)(dL/dbeta) D: D = 0 stays 0 ...
+    # docs/theory.md 2: D = w1^2 - w2^2 obeys D' = -2 c (dL~/dbeta)(dL/dbeta) D: D = 0 stays 0 ...
     data = separable(6, 3, seed=3)
     system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.05, 2))
     sol = fs.solve(system, data, 0.5, t1=1e20, rtol=1e-11, atol=1e-13)
@@ -97,7 +97,7 @@ def test_depth2_to_log10_t_of_a_million(one_sample, flow):
 
 
 def test_l2_sam_collapse_small_init(one_sample):
-    # MATH.md 5.5: while N = |x*w| < rho x_j every coordinate shrinks; from a small alpha all collapse
+    # docs/theory.md 5 item 5: while N = |x*w| < rho x_j every coordinate shrinks; from a small alpha all collapse
     sol = fs.solve(fs.derive(fs.DiagonalNet(2, "tied"), "logistic", fs.SAM(0.1)), one_sample, 0.01, t1=1e30)
     assert sol.status == "collapsed" and sol.ok
     assert np.abs(sol.params[-1]).max() <= 1.01e3 * 1e-10  # the floor: 1000 atol

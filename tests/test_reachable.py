@@ -74,7 +74,7 @@ def test_converged_limit_is_a_critical_point_of_the_loss(gaussian):
 
 
 def test_a_flow_that_only_slows_down_is_not_converged():
-    # depth-2 GD on one sample: beta_2/beta_1 ~ (log t)^-0.1, still moving at t = 1e100 (MATH.md 4)
+    # depth-2 GD on one sample: beta_2/beta_1 ~ (log t)^-0.1, still moving at t = 1e100 (docs/theory.md 4)
     data = fs.Dataset(np.array([[1.0, 0.9]]), [1])
     for backend in ("diffrax:Tsit5", "scipy:BDF"):
         sol = fs.solve(fs.derive(fs.DiagonalNet(2), "exponential", fs.GD()), data, 0.1, t1=1e100, backend=backend)

@@ -5,7 +5,7 @@ Gradients come from ``jax.grad`` of the loss, independent of the symbolic deriva
 discrete run is also an independent check of the flows. Every gradient is handled in scale-free
 form :math:`g = e^{c} G` (c = log of the largest q_i in the batch): SAM's normalised perturbation
 and sign steps need only G, and Adam keeps its moment estimates relative to a running scale
-(:math:`(m, v) \to (s m, s^2 v)` leaves the step unchanged, MATH.md 7), so margins in the thousands
+(:math:`(m, v) \to (s m, s^2 v)` leaves the step unchanged, docs/theory.md 7), so margins in the thousands
 underflow nothing.
 
 Steps: :math:`\eta_t = c\,(t+1)^{-a}` (``lr`` and ``decay``; ``decay=0`` is a constant step).
@@ -106,7 +106,7 @@ def sam(lr: float, rho: float, norm: float = 2, decay: float = 0.0, batch="full"
 
 def adam(lr: float, b1: float = 0.9, b2: float = 0.999, decay: float = 0.5, eps: float = 0.0,
          bias_correction: bool = False, batch="full") -> Optimizer:
-    """Adam without bias correction and epsilon by default (MATH.md 7): m = b1 m + (1-b1) g,
+    """Adam without bias correction and epsilon by default (docs/theory.md 7): m = b1 m + (1-b1) g,
     v = b2 v + (1-b2) g^2, w <- w - eta_t m / sqrt(v); 0 < b1 <= b2 < 1. ``batch="cyclic"`` is
     per-sample (incremental) Adam. eps > 0 (added to sqrt(v) in the unscaled units) changes the
     limit toward GD's."""

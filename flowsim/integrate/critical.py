@@ -1,7 +1,7 @@
 r"""Critical points with a positive loss: a flow that stops, recognised from its linearisation.
 
 Where the model cannot separate the data (a balanced product network from a positive init keeps
-:math:`\beta = w^L \ge 0` at even L, MATH.md 9), the loss stays bounded away from 0 and the flow
+:math:`\beta = w^L \ge 0` at even L, docs/theory.md 9), the loss stays bounded away from 0 and the flow
 converges to a critical point :math:`\theta^*`. In real time the remaining motion decays like
 :math:`e^{-\lambda t}`, so an explicit method in the log-time clock takes steps that shrink like 1/t
 and runs into any step budget, while the flow itself has nothing left to do.

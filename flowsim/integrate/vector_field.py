@@ -5,7 +5,7 @@ NumPy (scipy) and JAX (diffrax) backends evaluate the same formulas.
 State layout (flat): ``y = [theta.ravel(), c]`` where c is the clock that is *not* the independent
 variable: the log-time ``u = log(1+t)`` under the tau clock, tau under the log-time clock.
 
-Clocks (MATH.md section 4, with the normalisation taken at the evaluation point, which for one
+Clocks (docs/theory.md 4, with the normalisation taken at the evaluation point, which for one
 sample is exactly the clock of arXiv 2603.08290):
 
 - ``"tau"``:      :math:`d\theta/d\tau = F`, :math:`du/d\tau = e^{-\tilde S - u}`,

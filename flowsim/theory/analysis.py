@@ -1,7 +1,7 @@
 r"""Implicit-bias diagnostics on a solution: distance to max-margin references, fitted convergence
 rates and verdicts, feature usage and its switches, and seed 000's l_inf-SAM prediction.
 
-Convergence at depth 2 is slow (minor coordinates decay like a power of 1/log t, MATH.md 4), so a
+Convergence at depth 2 is slow (minor coordinates decay like a power of 1/log t, docs/theory.md 4), so a
 verdict never reads a cosine at the last save point: it fits the normalised-margin gap
 :math:`\gamma^\star - \gamma(t) \approx A (\log t)^{-k}` over the last decades and asks that the
 gap to one reference decays (k > 0, a good fit, still decreasing) while the others stay away.
@@ -200,7 +200,7 @@ class LimitEstimate:
 
 def limit_direction(sol, tail: float = 0.5, rates=np.linspace(0.05, 2.0, 40)) -> LimitEstimate:
     """Estimate the limit direction by fitting the unit direction against x = (log t)^(-k) (the
-    clock in which depth-L convergence is a straight line, MATH.md 4) and reading it at x = 0."""
+    clock in which depth-L convergence is a straight line, docs/theory.md 4) and reading it at x = 0."""
     lt = sol.log10_t
     ok = np.isfinite(lt) & (lt > 0)
     keep = ok & (lt >= lt[-1] - tail * (lt[-1] - lt[ok][0]))

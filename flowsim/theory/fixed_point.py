@@ -1,4 +1,4 @@
-r"""The data-adaptive Mahalanobis max-margin of per-sample Adam (seed 002, Thm 4.8; MATH.md 6).
+r"""The data-adaptive Mahalanobis max-margin of per-sample Adam (seed 002, Thm 4.8; docs/theory.md 6).
 
 For c on the simplex, :math:`M(c) = \mathrm{diag}(\sqrt{\sum_i c_i^2 x_i[k]^2})`; :math:`T(c)` is the
 normalised vector of dual multipliers of :math:`\min w^\top M(c) w` s.t. :math:`Zw \ge 1`. The limit

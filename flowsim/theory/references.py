@@ -1,4 +1,4 @@
-r"""Max-margin references (no bias term), MATH.md section 6.
+r"""Max-margin references (no bias term), docs/theory.md 6.
 
 - l2:  :math:`\min \|w\|_2^2` s.t. :math:`Zw \ge 1`, solved through its bound-constrained dual
   :math:`\max_{\alpha \ge 0} 1^\top\alpha - \tfrac12\|Z^\top\alpha\|^2` (L-BFGS-B), :math:`w = Z^\top\alpha`;
