@@ -48,7 +48,8 @@ from flowsim.integrate.solution import FAILURES, OUTCOMES, STATUSES, Solution  #
 from flowsim import datasets as datasets  # noqa: E402
 from flowsim.discrete import optimizers as optimizers  # noqa: E402
 from flowsim.theory.fixed_point import AdamFixedPoint, adam_fixed_point, adam_metric  # noqa: E402
-from flowsim.discrete.optimizers import DiscreteRun, Optimizer, flow_distance, iterate  # noqa: E402
+from flowsim.discrete.iterate import DiscreteRun, flow_distance, iterate  # noqa: E402
+from flowsim.discrete.optimizers import Optimizer  # noqa: E402
 from flowsim.theory.references import MaxMargin, kkt_max_margin, max_margin, normalised_margin  # noqa: E402
 from flowsim.integrate.solve import solve  # noqa: E402
 from flowsim.integrate.sweep import sweep  # noqa: E402

@@ -145,7 +145,7 @@ class Experiment(_Strict):
     allow_nonseparable: bool = False
 
     @model_validator(mode="after")
-    def _horizon(self):
+    def log10_horizon(self):
         if (self.t1 is None) == (self.log10_t1 is None):
             raise ValueError("give one of t1 (e.g. t1 = 1e100) or log10_t1 (e.g. log10_t1 = 1e6)")
         return self

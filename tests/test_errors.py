@@ -89,9 +89,9 @@ def test_an_exact_equilibrium_is_stalled_to_any_horizon(backend, clock):
 # tau, and in log-time the rate t e^{S~} would overflow past t ~ 1e308: both clocks must say so, not stop quietly.
 @pytest.fixture
 def unrecognised_equilibrium(monkeypatch):
-    import flowsim.integrate.solve
+    import flowsim.integrate.run
 
-    monkeypatch.setattr(flowsim.integrate.solve, "at_rest", lambda *a: False)
+    monkeypatch.setattr(flowsim.integrate.run, "at_rest", lambda *a: False)
 
 
 def test_tau_clock_that_cannot_reach_the_horizon_fails_loudly(unrecognised_equilibrium):

@@ -24,10 +24,11 @@ from flowsim.symbolic.derive import System, derive
 from flowsim.integrate.solution import FAILURES, OUTCOMES, log10_t_from_u
 from flowsim.integrate.balanced import lift, reduction
 from flowsim.theory.reachable import kept_entry_signs
-from flowsim.integrate.solve import (
-    ENDINGS, _assemble, _backend, _check_common, _clock_plan, _horizon, _log_floor, _u_of, close_records, end_status,
-    initial_params, resolve_clock, solve, structure_key,
-)
+from flowsim.integrate.backends import backend_for
+from flowsim.integrate.handlers import ENDINGS, end_status
+from flowsim.integrate.run import structure_key
+from flowsim.integrate.solve import check_common, initial_params, solve
+from flowsim.integrate.timeline import assemble, clock_plan, close_records, log10_horizon, log_floor_of, resolve_clock, u_of
 
 #: grid keys: "alpha" (every entry), "alpha_<j>" (coordinate j, 1-based as in the papers), "rho"
 ALPHA, RHO = "alpha", "rho"
@@ -109,10 +110,10 @@ def sweep(
         the end), per point ``status``, ``steps``, ``log10_t_end`` and ``beta_end``; ``attrs`` say
         how it was run (``method``: "vmap" or "solve per point", chunks, wall time).
     """
-    L1, _ = _horizon(t1, log10_t1)
-    be = _backend(backend, L1)  # validates the name
+    L1, _ = log10_horizon(t1, log10_t1)
+    be = backend_for(backend, L1)  # validates the name
     clock = resolve_clock(clock, be)
-    rtol, atol, collapse_tol, blowup_size, run_clock = _check_common(
+    rtol, atol, collapse_tol, blowup_size, run_clock = check_common(
         system, data, clock, rtol, atol, saves, max_steps, allow_nonseparable, collapse_tol, blowup_size)
     axes = _check_grid(system, data, grid)
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
@@ -194,7 +195,7 @@ def _chunk(spec, data, inits, rhos, opts):
     opts = dict(opts)
     sols = _vmapped(system, data, inits, rhos, opts) if opts.pop("vmapped") else [
         solve(derive(model, loss, _with_rho(flow, r)), data, a, throw=False, **opts) for a, r in zip(inits, rhos)]
-    L1, _ = _horizon(opts["t1"], opts["log10_t1"])
+    L1, _ = log10_horizon(opts["t1"], opts["log10_t1"])
     return _on_grid(sols, L1, opts["saves"], data.d)
 
 
@@ -214,8 +215,8 @@ def _vmapped(system, data, inits, rhos, opts):
 
     flow = system.flow
     clock = SCHEDULE if getattr(flow, "clock", None) == SCHEDULE else opts["clock"]
-    L1, u1 = _horizon(opts["t1"], opts["log10_t1"])
-    be = _backend(opts["backend"], L1)
+    L1, u1 = log10_horizon(opts["t1"], opts["log10_t1"])
+    be = backend_for(opts["backend"], L1)
     theta0 = np.stack([initial_params(system, data, a) for a in inits])
     asked, asked_rhos, speedup = system, rhos, 1.0
     reduced = [reduction(system, th) for th in theta0]
@@ -223,11 +224,11 @@ def _vmapped(system, data, inits, rhos, opts):
         system, speedup = reduced[0]
         rhos = np.array([_with_rho(flow, r).tied_equivalent(asked.model.depth)[0].rho for r in rhos])
         flow, theta0 = system.flow, theta0[:, :1]
-        u1 = float(_u_of(L1 - math.log10(speedup)))
+        u1 = float(u_of(L1 - math.log10(speedup)))
     m, K, d = theta0.shape
-    to_s, to_u, targets, run_targets, s_max = _clock_plan(clock, flow, L1, u1, opts["saves"], math.log10(speedup))
+    to_s, to_u, targets, run_targets, s_max = clock_plan(clock, flow, L1, u1, opts["saves"], math.log10(speedup))
     Z = data.z
-    floors = np.array([_log_floor(th, opts["collapse_tol"], opts["atol"]) for th in theta0])
+    floors = np.array([log_floor_of(th, opts["collapse_tol"], opts["atol"]) for th in theta0])
     y0 = np.concatenate([theta0.reshape(m, -1), np.zeros((m, 1))], axis=1)
     signs = [kept_entry_signs(system.model, th, flow) for th in theta0]  # the crossing event, shared by all members
     sigma = signs[0] if all(np.array_equal(s, signs[0]) for s in signs) else np.zeros((K, d))
@@ -258,7 +259,7 @@ def _vmapped(system, data, inits, rhos, opts):
         message = message or OUTCOMES.get(status) or FAILURES.get(status, "")
         st = {"steps": int(stats[0][i]), "accepted": int(stats[1][i]), "rejected": int(stats[2][i]), "segments": 1,
               "switches": 0, "wall_s": wall}
-        sol = _assemble(system, data, clock, to_u, np.asarray(rec_s), np.asarray(rec_y), K, d, status, message, st, [],
+        sol = assemble(system, data, clock, to_u, np.asarray(rec_s), np.asarray(rec_y), K, d, status, message, st, [],
                         {"rho": float(asked_rhos[i])})
         sols.append(lift(sol, asked, speedup, sol.config) if asked is not system else sol)
     return sols
@@ -266,9 +267,9 @@ def _vmapped(system, data, inits, rhos, opts):
 
 def _on_grid(sols, L1, saves, d):
     """Each solution's saves on the shared save grid (NaN past its end), plus its end state."""
-    from flowsim.integrate.solve import _save_grid
+    from flowsim.integrate.timeline import save_grid
 
-    grid = log10_t_from_u(_save_grid(L1, saves))
+    grid = log10_t_from_u(save_grid(L1, saves))
     m = len(sols)
     beta = np.full((m, saves, d), np.nan)
     log_loss = np.full((m, saves), np.nan)
@@ -289,11 +290,11 @@ def _on_grid(sols, L1, saves, d):
 def _dataset(system, data, axes, out, L1, saves, attrs):
     import xarray as xr
 
-    from flowsim.integrate.solve import _save_grid
+    from flowsim.integrate.timeline import save_grid
 
     shape = tuple(len(v) for v in axes.values())
     dims = list(axes)
-    grid_t = log10_t_from_u(_save_grid(L1, saves))
+    grid_t = log10_t_from_u(save_grid(L1, saves))
     beta = out["beta"].reshape(shape + (saves, data.d))
     reached = np.isfinite(beta).all(axis=-1)
     leader = np.where(reached, np.argmax(np.nan_to_num(np.abs(beta), nan=-1.0), axis=-1), -1)

@@ -1,0 +1,185 @@
+"""Discrete runs: an :class:`~flowsim.discrete.optimizers.Optimizer` iterated on a model x loss x data set,
+jitted between log-spaced records, with the same failure reporting as the flows."""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from flowsim.discrete.optimizers import Optimizer
+
+
+class DiscreteRun(NamedTuple):
+    """Recorded iterates: ``steps`` (records,), ``t`` = sum of the step sizes so far (the flow's
+    time), ``params`` (records, layers, d), ``beta``, ``margins``, ``log_loss``; ``status``
+    ("completed", "failed": the parameters became non-finite, "interrupted": Ctrl-C) and its
+    ``message``. A run that did not complete holds every record up to its end."""
+
+    optimizer: str
+    steps: np.ndarray
+    t: np.ndarray
+    params: np.ndarray
+    beta: np.ndarray
+    margins: np.ndarray
+    log_loss: np.ndarray
+    status: str = "completed"
+    message: str = ""
+
+    @property
+    def direction(self):
+        from flowsim.integrate.solution import unit_rows
+
+        return unit_rows(self.beta)
+
+
+def _record_points(steps, records):
+    pts = np.round(np.geomspace(1, steps, max(records - 1, 1))).astype(np.int64)
+    return np.unique(np.concatenate([[0], pts, [steps]]))
+
+
+def _sample_weights(batch, n, key):
+    """t -> the weight of each sample in step t's gradient (1 per draw) under the sampling ``batch``."""
+    def weights(t):
+        if batch == "full":
+            return jnp.ones(n)
+        if batch == "shuffle":
+            perm = jax.random.permutation(jax.random.fold_in(key, t // n), n)
+            return jnp.zeros(n).at[perm[t % n]].add(1.0)
+        if batch == "replace":
+            return jnp.zeros(n).at[jax.random.randint(jax.random.fold_in(key, t), (), 0, n)].add(1.0)
+        if isinstance(batch, tuple):  # random batches: positions t*b.. of the concatenated epoch permutations
+            pos = t * batch[1] + jnp.arange(batch[1])
+            idx = jax.vmap(lambda p: jax.random.permutation(jax.random.fold_in(key, p // n), n)[p % n])(pos)
+            return jnp.zeros(n).at[idx].add(1.0)
+        b = 1 if batch == "cyclic" else batch
+        idx = (t * b + jnp.arange(b)) % n
+        return jnp.zeros(n).at[idx].add(1.0)
+
+    return weights
+
+
+def _gradients(compiled, Z, batch, key):
+    """t -> the scale-free gradient function of step t: theta -> (G, c) with grad = e^c G (per sample
+    for ``batch="per_sample"``: G_i with q_i factored out, c_i = log q_i)."""
+    n = Z.shape[0]
+    weights = _sample_weights(batch, n, key)
+
+    def margins(th):
+        return Z @ compiled.beta(th)
+
+    def per_sample(th):
+        m, vjp = jax.vjp(margins, th)
+        return jax.vmap(lambda e: -vjp(e)[0])(jnp.eye(n)), compiled.log_q(m)
+
+    def grad_at(t):
+        if batch == "per_sample":
+            return per_sample
+        w = weights(t)
+
+        def grad_fn(th):
+            m, vjp = jax.vjp(margins, th)
+            lq = compiled.log_q(m)
+            c = jnp.max(jnp.where(w > 0, lq, -jnp.inf))
+            # samples outside the batch can have q far above the batch's: never form 0 * inf
+            p = jnp.where(w > 0, w * jnp.exp(jnp.where(w > 0, lq - c, 0.0)), 0.0) / jnp.sum(w)
+            return -vjp(p)[0], c
+
+        return grad_fn
+
+    return grad_at
+
+
+def _check(optimizer, data, steps):
+    from flowsim.data import Dataset
+
+    if not isinstance(optimizer, Optimizer):
+        raise ValueError("optimizer must come from flowsim.optimizers (gd, sam, adam, signum).")
+    if not isinstance(data, Dataset):
+        raise ValueError(f"data must be a flowsim.Dataset(X, y); got {type(data).__name__}.")
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise ValueError(f"steps must be a positive integer; got {steps!r}.")
+
+
+def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, records: int = 200,
+            seed: int = 0, *, progress: bool = False, throw: bool = True) -> DiscreteRun:
+    """Run ``optimizer`` for ``steps`` steps on ``model`` x ``loss`` x ``data`` from ``init``,
+    recording on a log-spaced grid of steps (jitted ``lax.fori_loop`` between records). ``seed``
+    drives the "shuffle" and "replace" samplings; ``progress`` shows a bar in steps.
+
+    If the parameters become non-finite (a step size too large for the loss) or the run is
+    interrupted (Ctrl-C), the run ends there with status "failed" or "interrupted", keeping every
+    finite record; ``throw=True`` raises :class:`flowsim.IntegrationError` with it as ``.solution``.
+    """
+    from flowsim.errors import IntegrationError
+    from flowsim.symbolic.derive import derive
+    from flowsim.symbolic.flows import GD
+
+    _check(optimizer, data, steps)
+    compiled = derive(model, loss, GD()).jax
+    grad_at = _gradients(compiled, jnp.asarray(data.z), optimizer.batch, jax.random.PRNGKey(seed))
+
+    @jax.jit
+    def advance(th, st, t0, t1):
+        return jax.lax.fori_loop(t0, t1, lambda t, carry: optimizer.update(grad_at(t), *carry, t), (th, st))
+
+    theta0 = jnp.asarray(model.init_params(init, data.d))
+    pts = _record_points(int(steps), records)
+    out, status, message = _advance_between_records(advance, theta0, optimizer.init(theta0), pts, progress)
+    pts = pts[: len(out)]
+    times = np.concatenate([[0.0], np.cumsum(optimizer.schedule(np.arange(steps, dtype=np.float64)))])[pts]
+    run = _discrete_run(optimizer.name, compiled, data, pts, times, np.stack(out), status, message)
+    if throw and status != "completed":
+        raise IntegrationError(f"{optimizer.name}: status {status!r}: {message}. The records so far are in .solution.", run)
+    return run
+
+
+def _advance_between_records(advance, th, st, pts, progress):
+    """The records at ``pts``, stopping at the first non-finite one or at Ctrl-C (status and message)."""
+    from tqdm.auto import tqdm
+
+    out, t_prev = [np.asarray(th)], 0
+    status, message = "completed", ""
+    bar = tqdm(total=int(pts[-1]), unit="step", disable=not progress)
+    try:
+        for p in pts[1:]:
+            th, st = advance(th, st, t_prev, int(p))
+            new = np.asarray(th)
+            if not np.all(np.isfinite(new)):
+                status, message = "failed", (f"the parameters became non-finite between steps {t_prev} and {int(p)}; "
+                                             "a smaller lr (or a faster decay) keeps the steps stable")
+                break
+            out.append(new)
+            bar.update(int(p) - t_prev)
+            t_prev = int(p)
+    except KeyboardInterrupt:
+        status, message = "interrupted", f"interrupted by the user (KeyboardInterrupt) after step {t_prev}"
+    finally:
+        bar.close()
+    return out, status, message
+
+
+def _discrete_run(name, compiled, data, pts, times, P, status, message):
+    beta = np.asarray(jax.vmap(compiled.beta)(jnp.asarray(P)))
+    m = beta @ data.z.T
+    ll = np.asarray(compiled.log_l(jnp.asarray(m)))
+    mx = ll.max(axis=1, keepdims=True)
+    log_loss = mx[:, 0] + np.log(np.exp(ll - mx).sum(axis=1)) - math.log(data.n)
+    return DiscreteRun(name, pts, times, P, beta, m, log_loss, status, message)
+
+
+def flow_distance(make_optimizer, flow, model, loss, data, init, t_end: float, etas, *, rtol=1e-12, atol=1e-14):
+    """Run the discrete optimizer ``make_optimizer(eta)`` for t_end / eta steps and the flow to t_end
+    on the same problem; return (errors max|beta_eta - beta_flow|, fitted order in eta). For GD and
+    SAM against their flows the order is 1."""
+    from flowsim.symbolic.derive import derive
+    from flowsim.integrate.solve import solve
+
+    ref = solve(derive(model, loss, flow), data, init, t1=t_end, rtol=rtol, atol=atol, saves=2, track=()).beta[-1]
+    errs = np.array([np.abs(iterate(make_optimizer(eta), model, loss, data, steps=int(round(t_end / eta)), init=init,
+                                    records=2).beta[-1] - ref).max() for eta in etas])
+    slope = np.polyfit(np.log(np.asarray(etas, float)), np.log(errs), 1)[0]
+    return errs, float(slope)

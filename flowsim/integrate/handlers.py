@@ -1,0 +1,174 @@
+"""What happens when a backend call ends (``HANDLERS``, one per reason): the horizon, a collapse or a
+blow-up; a sign switch or a new leader; a spent chunk of steps (a converged critical point, the step
+budget, the hand-over to an implicit method); a crossing of an invariant plane; a failed step."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from flowsim.integrate import critical
+from flowsim.integrate.backends import backend_for
+from flowsim.integrate.backends._events import SCORES
+from flowsim.integrate.critical import LOSS_STILL
+from flowsim.integrate.filippov import classify
+from flowsim.integrate.solution import log10_t_from_u
+from flowsim.integrate.timeline import tau_of
+from flowsim.symbolic.flow import follows_gradient
+
+def _on_end(run, seg):
+    """The horizon, a collapse or a blow-up. A flow that reaches the horizon on a plateau (the loss
+    unchanged between the last two saves) is reported "converged" if it has, as other backends would."""
+    status, message = end_status(seg.reason, run.clock)
+    plateau = status == "completed" and len(run.rec_y) > 1 and abs(
+        run.log_loss(run.rec_y[-2][:-1]) - run.log_loss()) <= LOSS_STILL
+    if not (plateau and _converged(run, loss_still=True)):
+        run.status, run.message = status, message
+
+
+def _on_switch(run, seg):
+    """A sign switch or a change of a tracked leader. Events can coincide (a coordinate sliding to 0
+    ties with another at 0): the signs and every tracked leader are re-examined whatever fired."""
+    tau_now, lt_now = tau_of(run.clock, run.s, run.y), float(log10_t_from_u(run.u_now))
+    theta = run.theta
+    if run.uses_sign:
+        was = run.pinned.copy()
+        run.sigma, run.pinned, theta, run.problem = classify(run.vf, theta, run.Z, run.rho, run.sigma, run.pinned)
+        if seg.reason == "switch" or (run.pinned != was).any():
+            run.stats["switches"] += 1
+            run.events.append({"kind": "sign_switch", "log10_t": lt_now, "tau": tau_now,
+                               "pinned": [tuple(int(i) for i in k) for k in zip(*np.nonzero(run.pinned & ~was))]})
+        run.y = np.concatenate([theta.ravel(), [run.y[-1]]])
+    run.segment_steps = 0
+    run.restarts += 1
+    for i, kind in enumerate(run.track):
+        old = int(run.leaders[i])
+        run.leaders[i] = run.leader(kind, theta, exclude=old if seg.reason == f"lead_{kind}" else None)
+        if run.leaders[i] != old:
+            run.events.append({"kind": f"lead_{kind}", "log10_t": lt_now, "tau": tau_now, "from": old,
+                               "to": int(run.leaders[i]), "beta": run.beta(theta).tolist()})
+
+
+def _on_chunk_end(run, seg):
+    """A chunk of steps is spent: a converged critical point, the step budget, a hand-over to an implicit
+    method (``backend="auto"``), or on with the next chunk."""
+    if _converged(run):
+        return
+    if run.adaptive:
+        _hand_over(run, IMPLICIT_FALLBACK)
+    elif run.segment_steps >= run.max_steps:
+        run.status = "max_steps"
+
+
+#: where ``backend="auto"`` goes when an explicit method spends a whole chunk: the steps of an explicit
+#: method are stability-limited there (a step count that grows like t on a plateau, or with n on wide
+#: data), an implicit one's are not (n = 2000, d = 500 l2-SAM to 1e30: Tsit5 16,384 steps and short
+#: of t1 after 83 s, BDF 393 steps in 10 s)
+IMPLICIT_FALLBACK = "scipy:BDF"
+
+
+def _hand_over(run, spec):
+    """Continue with ``spec`` in the tau clock from the current state: under log-time the records are
+    (s = u, y = [theta, tau]), under tau (s = tau, y = [theta, u]), so the clocks swap places."""
+    swap = lambda s, y: (float(y[-1]), np.concatenate([y[:-1], [s]]))  # noqa: E731
+    pairs = [swap(s, y) for s, y in zip(run.rec_s, run.rec_y)]
+    run.rec_s, run.rec_y = [p[0] for p in pairs], [p[1] for p in pairs]
+    run.s, run.y = swap(run.s, run.y)
+    run.events.append({"kind": "backend", "log10_t": float(log10_t_from_u(run.y[-1])), "tau": run.s,
+                       "from": run.be.name, "to": spec})
+    run.be, run.clock, run.adaptive, run.resume = backend_for(spec, 0.0), "tau", False, None
+    run.vf_run, run.s_max, run.segment_steps = run.vf, 1e300, 0
+
+
+def _on_crossing(run, seg):
+    """A solver stepped across an invariant plane w = 0 (``kept_entry_signs``): a failure, said so."""
+    k = np.unravel_index(int(np.argmin(np.where(run.sigma != 0, run.sigma * run.theta, np.inf))), run.sigma.shape)
+    run.status, run.message = "failed", CROSSING.format(backend=run.be.name, entry=(int(k[0]), int(k[1]) + 1),
+                                                        log10_t=float(log10_t_from_u(run.u_now)))
+
+
+def _on_failure(run, seg):
+    """A failed step: near a minimum the l2-SAM field -grad L(theta + rho g/|g|) is discontinuous, and an
+    implicit method fails there, so a converged critical point is looked for first."""
+    if not (seg.reason == "failed" and _converged(run, loss_still=True)):
+        run.status, run.message = seg.reason, seg.message
+
+
+#: at most this many saved states are tested per look back (each test is a few O((Kd)^3) Newton steps)
+LOOK_BACK = 16
+
+
+def _earlier_rest_point(run) -> bool:
+    """A perturbed flow can come to rest where its evaluation point is a critical point, a rest point
+    that may attract from one side only: a solver that steps across it goes on to a state the exact
+    flow never reaches (and may report that as converged). So the saves since the last look, where the
+    loss stood still, are tested for a rest point of the flow itself, and the earliest one found is
+    held from that save on."""
+    start, run.looked = run.looked, len(run.rec_y)
+    if run.K * run.d > 4096:
+        return False
+    still = [i for i in range(max(start, 1), len(run.rec_y))
+             if abs(run.log_loss(run.rec_y[i][:-1]) - run.log_loss(run.rec_y[i - 1][:-1])) <= LOSS_STILL]
+    for i in still[::-(-len(still) // LOOK_BACK) or 1]:  # spread over the stretch: a rest lasts many saves
+        theta = run.rec_y[i][:-1].reshape(run.K, run.d)
+        cp = critical.rest_point(run.vf, theta, run.Z, run.rtol, run.atol, run.rho)
+        if cp is not None:
+            run.remaining = np.concatenate([np.asarray(run.rec_s[i + 1:], float), run.remaining])
+            run.rec_s, run.rec_y = run.rec_s[:i + 1], run.rec_y[:i + 1]
+            run.s, run.y, run.resume = run.rec_s[i], np.concatenate([cp.limit.ravel(), run.rec_y[i][-1:]]), None
+            run.hold("converged", critical.describe(run.system, run.data, cp, float(log10_t_from_u(run.u_now))))
+            return True
+    return False
+
+
+def _converged(run, loss_still=False) -> bool:
+    """Hold the limit as "converged" if the state has converged to a critical point (``_critical``).
+    Unless ``loss_still``, only where the loss has stopped decreasing (the test costs O((Kd)^3))."""
+    if not follows_gradient(run.system.flow):
+        return False
+    if run.rho > 0 and _earlier_rest_point(run):
+        return True
+    if not (loss_still or run.log_loss_change <= LOSS_STILL):
+        return False
+    cp = critical.find(run.vf, run.theta, run.Z, run.rtol, run.atol,
+                       critical.arrival_radius(run.system.flow, run.theta.size), rho=run.rho)
+    if cp is None:
+        return False
+    message = critical.describe(run.system, run.data, cp, float(log10_t_from_u(run.u_now)))
+    run.y = np.concatenate([cp.limit.ravel(), run.y[-1:]])
+    run.hold("converged", message)
+    return True
+
+
+#: segment endings (backend reasons) that end a solve normally, and the status each gives
+ENDINGS = {"end": "completed", "horizon": "completed", "collapse": "collapsed", "blowup": "blew_up"}
+
+
+RATE_OVERFLOW = ("at log10 t = {log10_t:.6g} the log-time rate t e^{{S~}} is 10^{rate:.4g}, beyond float range: the loss "
+                 "no longer decreases (an equilibrium that is not exact: exact ones, where the field is 0, are held "
+                 "constant as 'stalled'), and such a state cannot be followed past t ~ 1e308 in either clock")
+
+
+#: the tau clock ends at the horizon event; running out of tau means t stopped growing with it
+TAU_EXHAUSTED = ("tau reached 1e300 before t1: the loss no longer decreases (an equilibrium that is not exact: exact "
+                 "ones, where the field is 0, are held constant as 'stalled'), so t = tau e^{-S} cannot reach t1 in "
+                 "the tau clock; the log-time clock reaches t = 1e300 on it")
+
+
+def end_status(reason, clock):
+    """Status and message of a segment that ended with ``reason`` (a key of ``ENDINGS``): the tau clock
+    ends at its horizon event, so running out of tau is a failure."""
+    if reason == "end" and clock == "tau":
+        return "failed", TAU_EXHAUSTED
+    return ENDINGS[reason], ""
+
+
+CROSSING = ("{backend} stepped across w[{entry[0]}, {entry[1]}] = 0 (layer, 1-based coordinate) at log10 t = "
+            "{log10_t:.6g}. That plane is invariant: the entry's field carries the factor w^(L-1), so the exact flow "
+            "does not reach it in finite time (normalised SAM only where the gradient vanishes with it, a point "
+            "where its field is discontinuous and the continuation not unique). flowsim does not follow a solver "
+            "across it; the trajectory up to it is kept")
+
+
+HANDLERS = {**{reason: _on_end for reason in ENDINGS}, "switch": _on_switch, "max_steps": _on_chunk_end,
+            "crossing": _on_crossing,
+            **{f"lead_{kind}": _on_switch for kind in SCORES}}

@@ -1,0 +1,186 @@
+"""The state of one solve between backend calls (:class:`Run`): the current point, the records, the
+sign pattern of a Filippov flow, the tracked leaders, the counters and, once decided, the status."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from flowsim.integrate.backends._diffrax import DiffraxBackend
+from flowsim.integrate.backends._events import armed, event_functions, scores
+from flowsim.integrate.backends._scipy import ScipyBackend
+from flowsim.integrate.filippov import classify
+from flowsim.integrate.handlers import RATE_OVERFLOW
+from flowsim.integrate.solution import FAILURES, OUTCOMES, log10_t_from_u
+from flowsim.integrate.timeline import LN10, assemble, at_rest, clock_plan, close_records, extend_constant
+from flowsim.integrate.vector_field import jax_field, numpy_field
+from flowsim.theory.reachable import kept_entry_signs
+
+MAX_SEGMENTS = 10_000
+
+
+#: a solve checks for a critical point (``_critical``) every this many steps; the step budget is
+#: spent in equal chunks of at most this size (one compiled diffrax solve serves them all)
+CHECK_EVERY = 1024
+
+
+class Run:
+    """The mutable state of one solve between segments: the state, the Filippov signs, the records,
+    the counters and, once decided, the status. Each segment ending has one handler (``HANDLERS``)."""
+
+    def __init__(self, system, data, be, clock, theta0, L1, u1, saves, rtol, atol, max_steps, log_floor,
+                 log_ceiling, track, progress, speedup, adaptive):
+        self.system, self.data, self.be, self.clock = system, data, be, clock
+        self.adaptive = adaptive  # may hand over to an implicit method (``_hand_over``)
+        self.rtol, self.atol, self.max_steps = rtol, atol, max_steps
+        self.chunk = -(-max_steps // -(-max_steps // CHECK_EVERY))  # equal chunks, none over CHECK_EVERY
+        self.K, self.d = theta0.shape
+        self.uses_sign = system.flow.uses_sign
+        self.vf = numpy_field(system, self.K, self.d)
+        self.vf_run = jax_field(system, self.K, self.d) if isinstance(be, DiffraxBackend) else self.vf
+        shift = math.log10(speedup)
+        self.Z, self.rho, self.u1 = data.z, float(system.flow.rho), u1
+        _, self.to_u, self.targets, run_targets, self.s_max = clock_plan(clock, system.flow, L1, u1, saves, shift)
+        self.log_floor, self.log_ceiling = log_floor, log_ceiling
+        # smooth flows: sigma holds the sign each entry keeps (the crossing event); sign flows: sign(G)
+        self.sigma = kept_entry_signs(system.model, theta0, system.flow)
+        self.pinned = np.zeros((self.K, self.d), bool)
+        self.status, self.message, self.problem = None, "", None
+        theta = theta0
+        if self.uses_sign:
+            self.sigma, self.pinned, theta, self.problem = classify(self.vf, theta, self.Z, self.rho,
+                                                                    np.zeros((self.K, self.d)), self.pinned)
+        self.track = () if self.d == 1 else track  # one coordinate always leads
+        self.leaders = np.array([self.leader(kind, theta) for kind in self.track], dtype=np.int64)
+        self.s, self.y = 0.0, np.concatenate([theta.ravel(), [0.0]])
+        self.rec_s, self.rec_y = [self.s], [self.y]
+        self.remaining = run_targets[1:]
+        self.looked = 0  # saves up to here were tested for a rest point of the flow (``_earlier_rest_point``)
+        self.stats = {"steps": 0, "segments": 0, "switches": 0}
+        self.segment_steps = 0  # steps since the last sign switch, against max_steps
+        self.restarts = 0  # segments ended by a switch event (not by a chunk of steps)
+        self.resume = None  # a scipy solver that ran out of its chunk of steps continues
+        self.events = []
+        self.bar = ProgressBar(L1 - shift, self.targets) if progress else None
+        self.t_start = time.perf_counter()
+
+    @property
+    def theta(self):
+        return self.y[:-1].reshape(self.K, self.d)
+
+    def leader(self, kind, theta, exclude=None):
+        return leader_of(self.vf, kind, theta, self.Z, self.rho, self.sigma, exclude)
+
+    def settled(self) -> bool:
+        """Before a segment: a Filippov problem, an exact equilibrium or Zeno switching ends the solve."""
+        if self.problem is not None:
+            self.status, self.message = "chattering", self.problem
+        elif at_rest(self.vf, self.y, self.Z, self.rho, self.sigma, self.pinned):
+            self.hold("stalled")
+        elif self.restarts >= MAX_SEGMENTS:
+            self.status, self.message = "chattering", f"more than {MAX_SEGMENTS} sign-switch segments (Zeno switching?)"
+        return self.status is not None
+
+    def hold(self, status, message=""):
+        """The state is constant from here to t1: only the clocks move."""
+        self.status, self.message = status, message
+        if self.bar:
+            self.bar.to_u(self.u1)  # the rest of the way is held
+        extend_constant(self.vf, self.clock, self.s, self.y, self.Z, self.rho, self.sigma, self.pinned,
+                         self.remaining, self.rec_s, self.rec_y, self.to_u)
+        self.remaining = self.remaining[:0]
+
+    def integrate(self):
+        """One backend call from the current state, at most ``chunk`` steps; its saves are recorded."""
+        args = (self.Z, self.rho, self.sigma, self.pinned, self.u1, self.log_floor, self.log_ceiling,
+                self.leaders.copy())
+        args = args + (armed(event_functions(self.vf, self.clock, self.uses_sign, self.track), self.s, self.y, args),)
+        if isinstance(self.be, ScipyBackend):
+            extra = {"progress": self.bar.to_u if self.bar else None, "track": self.track}
+        else:
+            extra = {"n_targets": len(self.targets), "track": self.track}
+        log_loss_before = self.log_loss()
+        seg = self.be.integrate(self.vf_run, structure_key(self.system), self.clock, self.uses_sign,
+                                bool(self.pinned.any()), self.y, self.s, self.s_max, args, self.remaining,
+                                self.rtol, self.atol, self.chunk, resume=self.resume, **extra)
+        self.resume = seg.resume
+        self.stats["segments"] += 1
+        for k, v in seg.stats.items():
+            self.stats[k] = self.stats.get(k, 0) + v
+        self.segment_steps += seg.stats.get("steps", 0)
+        self.rec_s.extend(seg.s_saves.tolist())
+        self.rec_y.extend(list(seg.y_saves))
+        self.remaining = self.remaining[len(seg.s_saves):]
+        self.s, self.y = seg.s_end, seg.y_end
+        self.log_loss_change = abs(self.log_loss() - log_loss_before)
+        if self.bar:
+            self.bar.to_u(self.u_now)
+        return seg
+
+    def beta(self, theta=None):
+        theta = self.theta if theta is None else np.reshape(theta, (self.K, self.d))
+        return np.asarray(self.system.numpy.beta(theta), float).reshape(self.d)
+
+    def log_loss(self, theta=None):
+        with np.errstate(all="ignore"):
+            return float(np.logaddexp.reduce(self.system.numpy.log_l(self.Z @ self.beta(theta)).reshape(-1)))
+
+    @property
+    def u_now(self):
+        return self.y[-1] if self.clock == "tau" else float(self.to_u(self.s))
+
+    def solution(self, config):
+        close_records(self.status, self.clock, self.remaining, self.s, self.y, self.rec_s, self.rec_y)
+        self.stats["wall_s"] = time.perf_counter() - self.t_start
+        if self.status in ("max_steps", "failed") and self.clock == "log_time":
+            with np.errstate(all="ignore"):
+                _, S_end = self.vf.sliding_field_and_scale(self.theta, self.Z, self.rho, self.sigma, self.pinned)
+            if S_end + self.s > 700:  # the rate e^{S~+s} overflows: no step size helps
+                self.message = RATE_OVERFLOW.format(log10_t=float(log10_t_from_u(self.s)), rate=(S_end + self.s) / LN10)
+        message = self.message or (OUTCOMES.get(self.status) or FAILURES.get(self.status, ""))
+        return assemble(self.system, self.data, self.clock, self.to_u, np.asarray(self.rec_s), np.asarray(self.rec_y),
+                         self.K, self.d, self.status, message, self.stats, self.events, config)
+
+
+def leader_of(vf, kind, theta, Z, rho, sigma, exclude=None):
+    """The coordinate that leads in ``kind`` just after this state (ties broken by a short probe
+    along the field, so a tie at the start or at a switch picks the coordinate about to lead)."""
+    sc = scores(vf, kind, theta, Z, rho, sigma)
+    F, _ = vf.field_and_scale(theta, Z, rho, sigma)
+    h = 1e-6 * (1.0 + np.abs(theta).max()) / max(np.abs(F).max(), 1e-300)
+    ahead = scores(vf, kind, theta + h * F, Z, rho, sigma)
+    best = np.max(sc)
+    tied = np.abs(sc - best) <= 1e-9 * max(abs(best), 1e-300) if np.isfinite(best) else sc == best
+    if exclude is not None:
+        tied = np.ones_like(tied) if tied.sum() <= 1 else tied  # at a switch the overtaker is new
+        ahead = np.where(np.arange(len(sc)) == exclude, -np.inf, ahead)
+    return int(np.argmax(np.where(tied, ahead, -np.inf)))
+
+
+class ProgressBar:
+    """tqdm bar in log10 t (linear t would sit at 0% for a horizon of 1e100)."""
+
+    def __init__(self, L1, targets):
+        from tqdm.auto import tqdm
+
+        self.lo = float(log10_t_from_u(targets[1]))
+        self.bar = tqdm(total=round(L1 - self.lo, 3), unit="log10 t", bar_format="{l_bar}{bar}| log10 t {postfix}")
+        self.done = 0.0
+
+    def to_u(self, u):
+        x = float(log10_t_from_u(u))
+        new = min(max(x - self.lo, 0.0), self.bar.total)
+        if new > self.done:
+            self.bar.update(round(new - self.done, 3))
+            self.done = new
+            self.bar.set_postfix_str(f"{x:.4g}")
+
+    def close(self):
+        self.bar.close()
+
+
+def structure_key(system):
+    """What a compiled solve depends on: the model, the loss and the flow's structure (not rho, lr, data)."""
+    return (system.model, system.loss, system.flow.key)

@@ -1,0 +1,162 @@
+"""Where a solve saves and how its clocks map to t: the horizon, the save grid in log10 t, the maps
+between the integration variable s and u = log(1+t) (docs/theory.md 4), a held state carried to t1,
+and the assembly of the records into a :class:`Solution`."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from flowsim.integrate.backends._scipy import IMPLICIT, ScipyBackend
+from flowsim.integrate.solution import Solution, log10_t_from_u
+from flowsim.integrate.vector_field import SCHEDULE
+
+#: statuses whose state is held constant from where the solve stopped up to t1
+HELD = ("stalled", "converged")
+
+
+LN10 = math.log(10.0)
+
+
+def log10_horizon(t1, log10_t1):
+    if (t1 is None) == (log10_t1 is None):
+        raise ValueError("give exactly one of t1 (e.g. t1=1e100) or log10_t1 (e.g. log10_t1=1e6, beyond float range).")
+    if t1 is not None:
+        if isinstance(t1, (int, float)) and math.isinf(t1) and t1 > 0:
+            raise ValueError("t1 = inf cannot be reached; give a finite t1, or log10_t1 (e.g. 1e6) for horizons beyond float range.")
+        t1 = positive("t1", t1)
+        return math.log10(t1), math.log1p(t1)
+    x = float(log10_t1)
+    if not math.isfinite(x):
+        raise ValueError(f"log10_t1 must be finite; got {log10_t1!r}.")
+    return x, float(u_of(x))
+
+
+def save_grid(log10_t1, saves, shift=0.0):
+    """u = log(1+t) at t = 0 and saves-1 points log-spaced in t up to t1, for a system ``10**shift``
+    times faster (its times are the asked-for ones divided by that)."""
+    lo = min(-3.0, log10_t1 - 3.0)
+    grid = (np.linspace(lo, log10_t1, saves - 1) if saves > 2 else np.array([log10_t1])) - shift
+    return np.concatenate([[0.0], u_of(grid)])
+
+
+def u_of(log10_t):
+    """u = log(1 + t) from log10 t, beyond float range of t."""
+    return np.logaddexp(0.0, np.asarray(log10_t, float) * LN10)
+
+
+def resolve_clock(clock, be):
+    """``clock="auto"``: the tau clock for the implicit scipy methods, log-time for the rest."""
+    if clock == "auto":
+        return "tau" if isinstance(be, ScipyBackend) and be.method in IMPLICIT else "log_time"
+    return clock
+
+
+def log_floor_of(theta0, collapse_tol, atol):
+    # below ~atol the solver no longer resolves the state, and the l2-SAM field is discontinuous at 0
+    return math.log(max(collapse_tol * float(np.abs(theta0).max()), 1e3 * atol))
+
+
+def clock_plan(clock, flow, L1, u1, saves, shift=0.0):
+    """Clock maps, the save grid (in u and in the integration variable) and the end of the clock u1, for
+    a system ``10**shift`` times faster than the one asked for (horizon 10**L1)."""
+    to_s, to_u = clock_maps(clock, flow, u1)
+    targets = save_grid(L1, int(saves), shift)
+    s_max = 1e300 if clock == "tau" else float(to_s(u1))
+    return to_s, to_u, targets, (targets if clock == "tau" else to_s(targets)), s_max
+
+
+def tau_of(clock, s, y):
+    return float(s if clock == "tau" else y[-1])
+
+
+def clock_maps(clock, flow, u1):
+    """s(u) and u(s) for the integration variable s, u = log(1+t). Schedule clock ds = eta dt with
+    eta = lr (t+1)^-a: s = lr expm1((1-a) u)/(1-a) (a < 1), lr u (a = 1)."""
+    if clock != SCHEDULE:
+        return (lambda u: np.asarray(u, float)), (lambda s: np.asarray(s, float))
+    lr, a = flow.lr, flow.decay
+    if a == 1.0:
+        return (lambda u: lr * np.asarray(u, float)), (lambda s: np.asarray(s, float) / lr)
+    if (1 - a) * u1 > 700:
+        raise ValueError(f"with decay={a} the schedule clock s ~ t^(1-a) overflows before t1; use decay=1 "
+                         "(s = lr log(1+t)) for horizons beyond t ~ 10^(300/(1-a)).")
+    return (lambda u: lr * np.expm1((1 - a) * np.asarray(u, float)) / (1 - a),
+            lambda s: np.log1p((1 - a) * np.asarray(s, float) / lr) / (1 - a))
+
+
+def at_rest(vf, y, Z, rho, sigma, pinned) -> bool:
+    """An exact equilibrium: the field vanishes (every entry sliding, l_inf-SAM with alpha_j = rho, a
+    critical point), so the state stays put for ever. Integrating it instead would follow the clocks
+    alone until they leave float range (t ~ 1e300), short of any longer horizon."""
+    theta = y[:-1].reshape(vf.K, vf.d)
+    with np.errstate(all="ignore"):
+        F, _ = (vf.sliding_field_and_scale(theta, Z, rho, sigma, pinned) if pinned.any()
+                else vf.field_and_scale(theta, Z, rho, sigma))
+    return not np.any(F)
+
+
+def extend_constant(vf, clock, s, y, Z, rho, sigma, pinned, remaining, rec_s, rec_y, to_u):
+    """At rest (see ``at_rest``) the state is constant; only the clocks move (dt/dtau = e^{-S})."""
+    K, d = vf.K, vf.d
+    if clock == SCHEDULE:  # remaining targets are values of s; the last entry counts s
+        rec_s.extend(remaining.tolist())
+        rec_y.extend(np.concatenate([y[:-1], [sk]]) for sk in remaining)
+        return
+    _, S = vf.sliding_field_and_scale(y[:-1].reshape(K, d), Z, rho, sigma, pinned)
+    u_now = y[-1] if clock == "tau" else s
+    tau_now = tau_of(clock, s, y)
+    with np.errstate(over="ignore"):
+        for u in remaining:
+            # t_k - t_now = e^u - e^{u_now}
+            dtau = np.exp(S + u + np.log1p(-np.exp(min(u_now - u, 0.0)))) if u > u_now else 0.0
+            tau = tau_now + dtau
+            if clock == "tau":
+                rec_s.append(tau)
+                rec_y.append(np.concatenate([y[:-1], [u]]))
+            else:
+                rec_s.append(u)
+                rec_y.append(np.concatenate([y[:-1], [tau]]))
+
+
+def close_records(status, clock, remaining, s, y, rec_s, rec_y):
+    """Finish the saved records of a solve that ended at (s, y) with ``remaining`` targets unreached."""
+    if status == "completed" and len(remaining):
+        # the horizon event is located to ~1e-13 in u; targets within that of the end are the end point
+        end = y[-1] if clock == "tau" else s  # remaining targets are in the integration's own units
+        close = remaining <= end + 1e-9 * (1.0 + abs(end))
+        rec_s.extend([s] * int(close.sum()))
+        rec_y.extend([y] * int(close.sum()))
+    if status not in ("completed", *HELD) and rec_s[-1] != s:
+        rec_s.append(s)  # keep the final state of an early ending
+        rec_y.append(y)
+
+
+def assemble(system, data, clock, to_u, s, Y, K, d, status, message, stats, events, config):
+    params = Y[:, :-1].reshape(-1, K, d)
+    if clock == "tau":
+        u, tau = Y[:, -1], s
+    elif clock == SCHEDULE:  # tau holds the schedule clock s for these flows
+        u, tau = to_u(s), s
+    else:
+        u, tau = s, Y[:, -1]
+    c = system.numpy  # elementwise formulas: evaluate all save points at once
+    beta = c.beta(np.moveaxis(params, 1, 0)).reshape(-1, d)
+    margins = beta @ data.z.T
+    ll = c.log_l(margins).reshape(-1, data.n)
+    mx = ll.max(axis=1, keepdims=True)
+    log_loss = (mx[:, 0] + np.log(np.exp(ll - mx).sum(axis=1))) - math.log(data.n)
+    return Solution(system=system, data=data, log10_t=log10_t_from_u(u), tau=np.asarray(tau, float), params=params,
+                    beta=beta, log_loss=log_loss, margins=margins, status=status, message=message, stats=stats,
+                    config=config, events=events)
+
+
+def positive(name, value):
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a positive number; got {value!r}.") from None
+    if not (math.isfinite(v) and v > 0):
+        raise ValueError(f"{name} must be a positive finite number; got {value!r}.")
+    return v
