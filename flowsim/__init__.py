@@ -1,4 +1,4 @@
-"""flowsim: exact, long-horizon simulation of optimizer flows on linear models and diagonal linear
+r"""flowsim: exact, long-horizon simulation of optimizer flows on linear models and diagonal linear
 networks, for testing implicit-bias theorems.
 
 The whole public API is re-exported here::
@@ -6,65 +6,120 @@ The whole public API is re-exported here::
     import flowsim as fs
     system = fs.derive(fs.DiagonalNet(depth=2), "logistic", fs.SAM(rho=0.1, norm=2))
     sol = fs.solve(system, fs.Dataset(X, y), init=0.05, t1=1e100)
+
+Names are imported on first use (PEP 562), so ``import flowsim`` and ``flowsim --help`` do not pay for
+JAX, sympy and scipy until something needs them.
 """
 
-import jax as _jax
-
-# float64 everywhere, before any array is created
-_jax.config.update("jax_enable_x64", True)
-
-
-def _enable_compile_cache():
-    """Persist XLA compilations across processes (a solve compiles in seconds; set
-    FLOWSIM_JAX_CACHE=0 to turn this off, or to a folder to choose where it lives)."""
-    import os
-
-    where = os.environ.get("FLOWSIM_JAX_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "flowsim", "jax"))
-    if where == "0":
-        return
-    try:
-        _jax.config.update("jax_compilation_cache_dir", where)
-        _jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
-    except Exception:  # an older jax without the persistent cache: compile every time
-        pass
+import importlib as _importlib
+import os as _os
+import sys as _sys
 
 
-_enable_compile_cache()
+def _configure_jax():
+    """float64 everywhere, before any array is created, and a persistent compile cache (a solve compiles
+    in seconds; FLOWSIM_JAX_CACHE=0 turns it off, or names the folder). Set through JAX's environment
+    variables when jax is not imported yet (so importing flowsim does not import it), else directly."""
+    where = _os.environ.get("FLOWSIM_JAX_CACHE", _os.path.join(_os.path.expanduser("~"), ".cache", "flowsim", "jax"))
+    _os.environ["JAX_ENABLE_X64"] = "1"
+    if where != "0":
+        _os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", where)
+        _os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+    if "jax" in _sys.modules:
+        jax = _sys.modules["jax"]
+        jax.config.update("jax_enable_x64", True)
+        if where != "0":
+            try:
+                jax.config.update("jax_compilation_cache_dir", where)
+                jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+            except Exception:  # an older jax without the persistent cache: compile every time
+                pass
 
-from flowsim.theory.analysis import (  # noqa: E402
-    Convergence, LimitEstimate, Verdict, angle, convergence, distance, limit_direction, leading_by_alpha, leading_coordinate, linf_sam_prediction,
-    margin_gap, sequential_amplification, shares, switch_times, verdict,
-)
-from flowsim.data import Dataset  # noqa: E402
-from flowsim.symbolic.derive import System, derive  # noqa: E402
-from flowsim.errors import DerivationError, FlowsimError, IntegrationError, NonSeparableError, ReachabilityWarning  # noqa: E402
-from flowsim.theory.reachable import kept_entry_signs, reachable_signs  # noqa: E402
-from flowsim.symbolic.flow import Flow  # noqa: E402
-from flowsim.symbolic.flows import ASAM, GD, SAM, USAM, AdamProxy, NormalizedGD, SignFlow, SteepestDescent  # noqa: E402
-from flowsim.symbolic import directions, points  # noqa: E402
-from flowsim.symbolic.loss import Loss, exponential_loss, logistic_loss  # noqa: E402
-from flowsim.symbolic.model import DiagonalNet, Linear, Parametrization  # noqa: E402
-from flowsim.integrate.solution import FAILURES, OUTCOMES, STATUSES, Solution  # noqa: E402
-from flowsim import datasets as datasets  # noqa: E402
-from flowsim.discrete import optimizers as optimizers  # noqa: E402
-from flowsim.theory.fixed_point import AdamFixedPoint, adam_fixed_point, adam_metric  # noqa: E402
-from flowsim.discrete.iterate import DiscreteRun, flow_distance, iterate  # noqa: E402
-from flowsim.discrete.optimizers import Optimizer  # noqa: E402
-from flowsim.theory.references import MaxMargin, kkt_max_margin, max_margin, normalised_margin  # noqa: E402
-from flowsim.integrate.solve import solve  # noqa: E402
-from flowsim.integrate.sweep import sweep  # noqa: E402
-from flowsim.theory.phase import first_switch_log10_t, linf_sam_boundaries, linf_sam_phase, switch_log10_t  # noqa: E402
+
+_configure_jax()
+
+#: public name -> (module, attribute); attribute None: the name is the module itself
+_EXPORTS = {
+    'Convergence': ('flowsim.theory.analysis', 'Convergence'),
+    'LimitEstimate': ('flowsim.theory.analysis', 'LimitEstimate'),
+    'Verdict': ('flowsim.theory.analysis', 'Verdict'),
+    'angle': ('flowsim.theory.analysis', 'angle'),
+    'convergence': ('flowsim.theory.analysis', 'convergence'),
+    'distance': ('flowsim.theory.analysis', 'distance'),
+    'limit_direction': ('flowsim.theory.analysis', 'limit_direction'),
+    'leading_by_alpha': ('flowsim.theory.analysis', 'leading_by_alpha'),
+    'leading_coordinate': ('flowsim.theory.analysis', 'leading_coordinate'),
+    'linf_sam_prediction': ('flowsim.theory.analysis', 'linf_sam_prediction'),
+    'margin_gap': ('flowsim.theory.analysis', 'margin_gap'),
+    'sequential_amplification': ('flowsim.theory.analysis', 'sequential_amplification'),
+    'shares': ('flowsim.theory.analysis', 'shares'),
+    'switch_times': ('flowsim.theory.analysis', 'switch_times'),
+    'verdict': ('flowsim.theory.analysis', 'verdict'),
+    'Dataset': ('flowsim.data', 'Dataset'),
+    'System': ('flowsim.symbolic.derive', 'System'),
+    'derive': ('flowsim.symbolic.derive', 'derive'),
+    'DerivationError': ('flowsim.errors', 'DerivationError'),
+    'FlowsimError': ('flowsim.errors', 'FlowsimError'),
+    'IntegrationError': ('flowsim.errors', 'IntegrationError'),
+    'NonSeparableError': ('flowsim.errors', 'NonSeparableError'),
+    'ReachabilityWarning': ('flowsim.errors', 'ReachabilityWarning'),
+    'kept_entry_signs': ('flowsim.theory.reachable', 'kept_entry_signs'),
+    'reachable_signs': ('flowsim.theory.reachable', 'reachable_signs'),
+    'Flow': ('flowsim.symbolic.flow', 'Flow'),
+    'ASAM': ('flowsim.symbolic.flows', 'ASAM'),
+    'GD': ('flowsim.symbolic.flows', 'GD'),
+    'SAM': ('flowsim.symbolic.flows', 'SAM'),
+    'USAM': ('flowsim.symbolic.flows', 'USAM'),
+    'AdamProxy': ('flowsim.symbolic.flows', 'AdamProxy'),
+    'NormalizedGD': ('flowsim.symbolic.flows', 'NormalizedGD'),
+    'SignFlow': ('flowsim.symbolic.flows', 'SignFlow'),
+    'SteepestDescent': ('flowsim.symbolic.flows', 'SteepestDescent'),
+    'directions': ('flowsim.symbolic.directions', None),
+    'points': ('flowsim.symbolic.points', None),
+    'Loss': ('flowsim.symbolic.loss', 'Loss'),
+    'exponential_loss': ('flowsim.symbolic.loss', 'exponential_loss'),
+    'logistic_loss': ('flowsim.symbolic.loss', 'logistic_loss'),
+    'DiagonalNet': ('flowsim.symbolic.model', 'DiagonalNet'),
+    'Linear': ('flowsim.symbolic.model', 'Linear'),
+    'Parametrization': ('flowsim.symbolic.model', 'Parametrization'),
+    'FAILURES': ('flowsim.integrate.solution', 'FAILURES'),
+    'OUTCOMES': ('flowsim.integrate.solution', 'OUTCOMES'),
+    'STATUSES': ('flowsim.integrate.solution', 'STATUSES'),
+    'Solution': ('flowsim.integrate.solution', 'Solution'),
+    'datasets': ('flowsim.datasets', None),
+    'optimizers': ('flowsim.discrete.optimizers', None),
+    'AdamFixedPoint': ('flowsim.theory.fixed_point', 'AdamFixedPoint'),
+    'adam_fixed_point': ('flowsim.theory.fixed_point', 'adam_fixed_point'),
+    'adam_metric': ('flowsim.theory.fixed_point', 'adam_metric'),
+    'DiscreteRun': ('flowsim.discrete.iterate', 'DiscreteRun'),
+    'flow_distance': ('flowsim.discrete.iterate', 'flow_distance'),
+    'iterate': ('flowsim.discrete.iterate', 'iterate'),
+    'Optimizer': ('flowsim.discrete.optimizers', 'Optimizer'),
+    'MaxMargin': ('flowsim.theory.references', 'MaxMargin'),
+    'kkt_max_margin': ('flowsim.theory.references', 'kkt_max_margin'),
+    'max_margin': ('flowsim.theory.references', 'max_margin'),
+    'normalised_margin': ('flowsim.theory.references', 'normalised_margin'),
+    'solve': ('flowsim.integrate.solve', 'solve'),
+    'sweep': ('flowsim.integrate.sweep', 'sweep'),
+    'first_switch_log10_t': ('flowsim.theory.phase', 'first_switch_log10_t'),
+    'linf_sam_boundaries': ('flowsim.theory.phase', 'linf_sam_boundaries'),
+    'linf_sam_phase': ('flowsim.theory.phase', 'linf_sam_phase'),
+    'switch_log10_t': ('flowsim.theory.phase', 'switch_log10_t'),
+}
 
 __version__ = "0.1.0"
+__all__ = [*_EXPORTS, "__version__"]
 
-__all__ = [
-    "Dataset", "Parametrization", "DiagonalNet", "Linear", "Flow", "points", "directions", "GD", "SAM", "USAM", "ASAM",
-    "SteepestDescent", "NormalizedGD", "SignFlow", "AdamProxy", "Loss", "exponential_loss", "logistic_loss",
-    "derive", "System", "solve", "sweep", "switch_log10_t", "first_switch_log10_t", "linf_sam_phase", "linf_sam_boundaries", "Solution", "STATUSES", "OUTCOMES", "FAILURES",
-    "FlowsimError", "DerivationError", "IntegrationError", "NonSeparableError", "ReachabilityWarning", "reachable_signs", "kept_entry_signs", "__version__",
-    "optimizers", "Optimizer", "iterate", "flow_distance", "DiscreteRun", "datasets",
-    "adam_fixed_point", "AdamFixedPoint", "adam_metric",
-    "max_margin", "kkt_max_margin", "MaxMargin", "normalised_margin",
-    "leading_coordinate", "shares", "switch_times", "sequential_amplification", "margin_gap", "angle",
-    "convergence", "Convergence", "distance", "limit_direction", "LimitEstimate", "verdict", "Verdict", "linf_sam_prediction", "leading_by_alpha",
-]
+
+def __getattr__(name):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'flowsim' has no attribute {name!r}")
+    module, attribute = _EXPORTS[name]
+    value = _importlib.import_module(module)
+    value = value if attribute is None else getattr(value, attribute)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -28,7 +28,9 @@ class Dataset:
     z: np.ndarray = field(init=False, repr=False)
 
     def __init__(self, X, y=None):
-        X = np.asarray(X, dtype=np.float64)
+        if np.iscomplexobj(X) or np.iscomplexobj(y):
+            raise ValueError("X and y must be real; got complex values (take .real or abs() first if that is meant).")
+        X = np.array(X, dtype=np.float64)  # a copy: editing the caller's array later must not change data.X
         if X.ndim == 1:
             X = X[None, :]
         if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
@@ -37,7 +39,7 @@ class Dataset:
             )
         if not np.all(np.isfinite(X)):
             raise ValueError("X contains NaN or inf; clean or drop those samples before building a Dataset.")
-        y = np.ones(X.shape[0]) if y is None else np.asarray(y, dtype=np.float64).reshape(-1)
+        y = np.ones(X.shape[0]) if y is None else np.array(y, dtype=np.float64).reshape(-1)
         if y.shape != (X.shape[0],):
             raise ValueError(f"y must have one label per row of X: X has {X.shape[0]} rows, y has shape {y.shape}.")
         if not np.all(np.isfinite(y)):

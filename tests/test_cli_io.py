@@ -153,3 +153,18 @@ def test_reproduce_quick_preset(tmp_path):
     assert all(f"| {c} | **{v}** |" in report for c, v in verdicts.items())
     assert "e_None" not in report and "data:image/png;base64," in (tmp_path / "report.html").read_text()
     assert runner.invoke(app, ["reproduce", "nonsense", "--out", str(tmp_path)]).exit_code != 0
+
+
+def test_cli_help_imports_neither_jax_nor_sympy_and_arrays_are_float64():
+    """`flowsim --help` stays fast because the package imports its parts on first use; and whichever
+    way jax gets imported afterwards (or before), flowsim's arrays are float64."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, flowsim.cli; heavy = [m for m in ('jax', 'sympy', 'scipy', 'diffrax') if m in sys.modules]; "
+             "import jax.numpy as jnp, flowsim as fs; print(heavy, jnp.array(1.0).dtype, fs.SAM(0.1))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         env={**__import__("os").environ, "JAX_ENABLE_X64": "0"}).stdout
+    assert out.split("\n")[0] == "[] float64 SAM(rho=0.1, norm=2)", out
+    first_jax = "import jax, flowsim as fs, jax.numpy as jnp; print(jnp.array(1.0).dtype)"
+    assert subprocess.run([sys.executable, "-c", first_jax], capture_output=True, text=True, check=True).stdout.strip() == "float64"

@@ -130,11 +130,22 @@ def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, recor
     pts = _record_points(int(steps), records)
     out, status, message = _advance_between_records(advance, theta0, optimizer.init(theta0), pts, progress)
     pts = pts[: len(out)]
-    times = np.concatenate([[0.0], np.cumsum(optimizer.schedule(np.arange(steps, dtype=np.float64)))])[pts]
+    times = _elapsed(optimizer.schedule, pts)
     run = _discrete_run(optimizer.name, compiled, data, pts, times, np.stack(out), status, message)
     if throw and status != "completed":
         raise IntegrationError(f"{optimizer.name}: status {status!r}: {message}. The records so far are in .solution.", run)
     return run
+
+
+def _elapsed(schedule, pts, block=1 << 20):
+    """The flow time sum_{s < p} eta_s at each record point p, in blocks of steps (memory independent of
+    the number of steps)."""
+    out, total = [0.0], 0.0
+    for a, b in zip(pts[:-1], pts[1:]):
+        for lo in range(int(a), int(b), block):
+            total += float(np.sum(schedule(np.arange(lo, min(lo + block, int(b)), dtype=np.float64))))
+        out.append(total)
+    return np.array(out)
 
 
 def _advance_between_records(advance, th, st, pts, progress):

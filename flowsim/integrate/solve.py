@@ -20,6 +20,9 @@ from flowsim.integrate.vector_field import CLOCKS, SCHEDULE
 from flowsim.symbolic.derive import System
 from flowsim.theory.reachable import reachable_signs
 
+#: upper bounds on ``saves`` (each save holds the whole state) and on the initial entries
+MAX_SAVES, MAX_INIT = 1_000_000, 1e30
+
 
 def solve(
     system: System,
@@ -166,9 +169,12 @@ def check_common(system, data, clock, rtol, atol, saves, max_steps, allow_nonsep
     if getattr(system.flow, "clock", None) == SCHEDULE:
         clock = SCHEDULE  # the learning-rate schedule is the clock of sign and Adam-proxy flows
     rtol, atol = positive("rtol", rtol), positive("atol", atol)
+    if rtol >= 1:
+        raise ValueError(f"rtol must be < 1 (a relative error per step; 1e-8 is the default); got {rtol!r}.")
     collapse_tol, blowup_size = positive("collapse_tol", collapse_tol), positive("blowup_size", blowup_size)
-    if isinstance(saves, bool) or not isinstance(saves, (int, np.integer)) or saves < 2:
-        raise ValueError(f"saves must be an integer >= 2; got {saves!r}.")
+    if isinstance(saves, bool) or not isinstance(saves, (int, np.integer)) or not 2 <= saves <= MAX_SAVES:
+        raise ValueError(f"saves must be an integer in [2, {MAX_SAVES:,}] (each save holds the whole state); "
+                         f"got {saves!r}.")
     if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
         raise ValueError(f"max_steps must be a positive integer; got {max_steps!r}.")
     return rtol, atol, collapse_tol, blowup_size, clock
@@ -178,4 +184,7 @@ def initial_params(system, data, init):
     theta0 = system.model.init_params(init, data.d)
     if not np.any(theta0):
         raise ValueError("init is all zeros: every flow here has beta = 0 as an equilibrium; start from alpha != 0.")
+    if np.abs(theta0).max() > MAX_INIT:
+        raise ValueError(f"init has entries up to {np.abs(theta0).max():.3g}; beyond {MAX_INIT:g} the margins at t = 0 "
+                         "leave float range at depth >= 2 (and the problem is a rescaling of a smaller one).")
     return theta0

@@ -20,11 +20,12 @@ network that a balanced product follows runs (None: not known). To add a directi
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import sympy as sp
 
+from flowsim.symbolic.part import Part
 from flowsim.symbolic.points import check_norm, dual_power
 
 
@@ -40,7 +41,7 @@ class DirectionSymbols(NamedTuple):
 
 
 @dataclass(frozen=True)
-class Direction:
+class Direction(Part):
     """Base of directions (see the module docstring)."""
 
     clock = None
@@ -54,13 +55,6 @@ class Direction:
 
     def tied_speedup(self, depth):
         return None
-
-    @property
-    def key(self):
-        return (type(self).__name__, *(getattr(self, f.name) for f in fields(self)))
-
-    def describe(self) -> list[str]:
-        return [f"{f.name}={getattr(self, f.name):g}" for f in fields(self)]
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,12 @@ To add a point, subclass :class:`EvaluationPoint` as a frozen dataclass and writ
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import sympy as sp
+
+from flowsim.symbolic.part import Part
 
 
 class PointSymbols(NamedTuple):
@@ -60,7 +62,7 @@ def dual_power(G, N, p, sigma):
 
 
 @dataclass(frozen=True)
-class EvaluationPoint:
+class EvaluationPoint(Part):
     """Base of evaluation points (see the module docstring)."""
 
     norm = None  # p of the norm N, None when N is not used
@@ -79,13 +81,6 @@ class EvaluationPoint:
 
     def tied_rho(self, rho, depth):
         return None
-
-    @property
-    def key(self):
-        return (type(self).__name__, *(getattr(self, f.name) for f in fields(self)))
-
-    def describe(self) -> list[str]:
-        return [f"{f.name}={getattr(self, f.name):g}" for f in fields(self)]
 
 
 @dataclass(frozen=True)
