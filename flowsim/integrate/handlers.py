@@ -106,8 +106,9 @@ def _earlier_rest_point(run) -> bool:
     start, run.looked = run.looked, len(run.rec_y)
     if run.K * run.d > 4096:
         return False
-    still = [i for i in range(max(start, 1), len(run.rec_y))
-             if abs(run.log_loss(run.rec_y[i][:-1]) - run.log_loss(run.rec_y[i - 1][:-1])) <= LOSS_STILL]
+    first = max(start, 1)
+    losses = [run.log_loss(y[:-1]) for y in run.rec_y[first - 1:]]  # each save's loss once
+    still = [first + k for k in range(len(losses) - 1) if abs(losses[k + 1] - losses[k]) <= LOSS_STILL]
     for i in still[::-(-len(still) // LOOK_BACK) or 1]:  # spread over the stretch: a rest lasts many saves
         theta = run.rec_y[i][:-1].reshape(run.K, run.d)
         cp = critical.rest_point(run.vf, theta, run.Z, run.rtol, run.atol, run.rho)

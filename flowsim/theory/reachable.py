@@ -60,11 +60,9 @@ def reachable_signs(model, theta0, flow) -> np.ndarray:
     if model.beta.is_nonnegative or model.beta.is_nonpositive:
         return np.full(d, 1.0 if model.beta.is_nonnegative else -1.0)
     signs = np.full(d, np.nan)
-    if follows_gradient(flow):
-        kept = np.array(invariant_planes(model))
+    if follows_gradient(flow) and all(invariant_planes(model)):  # every entry keeps its sign
         for j in range(d):
-            if kept.all():
-                signs[j] = _sign_on(model, tuple(int(s) for s in np.sign(theta0[:, j])))
+            signs[j] = _sign_on(model, tuple(int(s) for s in np.sign(theta0[:, j])))
     if isinstance(model, DiagonalNet) and model.form == "product" and model.depth >= 2:
         signs = _layer_symmetry(theta0, flow, model.depth, signs)
     return signs
