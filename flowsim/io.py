@@ -1,15 +1,181 @@
-"""Saved runs: a solution as an xarray Dataset, written to netCDF atomically (a temporary file in
-the same folder, then ``os.replace``) so an interrupted save never leaves a corrupt run."""
+"""Saved runs: a solve or a sweep as an xarray Dataset in netCDF, read back as a Dataset or (a solve) as
+a :class:`flowsim.Solution` that every analysis function takes.
+
+One layout for both: ``log10_t`` is the time index (finite everywhere: the first save is just after
+t = 0), coordinates and samples are labelled 1..d and 1..n as in the papers, every variable has a
+``long_name`` and ``units``. Files are written atomically (a temporary file in the same folder, then
+``os.replace``), with the usual permissions (0666 less the umask), and the temporary file is removed
+on every exit Python sees, SIGTERM included.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import tempfile
+import threading
 from importlib import metadata
 from pathlib import Path
 
+import numpy as np
+
+CONVENTIONS = "CF-1.10"
+#: long_name and units of every variable a run or a sweep holds
+VARIABLES = {
+    "log10_t": ("log10 of the flow's time t (the first save is just after t = 0, the init)", "1"),
+    "beta": ("linear predictor beta_j = f(w_1j, ..., w_Kj)", "1"),
+    "params": ("parameter entries w_kj", "1"),
+    "log_loss": ("natural log of the mean training loss", "1"),
+    "margins": ("margin y_i <x_i, beta> of each sample", "1"),
+    "tau": ("loss-normalised clock tau (dtau = q dt), or the schedule clock s of sign/Adam-type flows", "1"),
+    "X": ("training inputs x_i", "1"),
+    "y": ("training labels y_i", "1"),
+    "coordinate": ("coordinate j (1-based, as in the papers)", "1"),
+    "sample": ("sample i (1-based)", "1"),
+    "layer": ("layer name", ""),
+    "leader": ("leading coordinate argmax_j |beta_j| (1-based; 0 after the solve ended)", "1"),
+    "status": ("how the solve at this grid point ended (flowsim.STATUSES)", ""),
+    "steps": ("solver steps taken", "1"),
+    "log10_t_end": ("log10 t where the solve ended", "1"),
+    "beta_end": ("beta at the end of the solve", "1"),
+    "alpha": ("initialisation scale alpha (every entry)", "1"),
+    "rho": ("perturbation radius rho", "1"),
+}
+
+
+def annotate(ds):
+    """Give every known variable its ``long_name`` and ``units`` and the dataset its ``Conventions``."""
+    for name in list(ds.variables):
+        long_name, units = VARIABLES.get(name) or (
+            (f"initialisation of coordinate {name[6:]} (alpha_j)", "1") if str(name).startswith("alpha_") else (None, None))
+        if long_name is not None:
+            ds[name].attrs.update(long_name=long_name, units=units)
+    ds.attrs["Conventions"] = CONVENTIONS
+    return ds
+
+
+def to_xarray(sol):
+    """The solution as an ``xarray.Dataset`` (the layout in the module docstring); attrs: the system
+    and its spec (to read it back as a Solution), config, status, message, events and stats (JSON),
+    the derived equations in LaTeX, package versions and, for a checkout of flowsim, its revision."""
+    import xarray as xr
+
+    from flowsim.symbolic.spec import spec
+
+    system, d, n = sol.system, sol.beta.shape[1], sol.margins.shape[1]
+    ds = xr.Dataset(
+        {
+            "beta": (("log10_t", "coordinate"), sol.beta),
+            "params": (("log10_t", "layer", "coordinate"), sol.params),
+            "log_loss": ("log10_t", sol.log_loss),
+            "margins": (("log10_t", "sample"), sol.margins),
+            "tau": ("log10_t", sol.tau),
+            "X": (("sample", "coordinate"), sol.data.X),
+            "y": ("sample", sol.data.y),
+        },
+        coords={"log10_t": sol.log10_t, "layer": list(system.model.layer_names), "coordinate": np.arange(1, d + 1),
+                "sample": np.arange(1, n + 1)},
+        attrs={
+            "title": f"{system.flow} on {system.model}, {system.loss.name} loss",
+            "model": str(system.model), "loss": system.loss.name, "flow": str(system.flow),
+            "system_spec": json.dumps(spec(system)), "status": sol.status, "message": sol.message,
+            "config": json.dumps(sol.config), "events": json.dumps(sol.events), "stats": json.dumps(sol.stats),
+            "equations_latex": system.latex(), "versions": json.dumps(_versions()), "git_revision": _git_revision(),
+        },
+    )
+    return annotate(ds)
+
+
+def save(sol, path) -> Path:
+    """Write ``sol`` (a Solution, or the Dataset of a sweep) to ``path`` (netCDF) atomically."""
+    from flowsim.integrate.solution import Solution
+
+    ds = annotate(to_xarray(sol) if isinstance(sol, Solution) else sol)
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder; give a file name for the run, e.g. {path / 'run.nc'}.")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        with _sigterm_raises():
+            ds.to_netcdf(tmp, engine="netcdf4")
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a run is shared like any file
+            os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return path
+
+
+def load(path, as_solution: bool = False, system=None):
+    """Read a saved run back: an ``xarray.Dataset`` (arrays bit-identical to what was saved), or with
+    ``as_solution=True`` (a solve, not a sweep) a :class:`flowsim.Solution` with its system, data,
+    config, events and stats, on which ``verdict``, ``limit_direction``, ``switch_times`` and
+    ``Solution.evaluate`` work. The system is rebuilt from the run's spec; a run of a flow with parts
+    of your own has none: pass ``system=flowsim.derive(...)``. Reading a spec parses its formulas
+    with sympy, which evaluates them: read runs you trust."""
+    import xarray as xr
+
+    path = Path(path)
+    if not path.exists():
+        raise ValueError(f"no saved run at {path}.")
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder; give the run's file (e.g. {path / 'run.nc'}).")
+    try:
+        with xr.open_dataset(path, engine="netcdf4") as ds:
+            ds = ds.load()
+    except (OSError, ValueError) as err:
+        raise ValueError(f"cannot read {path} as a saved run (netCDF): {err}") from None
+    return _solution(ds, system, path) if as_solution else ds
+
+
+def _solution(ds, system, path):
+    from flowsim.data import Dataset
+    from flowsim.integrate.solution import Solution
+    from flowsim.symbolic.spec import system_from_spec
+
+    if "params" not in ds:
+        raise ValueError(f"{path} holds a sweep, not one solve; read it with flowsim.io.load(path) (a Dataset).")
+    if system is None:
+        spec = json.loads(ds.attrs.get("system_spec", "null"))
+        if spec is None:
+            raise ValueError(f"{path} ({ds.attrs.get('flow')}) was saved without a spec (a part of your own); pass "
+                             "system=flowsim.derive(model, loss, flow).")
+        system = system_from_spec(spec)
+    if system.model.n_layers != ds.sizes["layer"]:
+        raise ValueError(f"system {system} has {system.model.n_layers} layers; the run has {ds.sizes['layer']}.")
+    return Solution(
+        system=system, data=Dataset(ds["X"].values, ds["y"].values), log10_t=ds["log10_t"].values,
+        tau=ds["tau"].values, params=ds["params"].values, beta=ds["beta"].values, log_loss=ds["log_loss"].values,
+        margins=ds["margins"].values, status=ds.attrs["status"], message=ds.attrs["message"],
+        stats=json.loads(ds.attrs["stats"]), config=json.loads(ds.attrs["config"]), events=json.loads(ds.attrs["events"]))
+
+
+@contextlib.contextmanager
+def _sigterm_raises():
+    """SIGTERM (a kill) raises SystemExit while a file is written, so ``finally`` removes the temporary."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    old = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _versions() -> dict:
@@ -23,60 +189,18 @@ def _versions() -> dict:
 
 
 def _git_revision() -> str:
+    """The commit of flowsim's own checkout ("+dirty" with uncommitted changes), or "unknown" when the
+    package is not run from one (an installed copy inside another repository is not ours)."""
+    here = Path(__file__).resolve().parent
     try:
-        here = Path(__file__).resolve().parent
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
-                              timeout=5).stdout.strip() or "unknown"
+        top = _git(here, "rev-parse", "--show-toplevel")
+        if not top or Path(top) / "flowsim" != here or 'name = "flowsim"' not in (Path(top) / "pyproject.toml").read_text():
+            return "unknown"
+        rev = _git(here, "rev-parse", "HEAD")
+        return rev + ("+dirty" if _git(here, "status", "--porcelain", "--untracked-files=no") else "") if rev else "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
 
-def to_xarray(sol):
-    """The solution as an ``xarray.Dataset``: dims time, layer, coordinate, sample; variables beta,
-    params, log_loss, margins, tau (log10_t is the time coordinate); attrs: config, versions, git
-    revision, the derived equations in LaTeX, status, message, events and stats (JSON)."""
-    import xarray as xr
-
-    system = sol.system
-    return xr.Dataset(
-        {
-            "beta": (("time", "coordinate"), sol.beta),
-            "params": (("time", "layer", "coordinate"), sol.params),
-            "log_loss": ("time", sol.log_loss),
-            "margins": (("time", "sample"), sol.margins),
-            "tau": ("time", sol.tau),
-            "X": (("sample", "coordinate"), sol.data.X),
-            "y": ("sample", sol.data.y),
-        },
-        coords={"log10_t": ("time", sol.log10_t), "layer": list(system.model.layer_names)},
-        attrs={
-            "model": str(system.model), "loss": system.loss.name, "flow": str(system.flow),
-            "status": sol.status, "message": sol.message,
-            "config": json.dumps(sol.config), "events": json.dumps(sol.events), "stats": json.dumps(sol.stats),
-            "equations_latex": system.latex(), "versions": json.dumps(_versions()), "git_revision": _git_revision(),
-        },
-    )
-
-
-def save(sol, path) -> Path:
-    """Write ``sol`` (a Solution or an xarray Dataset) to ``path`` (netCDF) atomically."""
-    ds = sol if not hasattr(sol, "system") else to_xarray(sol)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        ds.to_netcdf(tmp, engine="netcdf4")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    return path
-
-
-def load(path):
-    """Read a saved run back as an ``xarray.Dataset`` (arrays bit-identical to what was saved)."""
-    import xarray as xr
-
-    with xr.open_dataset(path, engine="netcdf4") as ds:
-        return ds.load()
+def _git(where, *args) -> str:
+    return subprocess.run(["git", *args], cwd=where, capture_output=True, text=True, timeout=5, check=False).stdout.strip()

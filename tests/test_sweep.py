@@ -22,7 +22,8 @@ def _compare(ds, index, sol):
     reached = np.isfinite(b).all(axis=1)
     k = int(reached.sum())
     assert reached[:k].all()  # saves are a prefix of the grid
-    np.testing.assert_allclose(b[:k], sol.beta[:k], rtol=1e-10, atol=1e-300)
+    # entries far below atol**2 (beta = w1 w2 next to a collapse) are not resolved relative to themselves
+    np.testing.assert_allclose(b[:k], sol.beta[:k], rtol=1e-10, atol=1e-22)
     np.testing.assert_allclose(ds["log_loss"].values[index][:k], sol.log_loss[:k], rtol=1e-10)
     # a collapse ends where the event's bisection puts it, on a trajectory that falls to 0 in finite time:
     # rounding differences between the vmapped and the single solve move that end point by ~1e-8 (relative to
@@ -49,7 +50,7 @@ def test_vmapped_sweep_equals_per_point_solves(l2_sweep):
             if sol.status == "completed":
                 assert k == 120
             else:
-                assert k < 120 and ds["leader"].values[i, j, k:].tolist() == [-1] * (120 - k)
+                assert k < 120 and ds["leader"].values[i, j, k:].tolist() == [0] * (120 - k)
     assert statuses == {"completed", "collapsed"}  # the grid crosses the collapse boundary
 
 

@@ -30,7 +30,7 @@ class Run:
     """The mutable state of one solve between segments: the state, the Filippov signs, the records,
     the counters and, once decided, the status. Each segment ending has one handler (``HANDLERS``)."""
 
-    def __init__(self, system, data, be, clock, theta0, L1, u1, saves, rtol, atol, max_steps, log_floor,
+    def __init__(self, system, data, be, clock, theta0, L1, u1, points, rtol, atol, max_steps, log_floor,
                  log_ceiling, track, progress, speedup, adaptive):
         self.system, self.data, self.be, self.clock = system, data, be, clock
         self.adaptive = adaptive  # may hand over to an implicit method (``_hand_over``)
@@ -42,7 +42,7 @@ class Run:
         self.vf_run = jax_field(system, self.K, self.d) if isinstance(be, DiffraxBackend) else self.vf
         shift = math.log10(speedup)
         self.Z, self.rho, self.u1 = data.z, float(system.flow.rho), u1
-        _, self.to_u, self.targets, run_targets, self.s_max = clock_plan(clock, system.flow, L1, u1, saves, shift)
+        _, self.to_u, self.targets, run_targets, self.s_max = clock_plan(clock, system.flow, u1, points, shift)
         self.log_floor, self.log_ceiling = log_floor, log_ceiling
         # smooth flows: sigma holds the sign each entry keeps (the crossing event); sign flows: sign(G)
         self.sigma = kept_entry_signs(system.model, theta0, system.flow)
@@ -55,8 +55,8 @@ class Run:
         self.track = () if self.d == 1 else track  # one coordinate always leads
         self.leaders = np.array([self.leader(kind, theta) for kind in self.track], dtype=np.int64)
         self.s, self.y = 0.0, np.concatenate([theta.ravel(), [0.0]])
-        self.rec_s, self.rec_y = [self.s], [self.y]
-        self.remaining = run_targets[1:]
+        self.rec_s, self.rec_y = [], []  # the init is not a save: the first save is just after it
+        self.remaining = run_targets
         self.looked = 0  # saves up to here were tested for a rest point of the flow (``_earlier_rest_point``)
         self.stats = {"steps": 0, "segments": 0, "switches": 0}
         self.segment_steps = 0  # steps since the last sign switch, against max_steps
@@ -160,25 +160,48 @@ def leader_of(vf, kind, theta, Z, rho, sigma, exclude=None):
 
 
 class ProgressBar:
-    """tqdm bar in log10 t (linear t would sit at 0% for a horizon of 1e100)."""
+    """Progress in log10 t (linear t would sit at 0% for a horizon of 1e100): a tqdm bar with the
+    elapsed time and rate on a terminal; elsewhere (logs, CI) a plain line every ``LOG_EVERY`` seconds,
+    since a bar's carriage returns leave fragments in a file."""
 
-    def __init__(self, L1, targets):
-        from tqdm.auto import tqdm
+    LOG_EVERY = 10.0
 
-        self.lo = float(log10_t_from_u(targets[1]))
-        self.bar = tqdm(total=round(L1 - self.lo, 3), unit="log10 t", bar_format="{l_bar}{bar}| log10 t {postfix}")
-        self.done = 0.0
+    def __init__(self, L1, targets, file=None):
+        import sys
+
+        self.file = file or sys.stderr
+        self.lo = float(log10_t_from_u(targets[min(1, len(targets) - 1)]))
+        self.total, self.done, self.x = max(L1 - self.lo, 1e-12), 0.0, self.lo
+        self.t0 = self.logged = time.perf_counter()
+        self.bar = None
+        if getattr(self.file, "isatty", lambda: False)():
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=round(self.total, 3), unit="dec", file=self.file, bar_format=(
+                "{l_bar}{bar}| log10 t {postfix} [{elapsed}<{remaining}, {rate_fmt}]"))
 
     def to_u(self, u):
-        x = float(log10_t_from_u(u))
-        new = min(max(x - self.lo, 0.0), self.bar.total)
-        if new > self.done:
+        self.x = float(log10_t_from_u(u))
+        new = min(max(self.x - self.lo, 0.0), self.total)
+        if new <= self.done:
+            return
+        if self.bar is not None:
             self.bar.update(round(new - self.done, 3))
-            self.done = new
-            self.bar.set_postfix_str(f"{x:.4g}")
+            self.bar.set_postfix_str(f"{self.x:.4g}")
+        elif time.perf_counter() - self.logged >= self.LOG_EVERY:
+            self._line()
+        self.done = new
+
+    def _line(self):
+        self.logged = time.perf_counter()
+        print(f"flowsim: log10 t = {self.x:.5g} ({100 * self.done / self.total:.0f}%), "
+              f"{self.logged - self.t0:.1f} s elapsed", file=self.file, flush=True)
 
     def close(self):
-        self.bar.close()
+        if self.bar is not None:
+            self.bar.close()
+        else:
+            self._line()
 
 
 def structure_key(system):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,6 +23,8 @@ FAILURES = {
     "interrupted": "interrupted by the user; everything up to the interrupt is kept",
 }
 STATUSES = {**OUTCOMES, **FAILURES}
+#: statuses whose state is held constant from where the solve stopped up to t1
+HELD = ("stalled", "converged")
 
 
 def log10_t_from_u(u):
@@ -76,6 +79,33 @@ class Solution:
     def direction(self) -> np.ndarray:
         """beta / ||beta||_2 at each save point (0 where beta = 0)."""
         return unit_rows(self.beta)
+
+    def evaluate(self, log10_t) -> Solution:
+        """The trajectory at the times ``log10_t`` (a number or a list), exact to the solver tolerance:
+        the solve is run again with these points added to its save points. Saves come from the
+        solver's dense output and do not change its steps, so the rows at the original saves repeat
+        them (to rounding) and the new rows lie on the same trajectory. Returns a Solution with one row
+        per asked time the flow reached (a flow that ended early, e.g. "collapsed", has fewer).
+        Costs one solve."""
+        from flowsim.integrate.solve import solve
+
+        asked = np.atleast_1d(np.asarray(log10_t, dtype=np.float64))
+        if asked.ndim != 1 or not np.all(np.isfinite(asked)):
+            raise ValueError(f"log10_t must be finite numbers (a number or a 1-D list); got {log10_t!r}.")
+        args = self.config.get("arguments")
+        if args is None:
+            raise ValueError("this Solution does not say how it was solved (config['arguments']); solve again.")
+        if asked.max() > args["log10_t1"]:
+            raise ValueError(f"log10_t = {asked.max():g} is beyond this solve's horizon log10 t1 = {args['log10_t1']:g}.")
+        points = np.union1d(args["save_at"], asked)
+        again = solve(self.system, self.data, **dict(args, save_at=points), throw=False)
+        rows = np.flatnonzero(np.isin(points, asked))
+        rows = rows[rows < len(again.log10_t)]
+        if again.status not in ("completed", *HELD):  # its last row is where it ended, not a save point
+            rows = rows[rows < len(again.log10_t) - 1]
+        return dataclasses.replace(again, log10_t=np.asarray(points[rows]), tau=again.tau[rows],
+                                   params=again.params[rows], beta=again.beta[rows], log_loss=again.log_loss[rows],
+                                   margins=again.margins[rows])
 
     def __repr__(self) -> str:
         end = self.log10_t[-1] if len(self.log10_t) else float("nan")

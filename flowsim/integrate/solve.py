@@ -15,13 +15,13 @@ from flowsim.integrate.handlers import HANDLERS, _on_failure
 from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.run import Run
 from flowsim.integrate.solution import FAILURES, Solution
-from flowsim.integrate.timeline import log10_horizon, log_floor_of, positive, resolve_clock, u_of
+from flowsim.integrate.timeline import log10_horizon, log_floor_of, positive, resolve_clock, save_points, u_of
 from flowsim.integrate.vector_field import CLOCKS, SCHEDULE
 from flowsim.symbolic.derive import System
 from flowsim.theory.reachable import reachable_signs
 
-#: upper bounds on ``saves`` (each save holds the whole state) and on the initial entries
-MAX_SAVES, MAX_INIT = 1_000_000, 1e30
+#: upper bound on the initial entries
+MAX_INIT = 1e30
 
 
 def solve(
@@ -35,7 +35,8 @@ def solve(
     clock: str = "auto",
     rtol: float = 1e-8,
     atol: float = 1e-10,
-    saves: int = 400,
+    saves: int | None = None,
+    save_at=None,
     max_steps: int = 16_384,
     throw: bool = True,
     allow_nonseparable: bool = False,
@@ -65,7 +66,12 @@ def solve(
             BDF fails near log10 t = 1.2e5, LSODA returns NaN), while in tau theta's field has no
             such factor (both complete to log10 t = 1e6, in fewer steps).
         rtol, atol: step-size control tolerances on the state.
-        saves: number of save points: t = 0 and ``saves - 1`` log-spaced in t up to t1.
+        saves: number of default save points (400 if neither this nor ``save_at`` is given): one just
+            after t = 0 (t = 1e-12), then dense in log10 t over the first decades (from t = 1e-3) and
+            in log10 log10 t far out, so early switches are resolved at any horizon.
+        save_at: the log10 t of each save instead (a list or array, strictly increasing, up to
+            log10 t1; t1 is appended when it stops short). Saves come from the solver's dense output
+            (they do not change its steps), so :meth:`Solution.evaluate` can add points later.
         max_steps: step budget per segment (a segment ends at a sign switch), spent in equal chunks of
             at most 1,024 steps; between chunks the state is checked for a converged critical point
             (status ``"converged"``, see ``flowsim.integrate.critical``).
@@ -84,37 +90,41 @@ def solve(
         A :class:`flowsim.Solution`.
     """
     L1, u1 = log10_horizon(t1, log10_t1)
-    be = backend_for(backend, L1)
+    be, asked_clock = backend_for(backend, L1), clock
     adaptive = backend == "auto" and clock == "auto"
     rtol, atol, collapse_tol, blowup_size, clock = check_common(
-        system, data, resolve_clock(clock, be), rtol, atol, saves, max_steps, allow_nonseparable, collapse_tol,
-        blowup_size)
+        system, data, resolve_clock(clock, be), rtol, atol, max_steps, allow_nonseparable, collapse_tol, blowup_size)
+    points = save_points(L1, saves, save_at)
     track = tuple(track)
     if any(k not in SCORES for k in track):
         raise ValueError(f"track takes scores from {SCORES}; got {track!r}.")
     theta0 = initial_params(system, data, init)
     if not allow_nonseparable:
         _warn_if_unreachable(system, data, theta0)
-    config = dict(init=np.asarray(init).tolist(), log10_t1=L1, backend=backend, clock=clock, rtol=rtol, atol=atol,
-                  saves=int(saves), max_steps=int(max_steps), rho=float(system.flow.rho), track=track)
+    # ``arguments`` re-runs this solve (``Solution.evaluate``, saved runs); the rest says how it ran
+    arguments = dict(init=np.asarray(init).tolist(), log10_t1=L1, backend=backend, clock=asked_clock, rtol=rtol,
+                     atol=atol, max_steps=int(max_steps), track=list(track), collapse_tol=collapse_tol,
+                     blowup_size=blowup_size, allow_nonseparable=bool(allow_nonseparable))
+    config = dict(arguments, clock=clock, saves=len(points), rho=float(system.flow.rho), track=track,
+                  arguments=dict(arguments, save_at=points.tolist()))
     floors = (log_floor_of(theta0, collapse_tol, atol), math.log(blowup_size))
     # a balanced product network is integrated on its invariant manifold, as the tied net
     reduced = reduction(system, theta0)
     run_system, speedup = reduced or (system, 1.0)
-    sol = _integrate(run_system, data, be, clock, theta0[: run_system.model.n_layers], L1, u1, saves, rtol, atol,
+    sol = _integrate(run_system, data, be, clock, theta0[: run_system.model.n_layers], L1, u1, points, rtol, atol,
                      max_steps, floors, track, progress, config, speedup, adaptive)
     sol = lift(sol, system, speedup, config) if reduced else sol
     return _raise_failure(sol) if throw else sol
 
 
-def _integrate(system, data, be, clock, theta0, L1, u1, saves, rtol, atol, max_steps, floors, track, progress, config,
+def _integrate(system, data, be, clock, theta0, L1, u1, points, rtol, atol, max_steps, floors, track, progress, config,
                speedup=1.0, adaptive=False):
     """The segment loop: integrate, then hand each segment's ending to its handler (``HANDLERS``).
     ``speedup``: the system runs that many times faster than the one asked for (``_balanced``); the
     horizon and the save points are scaled to match. ``adaptive``: backend and clock were "auto", so
     an explicit method that spends a whole chunk of steps hands over to an implicit one."""
     u1 = u1 if speedup == 1.0 else float(u_of(L1 - math.log10(speedup)))
-    run = Run(system, data, be, clock, theta0, L1, u1, saves, rtol, atol, int(max_steps), *floors, track, progress,
+    run = Run(system, data, be, clock, theta0, L1, u1, points, rtol, atol, int(max_steps), *floors, track, progress,
                speedup, adaptive and clock == "log_time" and not system.flow.uses_sign)
     try:
         while run.status is None and not run.settled():
@@ -149,7 +159,7 @@ def _raise_failure(sol):
     return sol
 
 
-def check_common(system, data, clock, rtol, atol, saves, max_steps, allow_nonseparable, collapse_tol, blowup_size):
+def check_common(system, data, clock, rtol, atol, max_steps, allow_nonseparable, collapse_tol, blowup_size):
     """Validate the arguments :func:`solve` and :func:`flowsim.sweep` share; returns the
     normalised tolerances and the clock the flow runs in."""
     if not isinstance(system, System):
@@ -172,9 +182,6 @@ def check_common(system, data, clock, rtol, atol, saves, max_steps, allow_nonsep
     if rtol >= 1:
         raise ValueError(f"rtol must be < 1 (a relative error per step; 1e-8 is the default); got {rtol!r}.")
     collapse_tol, blowup_size = positive("collapse_tol", collapse_tol), positive("blowup_size", blowup_size)
-    if isinstance(saves, bool) or not isinstance(saves, (int, np.integer)) or not 2 <= saves <= MAX_SAVES:
-        raise ValueError(f"saves must be an integer in [2, {MAX_SAVES:,}] (each save holds the whole state); "
-                         f"got {saves!r}.")
     if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
         raise ValueError(f"max_steps must be a positive integer; got {max_steps!r}.")
     return rtol, atol, collapse_tol, blowup_size, clock

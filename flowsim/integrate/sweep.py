@@ -21,14 +21,16 @@ from itertools import product
 import numpy as np
 
 from flowsim.symbolic.derive import System, derive
-from flowsim.integrate.solution import FAILURES, OUTCOMES, log10_t_from_u
+from flowsim.integrate.solution import FAILURES, OUTCOMES
+from flowsim.io import annotate
 from flowsim.integrate.balanced import lift, reduction
 from flowsim.theory.reachable import kept_entry_signs
 from flowsim.integrate.backends import backend_for
 from flowsim.integrate.handlers import ENDINGS, end_status
 from flowsim.integrate.run import structure_key
 from flowsim.integrate.solve import check_common, initial_params, solve
-from flowsim.integrate.timeline import assemble, clock_plan, close_records, log10_horizon, log_floor_of, resolve_clock, u_of
+from flowsim.integrate.timeline import (assemble, clock_plan, close_records, log10_horizon, log_floor_of, resolve_clock,
+                                        save_points, u_of)
 
 #: grid keys: "alpha" (every entry), "alpha_<j>" (coordinate j, 1-based as in the papers), "rho"
 ALPHA, RHO = "alpha", "rho"
@@ -83,7 +85,8 @@ def sweep(
     clock: str = "auto",
     rtol: float = 1e-8,
     atol: float = 1e-10,
-    saves: int = 200,
+    saves: int | None = None,
+    save_at=None,
     max_steps: int = 16_384,
     allow_nonseparable: bool = False,
     collapse_tol: float = 1e-10,
@@ -101,20 +104,23 @@ def sweep(
         chunk_size: grid points per vmapped solve (and per Dask task).
         executor: None (this process), a ``dask.distributed.Client``, a scheduler address
             (``"tcp://host:8786"``), or ``"dask"`` for a ``LocalCluster`` started and closed here.
+        saves / save_at: the save grid shared by every point, as in :func:`flowsim.solve` (200
+            default points when neither is given).
         Everything else as in :func:`flowsim.solve` (``throw`` is always False here: failed
         points have a failure status and NaN past their end).
 
     Returns:
         An ``xarray.Dataset`` with one dimension per grid key plus ``log10_t`` (the save grid,
-        shared) and ``coordinate``: ``beta``, ``log_loss``, ``leader`` (argmax |beta_j|, -1 past
-        the end), per point ``status``, ``steps``, ``log10_t_end`` and ``beta_end``; ``attrs`` say
+        shared) and ``coordinate`` (labelled 1..d): ``beta``, ``log_loss``, ``leader`` (the label of
+        argmax |beta_j|, 0 past the end), per point ``status``, ``steps``, ``log10_t_end`` and ``beta_end``; ``attrs`` say
         how it was run (``method``: "vmap" or "solve per point", chunks, wall time).
     """
     L1, _ = log10_horizon(t1, log10_t1)
     be = backend_for(backend, L1)  # validates the name
     clock = resolve_clock(clock, be)
     rtol, atol, collapse_tol, blowup_size, run_clock = check_common(
-        system, data, clock, rtol, atol, saves, max_steps, allow_nonseparable, collapse_tol, blowup_size)
+        system, data, clock, rtol, atol, max_steps, allow_nonseparable, collapse_tol, blowup_size)
+    grid_t = save_points(L1, 200 if saves is None and save_at is None else saves, save_at)
     axes = _check_grid(system, data, grid)
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer; got {chunk_size!r}.")
@@ -131,7 +137,7 @@ def sweep(
     # every chunk the same size (the last padded with copies of its last point): one compile per sweep
     padded = [np.concatenate([c, np.repeat(c[-1:], len(chunks[0]) - len(c))]) for c in chunks]
     vmapped = be.__class__.__name__ == "DiffraxBackend" and not system.flow.uses_sign
-    opts = dict(t1=t1, log10_t1=log10_t1, backend=backend, clock=clock, rtol=rtol, atol=atol, saves=int(saves),
+    opts = dict(t1=t1, log10_t1=log10_t1, backend=backend, clock=clock, rtol=rtol, atol=atol, save_at=grid_t.tolist(),
                 max_steps=int(max_steps), collapse_tol=collapse_tol, blowup_size=blowup_size,
                 allow_nonseparable=allow_nonseparable, vmapped=vmapped)
     spec = (system.model, system.loss, system.flow)
@@ -145,7 +151,7 @@ def sweep(
     for c, r in zip(chunks, results):
         for k in out:
             out[k][c] = r[k][: len(c)]
-    return _dataset(system, data, axes, out, L1, int(saves), attrs={
+    return _dataset(system, data, axes, out, grid_t, attrs={
         "system": str(system), "method": "vmap" if vmapped else "solve per point", "chunk_size": int(chunk_size),
         "chunks": len(chunks), "executor": where, "wall_s": wall, "rtol": rtol, "atol": atol, "clock": run_clock,
         "backend": "diffrax:" + be.solver if vmapped else backend, "log10_t1": L1, "init": str(np.asarray(init).tolist())})
@@ -195,8 +201,7 @@ def _chunk(spec, data, inits, rhos, opts):
     opts = dict(opts)
     sols = _vmapped(system, data, inits, rhos, opts) if opts.pop("vmapped") else [
         solve(derive(model, loss, _with_rho(flow, r)), data, a, throw=False, **opts) for a, r in zip(inits, rhos)]
-    L1, _ = log10_horizon(opts["t1"], opts["log10_t1"])
-    return _on_grid(sols, L1, opts["saves"], data.d)
+    return _on_grid(sols, np.asarray(opts["save_at"]), data.d)
 
 
 def _with_rho(flow, rho):
@@ -226,7 +231,7 @@ def _vmapped(system, data, inits, rhos, opts):
         flow, theta0 = system.flow, theta0[:, :1]
         u1 = float(u_of(L1 - math.log10(speedup)))
     m, K, d = theta0.shape
-    to_s, to_u, targets, run_targets, s_max = clock_plan(clock, flow, L1, u1, opts["saves"], math.log10(speedup))
+    to_s, to_u, targets, run_targets, s_max = clock_plan(clock, flow, u1, opts["save_at"], math.log10(speedup))
     Z = data.z
     floors = np.array([log_floor_of(th, opts["collapse_tol"], opts["atol"]) for th in theta0])
     y0 = np.concatenate([theta0.reshape(m, -1), np.zeros((m, 1))], axis=1)
@@ -241,7 +246,7 @@ def _vmapped(system, data, inits, rhos, opts):
     run, names = kernel(jax_field(system, K, d), structure_key(system), clock, False, False, be.solver,
                         opts["rtol"], opts["atol"], opts["max_steps"], len(targets), (), batched=True)
     u_targets = np.full(len(targets), np.inf)
-    remaining = run_targets[1:]
+    remaining = run_targets
     u_targets[: len(remaining)] = remaining
     args = tuple(jnp.asarray(a) for a in (Z, rhos, sigma, pinned, u1, floors, log_ceiling, leaders, arm))
     t0 = time.perf_counter()
@@ -254,7 +259,7 @@ def _vmapped(system, data, inits, rhos, opts):
     for i in range(m):
         why = reason(names, fired[i], maxed[i], failed[i])
         status, message = end_status(why, clock) if why in ENDINGS else (why, FAILED_MESSAGE if why == "failed" else "")
-        rec_s, rec_y = [0.0, *s_t[i][ok[i]].tolist()], [y0[i], *y_t[i][ok[i]]]
+        rec_s, rec_y = s_t[i][ok[i]].tolist(), list(y_t[i][ok[i]])
         close_records(status, clock, remaining[ok[i].sum():], float(s_end[i]), y_end[i], rec_s, rec_y)
         message = message or OUTCOMES.get(status) or FAILURES.get(status, "")
         st = {"steps": int(stats[0][i]), "accepted": int(stats[1][i]), "rejected": int(stats[2][i]), "segments": 1,
@@ -265,11 +270,9 @@ def _vmapped(system, data, inits, rhos, opts):
     return sols
 
 
-def _on_grid(sols, L1, saves, d):
+def _on_grid(sols, grid, d):
     """Each solution's saves on the shared save grid (NaN past its end), plus its end state."""
-    from flowsim.integrate.timeline import save_grid
-
-    grid = log10_t_from_u(save_grid(L1, saves))
+    saves = len(grid)
     m = len(sols)
     beta = np.full((m, saves, d), np.nan)
     log_loss = np.full((m, saves), np.nan)
@@ -287,17 +290,15 @@ def _on_grid(sols, L1, saves, d):
     }
 
 
-def _dataset(system, data, axes, out, L1, saves, attrs):
+def _dataset(system, data, axes, out, grid_t, attrs):
     import xarray as xr
 
-    from flowsim.integrate.timeline import save_grid
-
+    saves = len(grid_t)
     shape = tuple(len(v) for v in axes.values())
     dims = list(axes)
-    grid_t = log10_t_from_u(save_grid(L1, saves))
     beta = out["beta"].reshape(shape + (saves, data.d))
     reached = np.isfinite(beta).all(axis=-1)
-    leader = np.where(reached, np.argmax(np.nan_to_num(np.abs(beta), nan=-1.0), axis=-1), -1)
+    leader = np.where(reached, np.argmax(np.nan_to_num(np.abs(beta), nan=-1.0), axis=-1) + 1, 0)  # a label
     ds = xr.Dataset(
         {
             "beta": (dims + ["log10_t", "coordinate"], beta),
@@ -308,8 +309,7 @@ def _dataset(system, data, axes, out, L1, saves, attrs):
             "log10_t_end": (dims, out["log10_t_end"].reshape(shape)),
             "beta_end": (dims + ["coordinate"], out["beta_end"].reshape(shape + (data.d,))),
         },
-        coords={**{k: v for k, v in axes.items()}, "log10_t": grid_t, "coordinate": np.arange(data.d)},
+        coords={**{k: v for k, v in axes.items()}, "log10_t": grid_t, "coordinate": np.arange(1, data.d + 1)},
         attrs=attrs,
     )
-    ds["leader"].attrs["description"] = "argmax_j |beta_j| (0-based), -1 where the solve had ended"
-    return ds
+    return annotate(ds)

@@ -9,11 +9,11 @@ import math
 import numpy as np
 
 from flowsim.integrate.backends._scipy import IMPLICIT, ScipyBackend
-from flowsim.integrate.solution import Solution, log10_t_from_u
+from flowsim.integrate.solution import HELD, Solution, log10_t_from_u
 from flowsim.integrate.vector_field import SCHEDULE
 
-#: statuses whose state is held constant from where the solve stopped up to t1
-HELD = ("stalled", "converged")
+#: upper bound on the number of saves (each holds the whole state)
+MAX_SAVES = 1_000_000
 
 
 LN10 = math.log(10.0)
@@ -33,12 +33,48 @@ def log10_horizon(t1, log10_t1):
     return x, float(u_of(x))
 
 
-def save_grid(log10_t1, saves, shift=0.0):
-    """u = log(1+t) at t = 0 and saves-1 points log-spaced in t up to t1, for a system ``10**shift``
-    times faster (its times are the asked-for ones divided by that)."""
+#: the default grid's first save, this many decades before its second (t = 1e-12 for horizons
+#: beyond t = 1e-3): the init itself is ``sol.config["init"]``; every saved log10 t is finite
+FIRST_DECADES = 9.0
+#: the default grid is uniform in log(SPREAD + decades since its start): uniform in log10 t over the
+#: first few dozen decades (where switches and amplification happen), uniform in log log t beyond
+SPREAD = 10.0
+
+
+def default_grid(log10_t1, saves):
+    """log10 t of ``saves`` default save points up to t1: one near t = 0, then dense in log10 t from
+    t = 1e-3 over the first decades and in log10 log10 t far out (``SPREAD``)."""
     lo = min(-3.0, log10_t1 - 3.0)
-    grid = (np.linspace(lo, log10_t1, saves - 1) if saves > 2 else np.array([log10_t1])) - shift
-    return np.concatenate([[0.0], u_of(grid)])
+    w = np.linspace(math.log(SPREAD), math.log(SPREAD + log10_t1 - lo), saves - 1)
+    grid = lo + np.expm1(w - math.log(SPREAD)) * SPREAD
+    grid[-1] = log10_t1
+    return np.concatenate([[lo - FIRST_DECADES], grid])
+
+
+def save_points(log10_t1, saves=None, save_at=None):
+    """The log10 t of every save: ``save_at`` as given (t1 appended when it stops short), or the
+    default grid of ``saves`` points (400 when neither is given)."""
+    if save_at is None:
+        saves = 400 if saves is None else saves
+        if isinstance(saves, bool) or not isinstance(saves, (int, np.integer)) or not 2 <= saves <= MAX_SAVES:
+            raise ValueError(f"saves must be an integer in [2, {MAX_SAVES:,}] (each save holds the whole state); "
+                             f"got {saves!r}.")
+        return default_grid(log10_t1, int(saves))
+    if saves is not None:
+        raise ValueError("give saves (a number of default save points) or save_at (the log10 t of each), not both.")
+    try:
+        pts = np.asarray(save_at, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"save_at must be a list or array of log10 t values; got {save_at!r}.") from None
+    if pts.ndim != 1 or not 1 <= pts.size <= MAX_SAVES - 1:
+        raise ValueError(f"save_at must be a 1-D list of 1 to {MAX_SAVES - 1:,} log10 t values; got shape {pts.shape}.")
+    if not np.all(np.isfinite(pts)) or np.any(np.diff(pts) <= 0):
+        raise ValueError("save_at must be finite and strictly increasing log10 t values (t = 0 is the init: "
+                         "use e.g. -12 for a save just after it).")
+    if pts[-1] > log10_t1 + 1e-12 * max(1.0, abs(log10_t1)):
+        raise ValueError(f"save_at goes to log10 t = {pts[-1]:g}, beyond the horizon log10 t1 = {log10_t1:g}; "
+                         "raise t1 or drop those points.")
+    return pts if pts[-1] >= log10_t1 - 1e-12 * max(1.0, abs(log10_t1)) else np.append(pts, log10_t1)
 
 
 def u_of(log10_t):
@@ -58,11 +94,11 @@ def log_floor_of(theta0, collapse_tol, atol):
     return math.log(max(collapse_tol * float(np.abs(theta0).max()), 1e3 * atol))
 
 
-def clock_plan(clock, flow, L1, u1, saves, shift=0.0):
-    """Clock maps, the save grid (in u and in the integration variable) and the end of the clock u1, for
-    a system ``10**shift`` times faster than the one asked for (horizon 10**L1)."""
+def clock_plan(clock, flow, u1, points, shift=0.0):
+    """Clock maps, the save targets (in u and in the integration variable) and the end of the clock,
+    for save points ``points`` (log10 t) of a system ``10**shift`` times faster than the one asked for."""
     to_s, to_u = clock_maps(clock, flow, u1)
-    targets = save_grid(L1, int(saves), shift)
+    targets = u_of(np.asarray(points, float) - shift)
     s_max = 1e300 if clock == "tau" else float(to_s(u1))
     return to_s, to_u, targets, (targets if clock == "tau" else to_s(targets)), s_max
 
@@ -128,7 +164,7 @@ def close_records(status, clock, remaining, s, y, rec_s, rec_y):
         close = remaining <= end + 1e-9 * (1.0 + abs(end))
         rec_s.extend([s] * int(close.sum()))
         rec_y.extend([y] * int(close.sum()))
-    if status not in ("completed", *HELD) and rec_s[-1] != s:
+    if status not in ("completed", *HELD) and (not rec_s or rec_s[-1] != s):
         rec_s.append(s)  # keep the final state of an early ending
         rec_y.append(y)
 

@@ -19,13 +19,13 @@ def switch_log10_t(ds, max_switches: int | None = None):
 
     A switch between save points k and k+1 (from a to b) is placed where log|beta_b/beta_a|
     crosses zero, linearly interpolated in log10 t: the log-ratio is smooth in log t, so the error
-    is second order in the save spacing. The init (t = 0, where a uniform alpha ties every
-    coordinate) is not a switch."""
+    is second order in the save spacing. The first save (just after t = 0, where a uniform alpha ties
+    every coordinate) is not a switch."""
     import xarray as xr
 
     with np.errstate(divide="ignore"):
         beta = np.log(np.abs(ds["beta"].values))
-    lead = ds["leader"].values
+    lead = ds["leader"].values - 1  # labels 1..d (0 past the end) to indices (-1 past the end)
     x = ds["log10_t"].values
     grid_shape = lead.shape[:-1]
     flat_b = beta.reshape((-1,) + beta.shape[-2:])

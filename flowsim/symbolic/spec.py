@@ -1,0 +1,92 @@
+"""A system as plain data (JSON), so a saved run can be read back as a :class:`flowsim.Solution`.
+
+Models, losses and flows are written as their formulas and parts: a model's beta and layer names, a
+loss's expression, a flow's evaluation point and direction (each a class of :mod:`flowsim.points` /
+:mod:`flowsim.directions` by name, with its fields). Reading one back names only those classes, never
+code. A system whose spec does not rebuild to an equal system (a part class of your own) has none:
+``spec`` returns None and a saved run says so, rather than rebuilding something else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+import sympy as sp
+
+from flowsim.symbolic import directions, points
+from flowsim.symbolic.flow import Flow
+from flowsim.symbolic.loss import Loss, log_softplus, logsumexp, softplus
+from flowsim.symbolic.model import DiagonalNet, Parametrization
+
+FUNCTIONS = {"softplus": softplus, "log_softplus": log_softplus, "logsumexp": logsumexp}
+
+
+def spec(system) -> dict | None:
+    """The system (its model, loss and flow) as JSON-able data, or None if it cannot be rebuilt."""
+    try:
+        out = {"model": _model(system.model), "loss": _loss(system.loss), "flow": _flow(system.flow)}
+        same = parts_from_spec(out) == (system.model, system.loss, system.flow)
+    except (TypeError, ValueError, KeyError, AttributeError, sp.SympifyError):
+        return None
+    return out if same else None
+
+
+def system_from_spec(data: dict):
+    """The derived system a spec describes."""
+    from flowsim.symbolic.derive import derive
+
+    return derive(*parts_from_spec(data))
+
+
+def parts_from_spec(data: dict):
+    m, lo, f = data["model"], data["loss"], data["flow"]
+    model = DiagonalNet(m["depth"], m["form"]) if "form" in m else Parametrization(m["name"], tuple(m["layers"]), m["beta"])
+    loss = Loss(lo["name"], _expr(lo["expr"]), margin=_expr(lo["margin"]), log_expr=_expr(lo["log_expr"]))
+    flow = Flow(_part(points, f["point"]), _part(directions, f["direction"]), rho=f["rho"], lr=f["lr"],
+                decay=f["decay"], name=f["name"], shows=tuple(f["shows"]))
+    return model, loss, flow
+
+
+def _model(model):
+    if isinstance(model, DiagonalNet):
+        return {"depth": model.depth, "form": model.form}
+    return {"name": model.name, "layers": list(model.layers), "beta": str(model.beta)}
+
+
+def _loss(loss):
+    return {"name": loss.name, "expr": sp.srepr(loss.expr), "margin": _srepr(loss.margin),
+            "log_expr": _srepr(loss.log_expr)}
+
+
+def _srepr(e):
+    return None if e is None else sp.srepr(e)
+
+
+def _expr(text):
+    """An expression from its ``srepr``, with flowsim's own functions (softplus, logsumexp) by name."""
+    return None if text is None else sp.sympify(text, locals=FUNCTIONS)
+
+
+def _flow(flow):
+    return {"point": _part_data(flow.point), "direction": _part_data(flow.direction), "rho": flow.rho,
+            "lr": flow.lr, "decay": flow.decay, "name": flow.name, "shows": list(flow.shows)}
+
+
+def _part_data(part):
+    values = {}
+    for f in fields(part):
+        v = getattr(part, f.name)
+        if isinstance(v, sp.Basic):
+            v = {"sympy": sp.srepr(v)}
+        elif not isinstance(v, (int, float, str, bool, type(None))):
+            raise TypeError(f"{type(part).__name__}.{f.name} is not plain data")
+        values[f.name] = v
+    return {"class": type(part).__name__, "fields": values}
+
+
+def _part(module, data):
+    cls = getattr(module, data["class"], None)
+    if not (isinstance(cls, type) and cls.__module__ == module.__name__):
+        raise ValueError(f"{data['class']!r} is not a part of {module.__name__}")
+    values = {k: _expr(v["sympy"]) if isinstance(v, dict) else v for k, v in data["fields"].items()}
+    return cls(**values)

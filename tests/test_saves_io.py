@@ -1,0 +1,207 @@
+"""Save points (the default grid, save_at), dense evaluation (Solution.evaluate) and saved runs read
+back as Solutions (flowsim.io), with the file layout, permissions and interrupted writes."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import flowsim as fs
+from flowsim import io
+from flowsim.symbolic.spec import spec, system_from_spec
+
+MU3 = fs.Dataset(np.array([[1.0, 2.0, 3.0]]), [1])
+L2SAM = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, 2))
+
+
+@pytest.fixture(scope="module")
+def readme_run():
+    return fs.solve(L2SAM, MU3, 0.05, t1=1e100, track=("magnitude",))
+
+
+def test_default_grid_resolves_the_early_dynamics_at_any_horizon():
+    sol = fs.solve(L2SAM, MU3, 0.05, log10_t1=1e6, saves=300)
+    lt = sol.log10_t
+    assert len(lt) == 300 and np.all(np.isfinite(lt)) and np.all(np.diff(lt) > 0)
+    assert lt[0] == pytest.approx(-12.0) and lt[-1] == pytest.approx(1e6)
+    assert ((lt > 0) & (lt < 10)).sum() >= 15  # the old log-spaced grid had none below log10 t = 3353
+    # uniform in log10 t near the start, in log10 log10 t far out
+    near = np.diff(lt[(lt > -3) & (lt < 1)])
+    assert near.max() < 1.3 * near.min()
+    far = np.log10(lt[lt > 1e3])
+    assert np.diff(far).max() < 2 * np.diff(far).min()
+
+
+def test_switches_of_the_readme_example_fall_between_close_saves(readme_run):
+    lt = readme_run.log10_t
+    for ev in fs.switch_times(readme_run):  # log10 t = 0.46 and 6.38
+        k = np.searchsorted(lt, ev["log10_t"])
+        assert lt[k] - lt[k - 1] < 0.15
+
+
+def test_save_at_saves_exactly_there_and_appends_t1():
+    sol = fs.solve(L2SAM, MU3, 0.05, t1=1e30, save_at=[-2, 0.5, 7])
+    np.testing.assert_allclose(sol.log10_t, [-2, 0.5, 7, 30], atol=1e-12)
+    assert sol.config["saves"] == 4
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"save_at": [1, 0.5]}, "strictly increasing"),
+    ({"save_at": [1, float("nan")]}, "finite"),
+    ({"save_at": [1, 40]}, "beyond the horizon"),
+    ({"save_at": [[1, 2]]}, "1-D"),
+    ({"save_at": "soon"}, "save_at"),
+    ({"save_at": [1], "saves": 10}, "not both"),
+    ({"saves": 1}, "saves must be an integer"),
+])
+def test_bad_save_points_are_named(kw, match):
+    with pytest.raises(ValueError, match=match):
+        fs.solve(L2SAM, MU3, 0.05, t1=1e30, **kw)
+
+
+def test_evaluate_repeats_the_saves_and_adds_points_on_the_same_trajectory(readme_run):
+    again = readme_run.evaluate(readme_run.log10_t[100:140])
+    np.testing.assert_allclose(again.beta, readme_run.beta[100:140], rtol=1e-12)
+    asked = [0.3, 0.47, 6.0, 6.5, 55.5]
+    new = readme_run.evaluate(asked)
+    np.testing.assert_array_equal(new.log10_t, asked)
+    tight = fs.solve(L2SAM, MU3, 0.05, t1=1e100, save_at=asked, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(new.beta, tight.beta[:5], rtol=1e-6)
+    with pytest.raises(ValueError, match="beyond this solve's horizon"):
+        readme_run.evaluate(101)
+
+
+def test_evaluate_past_a_collapse_returns_the_rows_the_flow_reached():
+    sol = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.2, 2)), MU3, 0.05, t1=1e30, throw=False)
+    assert sol.status == "collapsed"
+    end = sol.log10_t[-1]
+    part = sol.evaluate([end - 1, end - 0.5, end + 1, 10])
+    np.testing.assert_array_equal(part.log10_t, [end - 1, end - 0.5])
+
+
+def test_evaluate_a_sign_flow_across_its_switches():
+    data = fs.Dataset(np.array([[1.0, -2.0, 3.0], [2.0, 1.0, -1.0]]), [1, 1])
+    sol = fs.solve(fs.derive(fs.Linear(), "logistic", fs.SignFlow()), data, 0.05, t1=1e30, saves=30)
+    assert sol.stats["switches"] > 0
+    np.testing.assert_allclose(sol.evaluate(sol.log10_t[3:]).beta, sol.beta[3:], rtol=1e-12, atol=1e-15)
+
+
+def test_a_saved_run_reads_back_as_a_solution_every_analysis_takes(readme_run, tmp_path):
+    path = io.save(readme_run, tmp_path / "run.nc")
+    back = io.load(path, as_solution=True)
+    for name in ("log10_t", "tau", "params", "beta", "log_loss", "margins"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(readme_run, name))
+    assert (back.status, back.events, back.config) == (readme_run.status, readme_run.events,
+                                                      json.loads(json.dumps(readme_run.config)))
+    assert fs.switch_times(back) == fs.switch_times(readme_run)
+    np.testing.assert_array_equal(fs.limit_direction(back).direction, fs.limit_direction(readme_run).direction)
+    np.testing.assert_allclose(back.evaluate([6.0]).beta, readme_run.evaluate([6.0]).beta, rtol=1e-12)
+
+
+def test_saved_layout(readme_run, tmp_path):
+    ds = io.load(io.save(readme_run, tmp_path / "run.nc"))
+    assert ds["beta"].dims == ("log10_t", "coordinate") and ds.indexes["log10_t"].is_monotonic_increasing
+    assert np.all(np.isfinite(ds["log10_t"].values))
+    assert ds["coordinate"].values.tolist() == [1, 2, 3] and ds["sample"].values.tolist() == [1]
+    assert ds.attrs["Conventions"].startswith("CF-")
+    for name in ds.variables:
+        if name != "layer":
+            assert ds[name].attrs["long_name"] and "units" in ds[name].attrs, name
+
+
+def test_sweeps_share_the_layout(tmp_path):
+    ds = fs.sweep(L2SAM, MU3, {"alpha": [0.05, 0.3]}, t1=1e10, saves=30)
+    back = io.load(io.save(ds, tmp_path / "sweep.nc"))
+    assert back["coordinate"].values.tolist() == [1, 2, 3] and "long_name" in back["leader"].attrs
+    assert set(np.unique(back["leader"].values)) <= {0, 1, 2, 3} and np.all(np.isfinite(back["log10_t"].values))
+    with pytest.raises(ValueError, match="holds a sweep"):
+        io.load(tmp_path / "sweep.nc", as_solution=True)
+
+
+def test_files_are_0644_and_no_temporary_is_left(readme_run, tmp_path):
+    old = os.umask(0o022)
+    try:
+        path = io.save(readme_run, tmp_path / "run.nc")
+    finally:
+        os.umask(old)
+    assert oct(os.stat(path).st_mode & 0o777) == "0o644"
+    assert os.listdir(tmp_path) == ["run.nc"]
+
+
+def test_bad_paths_are_named(readme_run, tmp_path):
+    with pytest.raises(ValueError, match="is a folder"):
+        io.save(readme_run, tmp_path)
+    assert os.listdir(tmp_path) == []  # nothing written next to the folder
+    with pytest.raises(ValueError, match="no saved run"):
+        io.load(tmp_path / "missing.nc")
+    with pytest.raises(ValueError, match="is a folder"):
+        io.load(tmp_path)
+    (tmp_path / "junk.nc").write_text("not netCDF")
+    with pytest.raises(ValueError, match="cannot read"):
+        io.load(tmp_path / "junk.nc")
+
+
+def test_a_kill_during_save_leaves_no_temporary(tmp_path):
+    script = textwrap.dedent(f"""
+        import time, numpy as np, xarray as xr
+        from flowsim import io
+        write = xr.Dataset.to_netcdf
+        def slow(self, *a, **k):
+            write(self, *a, **k)
+            time.sleep(60)
+        xr.Dataset.to_netcdf = slow
+        io.save(xr.Dataset({{"beta": ("log10_t", np.ones(3))}}, coords={{"log10_t": [0.0, 1.0, 2.0]}}), {str(tmp_path / "run.nc")!r})
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script])
+    deadline = time.time() + 120
+    while not any(p.endswith(".tmp") for p in os.listdir(tmp_path)):
+        assert time.time() < deadline and proc.poll() is None, "the save never started"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(60) == 128 + signal.SIGTERM
+    assert os.listdir(tmp_path) == []
+
+
+def test_git_revision_is_this_checkout():
+    rev = io._git_revision()
+    assert rev == "unknown" or len(rev.split("+")[0]) == 40
+
+
+M = sp.Symbol("m")
+SYSTEMS = [
+    (fs.DiagonalNet(2), "logistic", fs.SAM(0.1, 2)),
+    (fs.Linear(), "exponential", fs.AdamProxy(batch=2)),
+    (fs.Parametrization("w1 w2^2", 2, lambda a, b: a * b**2), fs.Loss("two", sp.exp(-M) + 3 * sp.exp(-2 * M)),
+     fs.ASAM(0.1, 2, 0.01)),
+    (fs.DiagonalNet(3, "difference"), "logistic", fs.SteepestDescent(3)),
+    (fs.Linear(), "logistic", fs.Flow(fs.points.Here(), fs.directions.Preconditioned("p", sp.Symbol("w", real=True) ** 2 + 1))),
+]
+
+
+@pytest.mark.parametrize("parts", SYSTEMS, ids=lambda p: str(p[2]))
+def test_a_spec_rebuilds_the_same_system(parts):
+    system = fs.derive(*parts)
+    back = system_from_spec(json.loads(json.dumps(spec(system))))
+    assert (back.model, back.loss, back.flow) == (system.model, system.loss, system.flow)
+
+
+@dataclass(frozen=True)
+class Slower(fs.directions.Gradient):
+    """A part of the user's own: a run of it has no spec."""
+
+
+def test_a_run_of_a_users_own_part_needs_its_system(tmp_path):
+    system = fs.derive(fs.Linear(), "logistic", fs.Flow(fs.points.Here(), Slower()))
+    assert spec(system) is None
+    path = io.save(fs.solve(system, MU3, 0.1, t1=1e5, saves=10), tmp_path / "own.nc")
+    with pytest.raises(ValueError, match="system=flowsim.derive"):
+        io.load(path, as_solution=True)
+    assert io.load(path, as_solution=True, system=system).status == "completed"
