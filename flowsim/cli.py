@@ -2,7 +2,9 @@
 
     flowsim reproduce all --out report        # every paper check -> report/ (md, json, html) + figures
     flowsim derive --model product --depth 2 --flow sam --rho 0.1 --latex
-    flowsim run experiment.toml --out run.nc  # one experiment from a config file
+    flowsim run experiment.toml --out run.nc  # one flow from a config file
+    flowsim sweep experiment.toml --out sweep.nc      # the same over a grid ([sweep] alpha/rho)
+    flowsim iterate discrete.toml --out iterate.nc    # a discrete optimizer ([optimizer], steps)
     flowsim plot run.nc --out run.png
 """
 
@@ -90,67 +92,128 @@ def derive(
             typer.echo(f"{name}: {eq.lhs} = {eq.rhs}")
 
 
-def experiment_from_config(cfg: dict):
-    """(system, data, init, solve keyword arguments) from a parsed TOML config (``flowsim.config``)."""
+def _read_config(path: Path, schema):
+    """A validated config (``flowsim.config``) from a TOML file; a bad one ends in ``_user_error``."""
     from flowsim import config
 
-    return config.build(config.parse(cfg))
+    try:
+        return config.parse(tomllib.loads(path.read_text()), schema)
+    except (ValueError, tomllib.TOMLDecodeError) as err:
+        _user_error(err)
 
 
-@app.command()
-def run(
-    config: Path = typer.Argument(..., exists=True, dir_okay=False, help="experiment TOML file"),
-    out: Path = typer.Option(Path("run.nc"), help="where to save the run (netCDF)"),
-):
-    """Run one experiment from a TOML config and save it (netCDF, written atomically).
-
-    Keys: [data] X/y or gaussian={n,d,seed}; [model] form, depth; loss; [flow] name, rho, norm;
-    init; t1 or log10_t1; backend; clock; rtol; atol; saves; allow_nonseparable. Unknown or mistyped keys
-    are errors naming the closest valid key.
-    """
+def _solve_reporting(solve, *args, **kw):
+    """Run ``solve``; bad input found on the way is a user error, warnings are one line each."""
     import flowsim as fs
-    from flowsim import io
 
     try:
-        system, data, init, kw = experiment_from_config(tomllib.loads(config.read_text()))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", fs.ReachabilityWarning)
-            sol = fs.solve(system, data, init, progress=True, throw=False, **kw)
-    except (ValueError, tomllib.TOMLDecodeError) as err:  # bad input, found before or by solve: one line, exit 2
+            result = solve(*args, **kw)
+    except ValueError as err:  # bad input, found before or by the solve: one line, exit 2
         _user_error(err)
     for w in caught:
         typer.echo(f"warning: {w.message}", err=True)
-    io.save(sol, out)
+    return result
+
+
+def _save(result, out: Path):
+    from flowsim import io
+
+    try:
+        return io.save(result, out)
+    except ValueError as err:
+        _user_error(err)
+
+
+CONFIG = typer.Argument(..., exists=True, dir_okay=False, help="experiment TOML file")
+
+
+@app.command()
+def run(config: Path = CONFIG,
+        out: Path = typer.Option(Path("run.nc"), help="where to save the run (netCDF)")):
+    """Run one flow from a TOML config and save it (netCDF, written atomically).
+
+    Keys: [data] X/y, gaussian = {n, d, seed}, file = 'data.npz|.csv' or builtin = 'digits' (+ options = {...});
+    [model] form, depth (or beta, layers); loss (or [loss] expr, name); [flow] name and its keys; init;
+    t1 or log10_t1; backend; clock; rtol; atol; saves or save_at; allow_nonseparable. Unknown or mistyped
+    keys are errors naming the closest valid key. Exit code 1 when the solve fails (the run is saved).
+    """
+    import flowsim as fs
+    from flowsim.config import Experiment, build
+
+    exp = _read_config(config, Experiment)
+    try:
+        system, data, init, kw = build(exp, config.parent)
+    except ValueError as err:
+        _user_error(err)
+    sol = _solve_reporting(fs.solve, system, data, init, progress=True, throw=False, **kw)
+    _save(sol, out)
     typer.echo(f"{sol.status}: {sol.message}; log10 t reached {sol.log10_t[-1]:.6g}; saved {out}")
     if not sol.ok:
         raise typer.Exit(1)
 
 
 @app.command()
+def sweep(config: Path = CONFIG,
+          out: Path = typer.Option(Path("sweep.nc"), help="where to save the sweep (netCDF)"),
+          executor: str = typer.Option("local", help="local, dask (a LocalCluster) or a scheduler address")):
+    """Solve a flow over a grid of inits and radii: a run config plus a table
+    [sweep] with alpha = [...], rho = [...] and/or alpha_j = {1 = [...], 2 = [...]} (and chunk_size)."""
+    import flowsim as fs
+    from flowsim.config import SweepExperiment, build
+
+    exp = _read_config(config, SweepExperiment)
+    try:
+        system, data, init, kw = build(exp, config.parent)
+        axes = exp.sweep.axes()
+    except ValueError as err:
+        _user_error(err)
+    ds = _solve_reporting(fs.sweep, system, data, axes, init=init, chunk_size=exp.sweep.chunk_size, progress=True,
+                          executor=None if executor == "local" else executor, **kw)
+    _save(ds, out)
+    counts = {str(k): int(v) for k, v in zip(*np.unique(ds["status"].values, return_counts=True))}
+    typer.echo(f"{ds['status'].size} points: {counts}; saved {out}")
+
+
+@app.command()
+def iterate(config: Path = CONFIG,
+            out: Path = typer.Option(Path("iterate.nc"), help="where to save the records (netCDF)")):
+    """Run a discrete optimizer from a TOML config: [data], [model], loss and init as for run, a table
+    [optimizer] with name = gd | sam | adam | signum and its keys (lr, rho, norm, decay, b1, b2, eps,
+    beta, batch), steps, records and seed. Exit code 1 when the run fails (the records are saved)."""
+    import flowsim as fs
+    from flowsim.config import IterateExperiment, problem
+
+    exp = _read_config(config, IterateExperiment)
+    try:
+        model, loss, data, init = problem(exp, config.parent)
+        optimizer = exp.optimizer.make()
+    except ValueError as err:
+        _user_error(err)
+    res = _solve_reporting(fs.iterate, optimizer, model, loss, data, exp.steps, init, records=exp.records,
+                           seed=exp.seed, progress=True, throw=False)
+    _save(res, out)
+    typer.echo(f"{res.status}: {res.message or 'ran every step'}; {int(res.steps[-1])} steps; saved {out}")
+    if res.status != "completed":
+        raise typer.Exit(1)
+
+
+@app.command()
 def plot(
     run_file: Path = typer.Argument(..., exists=True, dir_okay=False, help="a saved run (netCDF)"),
-    out: Path = typer.Option(Path("run.png"), help="figure file"),
+    out: Path = typer.Option(Path("run.png"), help="figure file: .png, .svg or .pdf (the format follows the extension)"),
 ):
-    """Plot |beta_j| and the loss against log10 t for a saved run."""
-    from matplotlib.figure import Figure
-
+    """Plot a saved run: |beta_j|, its direction beta/||beta||, the shares |beta_j|/||beta||_1 and the loss against log10 t."""
     from flowsim import io
+    from flowsim import plot as plots
 
-    ds = io.load(run_file)
-    lt = ds["log10_t"].values
-    keep = np.isfinite(lt)
-    fig = Figure(figsize=(10, 4), constrained_layout=True)
-    a, b = fig.subplots(1, 2)
-    for j in range(ds.sizes["coordinate"]):
-        a.plot(lt[keep], np.abs(ds["beta"].values[keep, j]), label=f"beta_{j + 1}")
-    a.set_yscale("log")
-    a.set_xlabel("log10 t")
-    a.legend(fontsize=7)
-    a.set_title(f"{ds.attrs['flow']} on {ds.attrs['model']} [{ds.attrs['status']}]", fontsize=9)
-    b.plot(lt[keep], ds["log_loss"].values[keep] / math.log(10))
-    b.set_xlabel("log10 t")
-    b.set_ylabel("log10 L")
-    fig.savefig(out, dpi=110)
+    try:
+        plots.check_format(out)  # before loading: a bad name costs nothing
+        sol = io.load(run_file, as_solution=True)
+    except ValueError as err:
+        _user_error(err)
+    plots.save(plots.summary(sol), out)
     typer.echo(f"wrote {out}")
 
 

@@ -7,6 +7,7 @@ pydantic does the validation; this module only turns its first error into one re
 from __future__ import annotations
 
 import difflib
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -74,18 +75,69 @@ class Gaussian(_Strict):
     seed: int = 0
 
 
+#: the data sets of :mod:`flowsim.datasets` a config can name (``builtin = "digits"``)
+BUILTIN_DATA = ("scaled_rademacher", "gaussian_clusters", "shifted_diagonal", "iid_gaussian", "digits")
+
+
 class Data(_Strict):
     X: list[list[float]] | None = None
     y: list[float] | None = None
     gaussian: Gaussian | None = None
+    file: str | None = None  # .npz with arrays X and y, or .csv: features, then the label (+-1) last
+    builtin: Literal[BUILTIN_DATA] | None = None
+    options: dict[str, int | float] | None = None  # keyword arguments of the built-in data set
 
     @model_validator(mode="after")
     def _one_source(self):
-        if (self.X is None) == (self.gaussian is None):
-            raise ValueError("give either X (and y) or gaussian = {n = ..., d = ..., seed = ...}")
-        if self.gaussian is not None and self.y is not None:
-            raise ValueError("y goes with X; gaussian = {...} draws its own labels")
+        sources = [k for k in ("X", "gaussian", "file", "builtin") if getattr(self, k) is not None]
+        if len(sources) != 1:
+            raise ValueError("give one source of data: X (and y), gaussian = {n = ..., d = ..., seed = ...}, "
+                             f"file = 'data.npz' or builtin = one of {list(BUILTIN_DATA)}; got {sources or 'none'}")
+        if self.X is None and self.y is not None:
+            raise ValueError("y goes with X; other sources carry their own labels")
+        if self.options is not None and self.builtin is None:
+            raise ValueError("options are the keyword arguments of builtin = '...'; give builtin too, or drop options")
         return self
+
+    def load(self, base: Path):
+        """The Dataset, files read relative to ``base`` (the config's folder)."""
+        import flowsim as fs
+
+        if self.X is not None:
+            return fs.Dataset(np.asarray(self.X, float), self.y)
+        if self.gaussian is not None:
+            return fs.datasets.iid_gaussian(self.gaussian.n, self.gaussian.d, self.gaussian.seed)
+        if self.builtin is not None:
+            try:
+                return getattr(fs.datasets, self.builtin)(**(self.options or {}))
+            except TypeError as err:
+                raise ValueError(f"data.options: {err} (see flowsim.datasets.{self.builtin})") from None
+        return read_data_file(base / self.file)
+
+
+def read_data_file(path: Path):
+    """A Dataset from ``.npz`` (arrays ``X`` and ``y``) or ``.csv`` (one row a sample, the label last;
+    a header row is skipped)."""
+    import flowsim as fs
+
+    if not path.is_file():
+        raise ValueError(f"data.file: no file {path}")
+    if path.suffix == ".npz":
+        with np.load(path, allow_pickle=False) as f:
+            missing = {"X", "y"} - set(f.files)
+            if missing:
+                raise ValueError(f"data.file: {path} has arrays {f.files}; it needs X and y (missing {sorted(missing)})")
+            return fs.Dataset(f["X"], f["y"])
+    if path.suffix == ".csv":
+        try:
+            table = np.genfromtxt(path, delimiter=",", ndmin=2, invalid_raise=True)
+        except ValueError as err:
+            raise ValueError(f"data.file: {path}: {err}") from None
+        table = table[1:] if np.isnan(table[0]).all() else table  # a header row
+        if table.shape[1] < 2 or np.isnan(table).any():
+            raise ValueError(f"data.file: {path} must hold numbers only, one sample a row, the label (+-1) last")
+        return fs.Dataset(table[:, :-1], table[:, -1])
+    raise ValueError(f"data.file: {path} is neither .npz (arrays X, y) nor .csv (features, then the label)")
 
 
 class Model(_Strict):
@@ -129,30 +181,108 @@ class Flow(_Strict):
         return {k: getattr(self, k) for k in FLOW_KEYS[self.name]}
 
 
-class Experiment(_Strict):
+class _Problem(_Strict):
+    """What every command's config has: the data, the model, the loss and the init."""
+
     data: Data
     model: Model = Model()
     loss: Literal["logistic", "exponential"] | LossExpression = "logistic"
-    flow: Flow = Flow()
     init: float | list[float] | list[list[float]] = 0.1
+
+
+class Experiment(_Problem):
+    """``flowsim run``: one flow to a horizon."""
+
+    flow: Flow = Flow()
     t1: float | None = Field(None, gt=0.0, allow_inf_nan=False)
     log10_t1: float | None = Field(None, allow_inf_nan=False)
     backend: str = "auto"
     clock: Literal["auto", "log_time", "tau"] = "auto"
-    rtol: float = Field(1e-8, gt=0.0)
+    rtol: float = Field(1e-8, gt=0.0, lt=1.0)
     atol: float = Field(1e-10, gt=0.0)
-    saves: int = Field(400, ge=2, le=100_000)
+    saves: int | None = Field(None, ge=2, le=100_000)
+    save_at: list[float] | None = None  # log10 t of each save, instead of saves
     allow_nonseparable: bool = False
 
     @model_validator(mode="after")
     def log10_horizon(self):
         if (self.t1 is None) == (self.log10_t1 is None):
             raise ValueError("give one of t1 (e.g. t1 = 1e100) or log10_t1 (e.g. log10_t1 = 1e6)")
+        if self.saves is not None and self.save_at is not None:
+            raise ValueError("give saves (a number of default save points) or save_at (the log10 t of each), not both")
         return self
 
+    def solve_options(self) -> dict:
+        return self.model_dump(include={"t1", "log10_t1", "backend", "clock", "rtol", "atol", "saves", "save_at",
+                                        "allow_nonseparable"}, exclude_none=True)
 
-def _fields_at(loc) -> list[str]:
-    model = Experiment
+
+class Grid(_Strict):
+    """``[sweep]``: the axes of the grid (each a list) and the chunk size."""
+
+    alpha: list[float] | None = None
+    rho: list[float] | None = None
+    alpha_j: dict[str, list[float]] | None = None  # {1 = [...], 2 = [...]}: the axes alpha_<j>
+    chunk_size: int = Field(256, ge=1)
+
+    def axes(self) -> dict:
+        out = {k: v for k, v in (("alpha", self.alpha), ("rho", self.rho)) if v is not None}
+        out.update({f"alpha_{j}": v for j, v in (self.alpha_j or {}).items()})
+        if not out:
+            raise ValueError("config: [sweep] needs at least one axis: alpha = [...], rho = [...] or alpha_j = {1 = [...]}")
+        return out
+
+
+class SweepExperiment(Experiment):
+    """``flowsim sweep``: an experiment over a grid of inits and radii."""
+
+    sweep: Grid
+
+
+#: each discrete optimizer a config can name, with the keys it takes (``flowsim.optimizers``)
+OPTIMIZER_KEYS = {"gd": ("lr", "decay", "batch"), "sam": ("lr", "rho", "norm", "decay", "batch"),
+                  "adam": ("lr", "b1", "b2", "decay", "eps", "batch"), "signum": ("lr", "beta", "decay", "batch")}
+
+
+class Optimizer(_Strict):
+    name: Literal[tuple(OPTIMIZER_KEYS)]
+    lr: float = Field(gt=0.0, allow_inf_nan=False)
+    rho: float = Field(0.0, ge=0.0, allow_inf_nan=False)
+    norm: float = Field(2.0, ge=1.0)
+    decay: float = Field(0.0, ge=0.0, le=1.0)
+    b1: float = Field(0.9, ge=0.0, lt=1.0)
+    b2: float = Field(0.999, ge=0.0, lt=1.0)
+    eps: float = Field(0.0, ge=0.0)
+    beta: float = Field(0.9, ge=0.0, lt=1.0)
+    batch: Literal["full", "cyclic", "shuffle", "replace"] | int = "full"
+
+    @model_validator(mode="after")
+    def _keys_are_used(self):
+        unused = sorted(self.model_fields_set - {"name"} - set(OPTIMIZER_KEYS[self.name]))
+        if unused:
+            raise ValueError(f"name = '{self.name}' takes {', '.join(OPTIMIZER_KEYS[self.name])}; drop {', '.join(unused)}")
+        if self.name == "sam" and "rho" not in self.model_fields_set:
+            raise ValueError("name = 'sam' needs rho (the perturbation radius)")
+        return self
+
+    def make(self):
+        import flowsim as fs
+
+        given = {k: getattr(self, k) for k in OPTIMIZER_KEYS[self.name] if k in self.model_fields_set | {"lr"}}
+        return getattr(fs.optimizers, self.name)(**given)
+
+
+class IterateExperiment(_Problem):
+    """``flowsim iterate``: a discrete optimizer for a number of steps."""
+
+    optimizer: Optimizer
+    steps: int = Field(ge=1, le=10**12)
+    records: int = Field(200, ge=2, le=100_000)
+    seed: int = 0
+
+
+def _fields_at(loc, root) -> list[str]:
+    model = root
     for part in loc[:-1]:
         field = model.model_fields.get(part) if isinstance(part, str) else None
         inner = getattr(field, "annotation", None)
@@ -165,21 +295,22 @@ def _fields_at(loc) -> list[str]:
     return list(model.model_fields)
 
 
-def _message(err: ValidationError) -> str:
+def _message(err: ValidationError, root) -> str:
     e = err.errors()[0]
     loc = [p for p in e["loc"] if isinstance(p, str) and not p.startswith(("list[", "float", "int"))]
     key = ".".join(loc) or "(top level)"
     if e["type"] == "extra_forbidden":
-        close = difflib.get_close_matches(loc[-1], _fields_at(loc), n=1)
+        close = difflib.get_close_matches(loc[-1], _fields_at(loc, root), n=1)
         if not close and len(loc) == 1:  # a table's key written at the top level: rho = 0.1 for [flow] rho
-            tables = {k: t for t in ("data", "model", "flow") for k in _fields_at([t, ""])}
+            tables = {k: t for t in root.model_fields for k in _fields_at([t, ""], root)}
             near = difflib.get_close_matches(loc[-1], list(tables), n=1)
             if near:
                 return f"config: unknown key '{key}'; did you mean '{near[0]}' in the table [{tables[near[0]]}]?"
-        hint = f"; did you mean '{'.'.join(loc[:-1] + close)}'?" if close else f"; valid keys here: {_fields_at(loc)}"
+        hint = f"; did you mean '{'.'.join(loc[:-1] + close)}'?" if close else f"; valid keys here: {_fields_at(loc, root)}"
         return f"config: unknown key '{key}'{hint}"
     if e["type"] == "missing":
-        hint = " (a table [data] with X = [[...]] and y = [...], or gaussian = {n, d, seed})" if key == "data" else ""
+        hint = (" (a table [data] with X = [[...]] and y = [...], gaussian = {n, d, seed}, file = '...' or builtin = "
+                "'...')") if key == "data" else ""
         return f"config: missing key '{key}'{hint}"
     got = e.get("input")
     shown = "" if isinstance(got, dict) else f"; got {got!r}"
@@ -187,24 +318,25 @@ def _message(err: ValidationError) -> str:
     return f"config: key '{key}': {msg}{shown}" if loc else f"config: {msg}"
 
 
-def parse(cfg: dict) -> Experiment:
-    """Validate a parsed TOML dict; ``ValueError`` with one line naming the key and the fix."""
+def parse(cfg: dict, schema=Experiment):
+    """Validate a parsed TOML dict against ``schema`` (``Experiment``, ``SweepExperiment`` or
+    ``IterateExperiment``); ``ValueError`` with one line naming the key and the fix."""
     try:
-        return Experiment.model_validate(cfg)
+        return schema.model_validate(cfg)
     except ValidationError as err:
-        raise ValueError(_message(err)) from None
+        raise ValueError(_message(err, schema)) from None
 
 
-def build(exp: Experiment):
+def problem(exp: _Problem, base: Path = Path(".")):
+    """(model, loss, data, init) of a validated config; files are read relative to ``base``."""
+    model = make_model(exp.model.form, exp.model.depth, exp.model.beta, exp.model.layers)
+    return model, make_loss(exp.loss), exp.data.load(base), np.asarray(exp.init, float)
+
+
+def build(exp: Experiment, base: Path = Path(".")):
     """(system, data, init, solve keyword arguments) of a validated experiment."""
     import flowsim as fs
 
-    if exp.data.X is not None:
-        data = fs.Dataset(np.asarray(exp.data.X, float), exp.data.y)
-    else:
-        data = fs.datasets.iid_gaussian(exp.data.gaussian.n, exp.data.gaussian.d, exp.data.gaussian.seed)
-    model = make_model(exp.model.form, exp.model.depth, exp.model.beta, exp.model.layers)
-    system = fs.derive(model, make_loss(exp.loss), make_flow(exp.flow.name, **exp.flow.params()))
-    kw = exp.model_dump(include={"t1", "log10_t1", "backend", "clock", "rtol", "atol", "saves", "allow_nonseparable"},
-                        exclude_none=True)
-    return system, data, np.asarray(exp.init, float), kw
+    model, loss, data, init = problem(exp, base)
+    system = fs.derive(model, loss, make_flow(exp.flow.name, **exp.flow.params()))
+    return system, data, init, exp.solve_options()

@@ -25,7 +25,7 @@ import numpy as np
 CONVENTIONS = "CF-1.10"
 #: long_name and units of every variable a run or a sweep holds
 VARIABLES = {
-    "log10_t": ("log10 of the flow's time t (the first save is just after t = 0, the init)", "1"),
+    "log10_t": ("log10 of the flow's time t (the first save of a solve is just after t = 0, the init)", "1"),
     "beta": ("linear predictor beta_j = f(w_1j, ..., w_Kj)", "1"),
     "params": ("parameter entries w_kj", "1"),
     "log_loss": ("natural log of the mean training loss", "1"),
@@ -89,11 +89,33 @@ def to_xarray(sol):
     return annotate(ds)
 
 
+def discrete_to_xarray(run):
+    """A discrete run (:func:`flowsim.iterate`) as a Dataset indexed by ``step``, with the flow's time
+    ``t`` (the sum of the step sizes) and ``log10_t`` as variables."""
+    import xarray as xr
+
+    d, n = run.beta.shape[1], run.margins.shape[1]
+    with np.errstate(divide="ignore"):
+        log10_t = np.log10(run.t)
+    ds = xr.Dataset(
+        {"t": ("step", run.t), "log10_t": ("step", log10_t), "beta": (("step", "coordinate"), run.beta),
+         "params": (("step", "layer", "coordinate"), run.params), "log_loss": ("step", run.log_loss),
+         "margins": (("step", "sample"), run.margins)},
+        coords={"step": np.asarray(run.steps, np.int64), "coordinate": np.arange(1, d + 1), "sample": np.arange(1, n + 1)},
+        attrs={"title": f"{run.optimizer}, discrete", "optimizer": run.optimizer, "status": run.status,
+               "message": run.message, "versions": json.dumps(_versions()), "git_revision": _git_revision()})
+    ds["step"].attrs.update(long_name="step number k", units="1")
+    ds["t"].attrs.update(long_name="the flow's time t = sum of the step sizes so far", units="1")
+    return ds
+
+
 def save(sol, path) -> Path:
-    """Write ``sol`` (a Solution, or the Dataset of a sweep) to ``path`` (netCDF) atomically."""
+    """Write ``sol`` (a Solution, a DiscreteRun, or the Dataset of a sweep) to ``path`` (netCDF) atomically."""
+    from flowsim.discrete.iterate import DiscreteRun
     from flowsim.integrate.solution import Solution
 
-    ds = annotate(to_xarray(sol) if isinstance(sol, Solution) else sol)
+    ds = annotate(to_xarray(sol) if isinstance(sol, Solution) else discrete_to_xarray(sol)
+                  if isinstance(sol, DiscreteRun) else sol)
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{path} is a folder; give a file name for the run, e.g. {path / 'run.nc'}.")
@@ -138,8 +160,9 @@ def _solution(ds, system, path):
     from flowsim.integrate.solution import Solution
     from flowsim.symbolic.spec import system_from_spec
 
-    if "params" not in ds:
-        raise ValueError(f"{path} holds a sweep, not one solve; read it with flowsim.io.load(path) (a Dataset).")
+    if "params" not in ds or "step" in ds.dims:
+        kind = "a discrete run" if "step" in ds.dims else "a sweep"
+        raise ValueError(f"{path} holds {kind}, not one solve; read it with flowsim.io.load(path) (a Dataset).")
     if system is None:
         spec = json.loads(ds.attrs.get("system_spec", "null"))
         if spec is None:

@@ -168,3 +168,104 @@ def test_cli_help_imports_neither_jax_nor_sympy_and_arrays_are_float64():
     assert out.split("\n")[0] == "[] float64 SAM(rho=0.1, norm=2)", out
     first_jax = "import jax, flowsim as fs, jax.numpy as jnp; print(jnp.array(1.0).dtype)"
     assert subprocess.run([sys.executable, "-c", first_jax], capture_output=True, text=True, check=True).stdout.strip() == "float64"
+
+
+SWEEP = CONFIG + "[sweep]\nalpha = [0.05, 0.3]\nrho = [0.05, 0.2]\n"
+ITERATE = """
+init = 0.3
+steps = 2000
+records = 20
+[data]
+X = [[1.0, 2.0]]
+y = [1]
+[optimizer]
+name = "sam"
+lr = 0.1
+rho = 0.05
+"""
+
+
+def test_cli_sweep_writes_the_same_sweep_as_python(tmp_path):
+    cfg = tmp_path / "sweep.toml"
+    cfg.write_text(SWEEP)
+    r = runner.invoke(app, ["sweep", str(cfg), "--out", str(tmp_path / "s.nc")])
+    assert r.exit_code == 0, r.output
+    ds = io.load(tmp_path / "s.nc")
+    direct = fs.sweep(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.05)), fs.Dataset([[1.0, 2.0]], [1]),
+                      {"alpha": [0.05, 0.3], "rho": [0.05, 0.2]}, init=0.3, t1=1e20, saves=30)
+    np.testing.assert_array_equal(ds["beta"].values, direct["beta"].values)
+    assert "4 points" in r.output
+
+
+def test_cli_iterate_runs_a_discrete_optimizer(tmp_path):
+    cfg = tmp_path / "it.toml"
+    cfg.write_text(ITERATE)
+    r = runner.invoke(app, ["iterate", str(cfg), "--out", str(tmp_path / "i.nc")])
+    assert r.exit_code == 0, r.output
+    ds = io.load(tmp_path / "i.nc")
+    direct = fs.iterate(fs.optimizers.sam(0.1, 0.05), fs.DiagonalNet(2), "logistic", fs.Dataset([[1.0, 2.0]], [1]),
+                        2000, 0.3, records=20)
+    np.testing.assert_array_equal(ds["beta"].values, direct.beta)
+    assert ds["step"].values[-1] == 2000 and ds.attrs["status"] == "completed"
+    with pytest.raises(ValueError, match="holds a discrete run"):
+        io.load(tmp_path / "i.nc", as_solution=True)
+
+
+def test_data_from_npz_csv_and_builtin_sets(tmp_path):
+    from flowsim.config import Data
+
+    X, y = np.array([[1.0, 2.0, -1.0], [0.5, -1.0, 2.0]]), np.array([1.0, -1.0])
+    np.savez(tmp_path / "d.npz", X=X, y=y)
+    np.savetxt(tmp_path / "d.csv", np.c_[X, y], delimiter=",", header="x1,x2,x3,y", comments="")
+    np.savetxt(tmp_path / "plain.csv", np.c_[X, y], delimiter=",")
+    for name in ("d.npz", "d.csv", "plain.csv"):
+        data = Data(file=name).load(tmp_path)
+        np.testing.assert_array_equal(data.X, X)
+        np.testing.assert_array_equal(data.y, y)
+    ref = fs.datasets.scaled_rademacher(n=4, d=3, seed=2)
+    np.testing.assert_array_equal(Data(builtin="scaled_rademacher", options={"n": 4, "d": 3, "seed": 2}).load(tmp_path).X, ref.X)
+    cfg = tmp_path / "file.toml"  # a relative file is read next to the config, wherever flowsim runs
+    cfg.write_text(CONFIG.replace("X = [[1.0, 2.0]]\ny = [1]", 'file = "d.npz"').replace("depth = 2", "depth = 1"))
+    r = runner.invoke(app, ["run", str(cfg), "--out", str(tmp_path / "f.nc")])
+    assert r.exit_code == 0, r.output
+    np.testing.assert_array_equal(io.load(tmp_path / "f.nc")["X"].values, X)
+
+
+@pytest.mark.parametrize("command, text, message", [
+    ("run", CONFIG.replace("X = [[1.0, 2.0]]\ny = [1]", 'file = "nowhere.npz"'), "data.file: no file"),
+    ("run", CONFIG.replace("X = [[1.0, 2.0]]\ny = [1]", 'file = "exp.toml"'), "neither .npz"),
+    ("run", CONFIG.replace("y = [1]", 'y = [1]\nbuiltin = "digits"'), "give one source of data"),
+    ("run", CONFIG.replace("X = [[1.0, 2.0]]\ny = [1]", 'builtin = "digits"\noptions = {n = 3}'), "data.options"),
+    ("run", CONFIG.replace("X = [[1.0, 2.0]]\ny = [1]", 'builtin = "mnist"'), "key 'data.builtin'"),
+    ("run", CONFIG.replace("saves = 30", "saves = 30\nsave_at = [1.0, 2.0]"), "not both"),
+    ("run", CONFIG.replace("saves = 30", "save_at = [3.0, 2.0]"), "strictly increasing"),
+    ("sweep", CONFIG, "missing key 'sweep'"),
+    ("sweep", CONFIG + "[sweep]\nalpah = [0.1]\n", "did you mean 'sweep.alpha'?"),
+    ("sweep", CONFIG + "[sweep]\nchunk_size = 2\n", "needs at least one axis"),
+    ("iterate", ITERATE.replace("lr = 0.1", "lr = 0.1\nb1 = 0.9"), "name = 'sam' takes lr, rho, norm, decay, batch; drop b1"),
+    ("iterate", ITERATE.replace("rho = 0.05\n", ""), "needs rho"),
+    ("iterate", ITERATE.replace("steps = 2000", "steps = 2000.5"), "key 'steps'"),
+    ("iterate", ITERATE.replace("lr = 0.1", "lr = 0.1\nlr_decay = 1"), "did you mean 'optimizer.decay'?"),
+    ("iterate", ITERATE.replace('name = "sam"', 'name = "lion"'), "key 'optimizer.name'"),
+])
+def test_cli_sweep_and_iterate_bad_configs(tmp_path, command, text, message):
+    (tmp_path / "exp.toml").write_text(text)
+    r = runner.invoke(app, [command, str(tmp_path / "exp.toml"), "--out", str(tmp_path / "o.nc")])
+    assert r.exit_code == 2, r.output
+    lines = [ln for ln in r.output.splitlines() if ln.startswith("flowsim: error:")]
+    assert len(lines) == 1 and message in lines[0], r.output
+
+
+def test_progress_outside_a_terminal_is_plain_lines(one_sample):
+    import io as stdio
+
+    from flowsim.integrate.run import ProgressBar
+    from flowsim.integrate.timeline import u_of
+
+    out = stdio.StringIO()
+    bar = ProgressBar(100.0, u_of(np.array([-12.0, -3.0, 100.0])), file=out)
+    for x in (1.0, 50.0, 100.0):
+        bar.to_u(u_of(x))
+    bar.close()
+    text = out.getvalue()
+    assert "\r" not in text and text.endswith("s elapsed\n") and "100%" in text and "log10 t = 100" in text

@@ -150,11 +150,11 @@ def _elapsed(schedule, pts, block=1 << 20):
 
 def _advance_between_records(advance, th, st, pts, progress):
     """The records at ``pts``, stopping at the first non-finite one or at Ctrl-C (status and message)."""
-    from tqdm.auto import tqdm
+    from flowsim.progress import progress_bar
 
     out, t_prev = [np.asarray(th)], 0
     status, message = "completed", ""
-    bar = tqdm(total=int(pts[-1]), unit="step", disable=not progress)
+    bar = progress_bar(int(pts[-1]), "steps", "iterate") if progress else None
     try:
         for p in pts[1:]:
             th, st = advance(th, st, t_prev, int(p))
@@ -164,12 +164,14 @@ def _advance_between_records(advance, th, st, pts, progress):
                                              "a smaller lr (or a faster decay) keeps the steps stable")
                 break
             out.append(new)
-            bar.update(int(p) - t_prev)
+            if bar:
+                bar.update(int(p) - t_prev)
             t_prev = int(p)
     except KeyboardInterrupt:
         status, message = "interrupted", f"interrupted by the user (KeyboardInterrupt) after step {t_prev}"
     finally:
-        bar.close()
+        if bar:
+            bar.close()
     return out, status, message
 
 

@@ -160,48 +160,25 @@ def leader_of(vf, kind, theta, Z, rho, sigma, exclude=None):
 
 
 class ProgressBar:
-    """Progress in log10 t (linear t would sit at 0% for a horizon of 1e100): a tqdm bar with the
-    elapsed time and rate on a terminal; elsewhere (logs, CI) a plain line every ``LOG_EVERY`` seconds,
-    since a bar's carriage returns leave fragments in a file."""
-
-    LOG_EVERY = 10.0
+    """Progress in log10 t (linear t would sit at 0% for a horizon of 1e100)."""
 
     def __init__(self, L1, targets, file=None):
-        import sys
+        from flowsim.progress import progress_bar
 
-        self.file = file or sys.stderr
         self.lo = float(log10_t_from_u(targets[min(1, len(targets) - 1)]))
-        self.total, self.done, self.x = max(L1 - self.lo, 1e-12), 0.0, self.lo
-        self.t0 = self.logged = time.perf_counter()
-        self.bar = None
-        if getattr(self.file, "isatty", lambda: False)():
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(total=round(self.total, 3), unit="dec", file=self.file, bar_format=(
-                "{l_bar}{bar}| log10 t {postfix} [{elapsed}<{remaining}, {rate_fmt}]"))
+        self.total, self.done = round(max(L1 - self.lo, 1e-3), 3), 0.0
+        self.bar = progress_bar(self.total, "decades", "log10 t", file=file)
 
     def to_u(self, u):
-        self.x = float(log10_t_from_u(u))
-        new = min(max(self.x - self.lo, 0.0), self.total)
-        if new <= self.done:
-            return
-        if self.bar is not None:
+        x = float(log10_t_from_u(u))
+        new = min(max(x - self.lo, 0.0), self.total)
+        if new > self.done:
+            self.bar.set_postfix_str(f"log10 t = {x:.5g}")
             self.bar.update(round(new - self.done, 3))
-            self.bar.set_postfix_str(f"{self.x:.4g}")
-        elif time.perf_counter() - self.logged >= self.LOG_EVERY:
-            self._line()
-        self.done = new
-
-    def _line(self):
-        self.logged = time.perf_counter()
-        print(f"flowsim: log10 t = {self.x:.5g} ({100 * self.done / self.total:.0f}%), "
-              f"{self.logged - self.t0:.1f} s elapsed", file=self.file, flush=True)
+            self.done = new
 
     def close(self):
-        if self.bar is not None:
-            self.bar.close()
-        else:
-            self._line()
+        self.bar.close()
 
 
 def structure_key(system):

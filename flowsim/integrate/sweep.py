@@ -159,10 +159,17 @@ def sweep(
 
 def _execute(tasks, executor, progress):
     if executor is None:
-        from tqdm.auto import tqdm
+        from flowsim.progress import progress_bar
 
-        it = tqdm(tasks, desc="sweep chunks", disable=not progress)
-        return [_chunk(*t) for t in it], "local"
+        bar = progress_bar(len(tasks), "chunks", "sweep") if progress else None
+        out = []
+        for t in tasks:
+            out.append(_chunk(*t))
+            if bar:
+                bar.update(1)
+        if bar:
+            bar.close()
+        return out, "local"
     client, owned = _client(executor)
     try:
         futures = client.map(_chunk, *zip(*tasks), pure=False)

@@ -1,0 +1,48 @@
+"""Progress for long work: a tqdm bar with elapsed time and rate on a terminal; elsewhere (a log file,
+CI) a plain line every ``LOG_EVERY`` seconds and one at the end, since a bar's carriage returns leave
+fragments in a file. Solves count in log10 t, sweeps in chunks, discrete runs in steps."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+LOG_EVERY = 10.0
+
+
+def progress_bar(total, unit, desc="", file=None, fmt=None):
+    """An object with ``update(n)``, ``set_postfix_str(s)`` and ``close()``."""
+    file = file or sys.stderr
+    if getattr(file, "isatty", lambda: False)():
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, unit=unit, desc=desc or None, file=file, bar_format=fmt or (
+            "{l_bar}{bar}| {n_fmt}/{total_fmt} " + unit + " [{elapsed}<{remaining}, {rate_fmt}]{postfix}"))
+    return LineProgress(total, unit, desc, file)
+
+
+class LineProgress:
+    """The non-terminal progress: ``flowsim: <desc> 40% (4/10 chunks), 12.3 s elapsed``."""
+
+    def __init__(self, total, unit, desc, file):
+        self.total, self.unit, self.desc, self.file = total, unit, desc, file
+        self.n, self.postfix = 0, ""
+        self.t0 = self.logged = time.perf_counter()
+
+    def update(self, n=1):
+        self.n += n
+        if time.perf_counter() - self.logged >= LOG_EVERY:
+            self._line()
+
+    def set_postfix_str(self, s):
+        self.postfix = s
+
+    def close(self):
+        self._line()
+
+    def _line(self):
+        self.logged = time.perf_counter()
+        share = f"{100 * self.n / self.total:.0f}% " if self.total else ""
+        where = f", {self.postfix}" if self.postfix else ""
+        print(f"flowsim: {self.desc + ' ' if self.desc else ''}{share}({self.n:.6g}/{self.total:.6g} {self.unit}{where}), "
+              f"{self.logged - self.t0:.1f} s elapsed", file=self.file, flush=True)
