@@ -205,3 +205,32 @@ def test_a_run_of_a_users_own_part_needs_its_system(tmp_path):
     with pytest.raises(ValueError, match="system=flowsim.derive"):
         io.load(path, as_solution=True)
     assert io.load(path, as_solution=True, system=system).status == "completed"
+
+
+def test_ctrl_c_during_a_compiled_solve_keeps_what_it_computed(tmp_path):
+    """A real SIGINT arrives while the second backend call runs: that call finishes, its saves are
+    recorded, and the solve ends "interrupted" with every save so far."""
+    script = textwrap.dedent("""
+        import os, signal, numpy as np, flowsim as fs
+        from flowsim.integrate.backends._diffrax import DiffraxBackend
+        real, calls = DiffraxBackend.integrate, []
+        def integrate(self, *a, **k):
+            calls.append(1)
+            if len(calls) == 2:
+                os.kill(os.getpid(), signal.SIGINT)
+            return real(self, *a, **k)
+        DiffraxBackend.integrate = integrate
+        sys = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, 2))
+        sol = fs.solve(sys, fs.Dataset(np.array([[1.0, 2.0, 3.0]]), [1]), 0.05, t1=1e100, track=("magnitude",),
+                       throw=False)
+        n_calls = len(calls)
+        full = fs.solve(sys, fs.Dataset(np.array([[1.0, 2.0, 3.0]]), [1]), 0.05, t1=1e100, track=("magnitude",))
+        k = len(sol.log10_t) - 1  # the last row is where the solve stopped
+        print(sol.status, n_calls, k, len(full.log10_t), float(np.abs(sol.beta[:k] - full.beta[:k]).max()))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    status, calls, kept, total, diff = out.stdout.split()
+    assert status == "interrupted" and int(calls) == 2, out.stderr
+    # the first segment ends at the first switch (log10 t = 0.46); the second call's saves are kept too
+    first = np.searchsorted(fs.solve(L2SAM, MU3, 0.05, t1=1e100).log10_t, 0.46)
+    assert first < int(kept) < int(total) and float(diff) == 0.0

@@ -3,7 +3,10 @@ sign pattern of a Filippov flow, the tracked leaders, the counters and, once dec
 
 from __future__ import annotations
 
+import contextlib
 import math
+import signal
+import threading
 import time
 
 import numpy as np
@@ -102,9 +105,14 @@ class Run:
         else:
             extra = {"n_targets": len(self.targets), "track": self.track}
         log_loss_before = self.log_loss()
-        seg = self.be.integrate(self.vf_run, structure_key(self.system), self.clock, self.uses_sign,
-                                bool(self.pinned.any()), self.y, self.s, self.s_max, args, self.remaining,
-                                self.rtol, self.atol, self.chunk, resume=self.resume, **extra)
+        with interrupt_after_recording():
+            seg = self.be.integrate(self.vf_run, structure_key(self.system), self.clock, self.uses_sign,
+                                    bool(self.pinned.any()), self.y, self.s, self.s_max, args, self.remaining,
+                                    self.rtol, self.atol, self.chunk, resume=self.resume, **extra)
+            self.record(seg, log_loss_before)
+        return seg
+
+    def record(self, seg, log_loss_before):
         self.resume = seg.resume
         self.stats["segments"] += 1
         for k, v in seg.stats.items():
@@ -117,7 +125,6 @@ class Run:
         self.log_loss_change = abs(self.log_loss() - log_loss_before)
         if self.bar:
             self.bar.to_u(self.u_now)
-        return seg
 
     def beta(self, theta=None):
         theta = self.theta if theta is None else np.reshape(theta, (self.K, self.d))
@@ -142,6 +149,30 @@ class Run:
         message = self.message or (OUTCOMES.get(self.status) or FAILURES.get(self.status, ""))
         return assemble(self.system, self.data, self.clock, self.to_u, np.asarray(self.rec_s), np.asarray(self.rec_y),
                          self.K, self.d, self.status, message, self.stats, self.events, config)
+
+
+@contextlib.contextmanager
+def interrupt_after_recording():
+    """Ctrl-C during a backend call stops the solve once the call's saves are recorded. A compiled
+    solve cannot be stopped midway (the interrupt would land when it returns, dropping what it
+    computed); a second Ctrl-C stops at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed = []
+
+    def later(signum, frame):
+        if pressed:
+            raise KeyboardInterrupt
+        pressed.append(signum)
+
+    old = signal.signal(signal.SIGINT, later)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+    if pressed:
+        raise KeyboardInterrupt
 
 
 def leader_of(vf, kind, theta, Z, rho, sigma, exclude=None):
