@@ -105,7 +105,8 @@ def l1_limits_l2(out: Path, quick: bool) -> Claim:
         numbers[key] = o.why
         if i < 3:
             plot.margin_gaps(sol, _refs(data), axes[0, i])
-            axes[0, i].set_title(f"L=1 {name}, alpha={alpha:.2g}, rho={rho:.2g}: {o.word}", fontsize=9)
+            axes[0, i].set_title(f"depth 1 {name}, alpha={alpha:.2g}, rho={rho:.2g}: {o.word}", fontsize=9)
+    fig.suptitle("Thm 3.1, depth 1 (linear model): the gap to the l2-norm max-margin decays, the others stay", fontsize=10)
     fig.savefig(out / "sam_depth1.png", dpi=100)
     seed, data = next(_l1_l2_apart([104], min_degrees=20.0))
     # the depth-2 limit is reached like a power of 1/log t: the controls need the long horizon
@@ -144,10 +145,34 @@ def _trichotomy_outcome(sol, alpha, rho, depth):
     return every([fate, angle_falls(sol.log10_t, ang)], "of fates+limit, falling angle")
 
 
+def _angle_panel(ax, sol, leader, label):
+    """The angle to e_leader against log10 t (log-log), with the fit angle ~ (log t)^-k that
+    criteria.angle_falls judges (last half of log10 t, save points with log10 t > 0)."""
+    if leader is None:
+        return
+    e = np.eye(sol.beta.shape[1])[leader]
+    ang = np.degrees(np.arccos(np.clip(sol.direction @ e, -1, 1)))
+    ok = np.isfinite(sol.log10_t) & (sol.log10_t > 0)
+    lt, ang = sol.log10_t[ok], ang[ok]
+    if lt.size < 3:
+        return
+    zero = ang < 1e-9  # exactly on e_j* once the other coordinates slid to 0: no place on a log axis
+    if zero.any():
+        label += f" (angle 0 from log10 t = {lt[np.argmax(zero)]:.2g})"
+    (line,) = ax.plot(lt[~zero], ang[~zero], label=label)
+    tail = (lt >= lt[0] + 0.5 * (lt[-1] - lt[0])) & (ang > 0)
+    if ang[-1] >= 1e-9 and tail.sum() >= 3:
+        slope, icpt = np.polyfit(np.log(lt[tail]), np.log(ang[tail]), 1)
+        plot.draw_fit(ax, lt[tail], -slope, np.exp(icpt), color=line.get_color(), label="fit")
+
+
 def linf_trichotomy(out: Path, quick: bool) -> Claim:
     rho, t1 = 0.1, (1e30 if quick else 1e100)
     cases = _basis_cases()
-    fig, axes = _fig(2, 5, 3.0, 2.8)
+    fig = Figure(figsize=(20, 6.2), constrained_layout=True)
+    mosaic = fig.subplot_mosaic([[f"b{i}" for i in range(5)] + ["angle"], [f"b{i}" for i in range(5, 10)] + ["angle"]],
+                                width_ratios=[1] * 5 + [1.5])
+    axes = np.array([mosaic[f"b{i}"] for i in range(10)])
     outcomes, numbers = [], {}
     for ax, (depth, alpha, what) in zip(axes.ravel(), cases):
         # odd L: w_j = rho is semi-stable (attracting from below), so the error must stay below atol 1e-14
@@ -158,7 +183,13 @@ def linf_trichotomy(out: Path, quick: bool) -> Claim:
         numbers[f"L={depth}, alpha={alpha} (selects {what})"] = (
             f"beta(t1) = {np.array2string(sol.beta[-1], precision=4)} [{sol.status}]: {o.word}: {o.why}")
         plot.beta_vs_log_t(sol, ax)
+        ax.set_xlim(left=-2)  # nothing happens before t = 0.01
         ax.set_title(f"L={depth}, alpha={alpha}: {what}", fontsize=8)
+        _angle_panel(mosaic["angle"], sol, fs.linf_sam_prediction(MU3, alpha, rho, depth)["leader"], f"L={depth} {what}")
+    mosaic["angle"].set(xscale="log", yscale="log", xlabel="log10 t (log axis)", ylabel="angle to e_j* (degrees)")
+    mosaic["angle"].set_title("angle to the predicted limit e_j*, fitted over the last half of log10 t", fontsize=8)
+    mosaic["angle"].legend(fontsize=6)
+    fig.suptitle(f"Thm 3.2 / Cor 3.5: l_inf-SAM (rho={rho}) on mu=(1, 2, 3), |beta_j| from ten initialisations", fontsize=10)
     fig.savefig(out / "sam_linf.png", dpi=90)
     edge = fs.linf_sam_prediction(MU3, (rho + 5e-9, 0.05, 0.05), rho, 2)["fate"][0]
     numbers["alpha_1 = rho + 5e-9 (exact comparison)"] = f"predicted '{edge}'"
@@ -237,7 +268,8 @@ def depth2_limits(out: Path, quick: bool) -> Claim:
         outcomes.append(o)
         numbers[f"{name}, {dname}"] = o.why
         plot.margin_gaps(sol, _refs(data), ax)
-        ax.set_title(f"L=2 {name}, {dname}: {o.word}", fontsize=9)
+        ax.set_title(f"depth 2 {name}, {dname}: {o.word}", fontsize=9)
+    fig.suptitle("Thm 4.2, depth 2: the gap to the l1-norm max-margin decays like a power of 1/log t", fontsize=10)
     fig.savefig(out / "sam_depth2.png", dpi=100)
     controls = [Control(f"depth 1 (Linear) l2-SAM, {dname}: its limit is l2",
                         converges_to(_solve(fs.Linear(), fs.SAM(0.1, 2), data, 0.2, t1=1e100), _refs(data), "l1"))
@@ -264,10 +296,28 @@ def _crossovers(rhos, ratios, t1):
     return outcomes, shown
 
 
+def amplification_figure(sols: dict):
+    """Figure of 000-thm4.4: for each run (title -> Solution tracked by magnitude) |beta_j| and the
+    shares |beta_j| / ||beta||_1 against log10 t on a symlog axis, the leader switches dotted."""
+    fig, axes = _fig(len(sols), 2, 5.0, 3.2)
+    for i, (title, sol) in enumerate(sols.items()):
+        sw = [e["log10_t"] for e in fs.switch_times(sol)]
+        plot.beta_vs_log_t(sol, axes[i, 0], switch_times=sw)
+        plot.shares_stacked(sol, axes[i, 1])
+        for x in sw:
+            axes[i, 1].axvline(x, color="0.3", lw=0.9, ls=":")
+        for ax in axes[i]:
+            ax.set_xlim(left=-2)  # nothing happens before t = 0.01
+        shown = ", ".join(f"{x:.3g}" for x in sw) or "none"
+        axes[i, 0].set_title(f"{title}: |beta_j|, switches at log10 t = {shown}", fontsize=9)
+        axes[i, 1].set_title(f"{title}: shares of ||beta||_1", fontsize=9)
+    fig.suptitle("Thm 4.4: l2-SAM, depth 2 - the minor coordinate leads first, the major one last", fontsize=10)
+    return fig
+
+
 def amplification_time(out: Path, quick: bool) -> Claim:
     t1 = 1e30 if quick else 1e100
-    fig, axes = _fig(2, 2, 5.0, 3.2)
-    outcomes, numbers = [], {}
+    outcomes, numbers, sols = [], {}, {}
     for i, (mu, alpha) in enumerate([(MU, 0.06), (MU3, 0.05)]):
         sol = _solve(fs.DiagonalNet(2), fs.SAM(0.1, 2), fs.Dataset(mu[None], [1]), alpha, t1=t1, track=("magnitude", "growth"))
         amp = fs.sequential_amplification(sol)
@@ -275,12 +325,8 @@ def amplification_time(out: Path, quick: bool) -> Claim:
         sw = fs.switch_times(sol)
         numbers[f"mu={mu.tolist()}, alpha={alpha}: magnitude switches"] = ", ".join(
             f"beta_{e['from'] + 1} -> beta_{e['to'] + 1} at log10 t = {e['log10_t']:.6g} (tau {e['tau']:.6g})" for e in sw)
-        plot.beta_vs_log_t(sol, axes[i, 0], switch_times=[e["log10_t"] for e in sw])
-        last = max([e["log10_t"] for e in sw] + [1.0])
-        axes[i, 0].set_xlim(-1, 2 * last)  # the switches, not the 1e100 horizon, are the point here
-        plot.shares_stacked(sol, axes[i, 1])
-        axes[i, 1].set_xlim(-1, 2 * last)
-    fig.savefig(out / "sam_amplification.png", dpi=100)
+        sols[f"mu={tuple(mu.tolist())}, alpha={alpha}"] = sol
+    amplification_figure(sols).savefig(out / "sam_amplification.png", dpi=100)
     cross, shown = _crossovers((0.05, 0.1, 0.2), (0.3, 0.45, 0.6, 0.8) if not quick else (0.45, 0.8), t1)
     numbers.update({f"crossover law, {k}": "; ".join(v) for k, v in shown.items()})
     main = every(outcomes + [every(cross, "growth switches obey the crossover law")], "checks (order, crossover law)")
@@ -348,11 +394,13 @@ def amplification_alpha(out: Path, quick: bool) -> Claim:
         for k, tau in enumerate(taus):
             ax.step(alphas, ld[:, k] + 1 + 0.04 * k, where="mid", label=f"tau = {tau:g}")
         ax.axvline(star, color="k", ls=":", label="alpha* (tau -> 0)")
-        ax.set(xscale="log", xlabel="alpha", ylabel="leading coordinate (0: collapsed)", yticks=[0, 1, 2],
-               title=f"{name}, mu=(1,2), rho={rho}", xticks=[0.02, 0.05, 0.1, 0.2, 0.5])
+        ax.set(xscale="log", xlabel="alpha (log axis)", ylabel="leading coordinate argmax |beta_j|", yticks=[0, 1, 2],
+               yticklabels=["collapsed", "beta_1", "beta_2"], title=f"{name}, mu=(1,2), rho={rho}",
+               xticks=[0.02, 0.05, 0.1, 0.2, 0.5])
         ax.set_xticklabels(["0.02", "0.05", "0.1", "0.2", "0.5"])
         ax.minorticks_off()
         ax.legend(fontsize=7)
+    fig.suptitle("Thm 4.5: the leading coordinate along the initialisation scale alpha, at fixed tau", fontsize=10)
     fig.savefig(out / "sam_alpha.png", dpi=100)
     controls = [Control(f"GD instead of l2-SAM, tau = {tau:g}", leader_by_scale(lead["GD"][:, k])) for k, tau in enumerate(taus)]
     return claim("000-thm4.5", SEED, "Sequential feature amplification along the initialisation scale: at a fixed tau (the "
@@ -380,7 +428,8 @@ def depth3_switches(out: Path, quick: bool) -> Claim:
     ax = axes[0, 0]
     for i, rho in enumerate(rhos):
         ax.plot(alphas, table[i], "o-", label=f"rho = {rho}")
-    ax.set(xlabel="alpha", ylabel="log10 t of the first leader switch", title="l2-SAM, L = 3, mu = (1, 2, 3)")
+    ax.set(xlabel="alpha", ylabel="log10 t of the first leader switch",
+           title="l2-SAM, L = 3, mu = (1, 2, 3) (no point: no switch by t = 1e30)")
     ax.legend(fontsize=7)
     fig.savefig(out / "sam_depth3.png", dpi=100)
     return Claim("000-depth3", SEED, "Depth L = 3 l2-SAM: does sequential amplification happen, and when? The papers leave "
@@ -401,8 +450,12 @@ def discrete_tracks_flow(out: Path, quick: bool) -> Claim:
     sam_err, gd_err = errors(lambda eta: fs.optimizers.sam(eta, rho)), errors(lambda eta: fs.optimizers.gd(eta))
     fig, axes = _fig(1, 1, 4.5, 3.3)
     ax = axes[0, 0]
-    ax.loglog(etas, sam_err, "o-", label="discrete SAM")
-    ax.loglog(etas, gd_err, "s--", label="discrete GD (control)")
+    for err, style, name in ((sam_err, "o", "discrete SAM"), (gd_err, "s", "discrete GD (control)")):
+        (pts,) = ax.loglog(etas, err, style, label=name)
+        if np.all(np.asarray(err) > 0):
+            slope, icpt = np.polyfit(np.log(etas), np.log(err), 1)
+            ax.loglog(etas, np.exp(icpt) * np.asarray(etas) ** slope, "-", color=pts.get_color(), lw=1,
+                      label=f"fit: error ~ eta^{slope:.3g}")
     ax.set(xlabel="eta", ylabel="max |beta_eta(T) - beta_SAM flow(T)|", title=f"against the l2-SAM flow at T = {T:g}",
            xticks=etas, xticklabels=[f"{e:g}" for e in etas])
     ax.minorticks_off()
@@ -456,7 +509,7 @@ def digits_pixels(out: Path, quick: bool) -> Claim:
             im = axes[f"{r}{j}"].imshow(img / (np.abs(img).max() or 1.0), cmap="RdBu_r", vmin=-1, vmax=1)
             axes[f"{r}{j}"].set_title(f"{name}, log10 t={sol.log10_t[i]:.2g}", fontsize=8)
             axes[f"{r}{j}"].axis("off")
-        fig.colorbar(im, ax=[axes[f"{r}{j}"] for j in range(4)], shrink=0.8, label="beta_j / max |beta_j| (per panel)")
+        fig.colorbar(im, ax=[axes[f"{r}{j}"] for j in range(4)], shrink=0.8, label=f"{name}: beta_j / max |beta_j|")
     ax = axes["c"]
     for sam, gd, style in (("l2-SAM", "GD", "-"), ("l2-SAM, alpha 0.5 (control)", "GD, alpha 0.5", "--")):
         if not (sols[sam].ok and sols[gd].ok):
@@ -464,9 +517,11 @@ def digits_pixels(out: Path, quick: bool) -> Claim:
         *_, s_sam, s_gd = excess(sam, gd)
         ax.plot(sols[sam].log10_t[1:], s_sam[1:], style, label=sam)
         ax.plot(sols[gd].log10_t[1:], s_gd[1:], style, label=gd)
-    ax.set(xlabel="log10 t", ylabel=f"share of |beta| outside GD's top {k} pixels", xlim=(-3, 8),
+    plot.log_time_axis(ax)
+    ax.set(ylabel=f"share of |beta| outside\nGD's top {k} pixels", xlim=(-2, np.log10(t1)),
            title=f"minor pixels first: l2-SAM (rho {rho}) against GD, digits 0 vs 1")
     ax.legend(fontsize=7)
+    fig.suptitle("000-digits: beta as 8x8 images (each panel scaled to its own max |beta_j|), from alpha 0.05", fontsize=10)
     fig.savefig(out / "sam_digits.png", dpi=90)
     numbers = {name: f"{sol.status}; min margin at t1 {sol.margins[-1].min():.3g}" for name, sol in sols.items()}
     numbers["from alpha 0.05"] = main.why

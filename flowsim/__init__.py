@@ -18,10 +18,15 @@ import sys as _sys
 
 def _configure_jax():
     """float64 everywhere, before any array is created, and a persistent compile cache (a solve compiles
-    in seconds; FLOWSIM_JAX_CACHE=0 turns it off, or names the folder). Set through JAX's environment
+    in seconds; FLOWSIM_JAX_CACHE=0 turns it off, or names the folder). Equinox must not be imported
+    before flowsim for the cache to hold the solve kernel (see EQX_ON_ERROR below). Set through JAX's environment
     variables when jax is not imported yet (so importing flowsim does not import it), else directly."""
     where = _os.environ.get("FLOWSIM_JAX_CACHE", _os.path.join(_os.path.expanduser("~"), ".cache", "flowsim", "jax"))
     _os.environ["JAX_ENABLE_X64"] = "1"
+    # equinox's runtime errors are host callbacks, and JAX never caches a kernel that has one: as NaN
+    # instead, the solve kernel is cached (a second process's first solve: 2.1 s, not 5.8). flowsim calls
+    # diffrax with throw=False and reads its result codes; a NaN state ends a solve as "failed".
+    _os.environ.setdefault("EQX_ON_ERROR", "nan")
     if where != "0":
         _os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", where)
         _os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import math
 import tomllib
 import warnings
 from typing import Optional
@@ -20,7 +19,7 @@ import numpy as np
 import typer
 
 app = typer.Typer(help="Simulate optimizer flows on diagonal linear networks and check implicit-bias theorems.",
-                  no_args_is_help=True, add_completion=False)
+                  no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 
 def _version(value: bool):
     if value:

@@ -1,9 +1,17 @@
 """Plots. Each takes an ``ax`` (or makes a figure of its own) and returns it; none touches global
-matplotlib state."""
+matplotlib state. Time axes show x = log10 t on a symlog scale (linear for |log10 t| < 1, logarithmic
+beyond), so leader switches at log10 t ~ 0.5 and ~ 6 and a horizon of t = 1e100 all get room.
+:func:`summary` is the figure of ``flowsim plot``; :func:`save` writes a figure in the format its
+file extension names (.png, .svg or .pdf)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+
+#: figure formats :func:`save` writes, by file extension
+FORMATS = (".png", ".svg", ".pdf")
 
 
 def _axes(ax):
@@ -14,36 +22,109 @@ def _axes(ax):
     return ax
 
 
-def beta_vs_log_t(sol, ax=None, *, log_scale=True, label_prefix="", switch_times=None, **line_kw):
+def check_format(path) -> str:
+    """The format ("png", "svg" or "pdf") a figure file's extension names; ValueError otherwise."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        raise ValueError(f"the figure format follows the file extension, one of {', '.join(FORMATS)}; "
+                         f"got {suffix or 'no extension'!r} in {str(path)!r}.")
+    return suffix[1:]
+
+
+def save(fig, path, dpi: int = 110):
+    """Write ``fig`` to ``path`` as PNG, SVG or PDF, by the extension (ValueError for any other)."""
+    fig.savefig(path, format=check_format(path), dpi=dpi)
+    return Path(path)
+
+
+def log_time_axis(ax, label: str = "log10 t (symlog axis)", linthresh: float = 1.0):
+    """x = log10 t on a symlog scale: linear for |log10 t| < ``linthresh``, logarithmic beyond. Ticks
+    read as values of log10 t (-1, 0, 1, 10, 100), not as powers."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter
+
+    ax.set_xscale("symlog", linthresh=linthresh, linscale=0.6)
+    steps = np.array([m * 10.0**k for k in range(-1, 6) for m in (1, 2, 5)])
+    ticks = np.concatenate([-steps[::-1], [0.0], steps])
+    ax.xaxis.set_major_locator(FixedLocator(ticks[np.abs(ticks) >= min(linthresh, 1.0) - 1e-12].tolist() + [0.0]))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlabel(label)
+    return ax
+
+
+def _describe(sol) -> str:
+    system = sol.system
+    flow, model = getattr(system, "flow", system), getattr(system, "model", "")
+    loss = getattr(getattr(system, "loss", None), "name", None)
+    return f"{flow} on {model}" + (f", {loss} loss" if loss else "") + f" [{sol.status}]"
+
+
+def _switches(sol) -> list:
+    """Magnitude leader switches of ``sol`` where they were tracked (else none)."""
+    from flowsim.theory.analysis import switch_times
+
+    try:
+        return switch_times(sol)
+    except (ValueError, AttributeError, KeyError, TypeError):
+        return []
+
+
+def beta_vs_log_t(sol, ax=None, *, log_scale=True, label_prefix="", switch_times=None, xscale="symlog", **line_kw):
     """beta_j against log10 t, one line per coordinate (|beta_j| on a log axis if ``log_scale``);
-    optional vertical lines at ``switch_times`` (values of log10 t)."""
+    optional vertical lines at ``switch_times`` (values of log10 t). ``xscale``: "symlog" (default,
+    see :func:`log_time_axis`) or "linear"."""
     ax = _axes(ax)
     keep = np.isfinite(sol.log10_t)
     for j in range(sol.beta.shape[1]):
         y = np.abs(sol.beta[keep, j]) if log_scale else sol.beta[keep, j]
         ax.plot(sol.log10_t[keep], y, label=f"{label_prefix}beta_{j + 1}", **line_kw)
-    for x in switch_times or ():
-        ax.axvline(x, color="0.5", lw=0.8, ls=":")
+    for k, x in enumerate(switch_times or ()):
+        ax.axvline(x, color="0.4", lw=0.9, ls=":", label="leader switch" if k == 0 else None)
     if log_scale:
         ax.set_yscale("log")
-    ax.set_xlabel("log10 t")
+    if xscale == "symlog":
+        log_time_axis(ax)
+    else:
+        ax.set_xlabel("log10 t")
     ax.set_ylabel("|beta_j|" if log_scale else "beta_j")
-    ax.set_title(f"{sol.system.flow} on {sol.system.model} [{sol.status}]", fontsize=9)
+    ax.set_title(_describe(sol), fontsize=9)
     ax.legend(fontsize=7)
     return ax
 
 
-def loss_vs_t(sol, ax=None, **line_kw):
+def loss_vs_t(sol, ax=None, xscale="symlog", **line_kw):
     """log10 L against log10 t (a log-log loss curve that survives t = 1e100)."""
     ax = _axes(ax)
     keep = np.isfinite(sol.log10_t)
     ax.plot(sol.log10_t[keep], sol.log_loss[keep] / np.log(10.0), **line_kw)
-    ax.set_xlabel("log10 t")
+    if xscale == "symlog":
+        log_time_axis(ax)
+    else:
+        ax.set_xlabel("log10 t")
     ax.set_ylabel("log10 L")
+    ax.set_title("loss", fontsize=9)
     return ax
 
 
-def shares_stacked(sol, ax=None):
+def direction_vs_log_t(sol, ax=None, xscale="symlog"):
+    """The direction beta_j / ||beta||_2 against log10 t, one line per coordinate."""
+    ax = _axes(ax)
+    keep = np.isfinite(sol.log10_t)
+    u = sol.direction[keep]
+    for j in range(u.shape[1]):
+        ax.plot(sol.log10_t[keep], u[:, j], label=f"beta_{j + 1} / ||beta||_2")
+    ax.axhline(0, color="0.6", lw=0.6)
+    if xscale == "symlog":
+        log_time_axis(ax)
+    else:
+        ax.set_xlabel("log10 t")
+    ax.set_ylim(-1.05, 1.05)
+    ax.set_ylabel("direction beta_j / ||beta||_2")
+    ax.set_title("direction", fontsize=9)
+    ax.legend(fontsize=7)
+    return ax
+
+
+def shares_stacked(sol, ax=None, xscale="symlog"):
     """Stacked share |beta_j| / ||beta||_1 of each coordinate against log10 t (feature usage)."""
     from flowsim.theory.analysis import shares
 
@@ -51,25 +132,115 @@ def shares_stacked(sol, ax=None):
     keep = np.isfinite(sol.log10_t)
     sh = shares(sol)[keep]
     ax.stackplot(sol.log10_t[keep], sh.T, labels=[f"beta_{j + 1}" for j in range(sh.shape[1])])
-    ax.set_xlabel("log10 t")
-    ax.set_ylabel("share of ||beta||_1")
+    if xscale == "symlog":
+        log_time_axis(ax)
+    else:
+        ax.set_xlabel("log10 t")
+    ax.set_ylabel("share |beta_j| / ||beta||_1")
     ax.set_ylim(0, 1)
+    if keep.any():
+        ax.set_xlim(sol.log10_t[keep][0], sol.log10_t[keep][-1])
+    ax.set_title("shares of ||beta||_1 (feature usage)", fontsize=9)
     ax.legend(fontsize=7, loc="lower left")
     return ax
 
 
-def margin_gaps(sol, refs: dict, ax=None):
-    """Normalised-margin gap to each max-margin reference against log10 t (log y axis)."""
+def summary(sol, fig=None):
+    """The figure of ``flowsim plot``: |beta_j| (log axis), the direction beta / ||beta||_2, the shares
+    |beta_j| / ||beta||_1 and log10 L, all against log10 t on a symlog axis, leader switches (where the
+    run tracked them) dotted; the title names the flow, the model, the loss and the status."""
+    from matplotlib.figure import Figure
+
+    fig = fig or Figure(figsize=(11, 7), constrained_layout=True)
+    axes = fig.subplots(2, 2)
+    sw = [e["log10_t"] for e in _switches(sol)]
+    beta_vs_log_t(sol, axes[0, 0], switch_times=sw)
+    axes[0, 0].set_title("|beta_j|", fontsize=9)
+    direction_vs_log_t(sol, axes[0, 1])
+    shares_stacked(sol, axes[1, 0])
+    loss_vs_t(sol, axes[1, 1])
+    keep = np.isfinite(sol.log10_t)
+    for ax in axes.ravel():
+        if keep.any():  # one time range on every panel
+            ax.set_xlim(sol.log10_t[keep][0], sol.log10_t[keep][-1])
+        for x in sw if ax is not axes[0, 0] else ():
+            ax.axvline(x, color="0.4", lw=0.9, ls=":")
+    end = sol.log10_t[-1] if len(sol.log10_t) else float("nan")
+    fig.suptitle(f"{_describe(sol)}, log10 t reached {end:.4g}", fontsize=10)
+    return fig
+
+
+def _power_fit(x, y, keep):
+    """Least squares log y = log A - k log x on ``keep``: (k, A), or None with fewer than 3 points."""
+    keep = keep & (y > 0) & np.isfinite(y) & (x > 0)
+    if keep.sum() < 3:
+        return None
+    coef = np.polyfit(np.log(x[keep]), np.log(y[keep]), 1)
+    return -coef[0], float(np.exp(coef[1]))
+
+
+def gap_fit(sol, ref, tail: float = 0.5):
+    """The fit gap ~ A (log t)^(-k) of :func:`flowsim.convergence` (same save points, same tail):
+    (k, A, mask of the fitted save points) or None where it fits nothing."""
+    from flowsim.theory.analysis import margin_gap
+
+    gap = np.maximum(margin_gap(sol, ref), 0.0)
+    lt = sol.log10_t
+    fin = np.isfinite(lt)
+    if not fin.any():
+        return None
+    keep = fin & (lt >= lt[-1] - tail * (lt[-1] - max(lt[fin][0], 0.0))) & (lt > 0)
+    if keep.sum() < 4 or not np.all(gap[keep] > 0):
+        return None
+    fit = _power_fit(np.where(fin, lt, 1.0) * np.log(10.0), gap, keep)
+    return None if fit is None else (*fit, keep)
+
+
+def draw_fit(ax, x, k, A, *, color=None, label="fit", var="log t", scale=1.0, extend=4.0):
+    """The fitted power law A (scale x)^-k as a wide dashed line over the fitted range of ``x`` and,
+    thinner, back to x[0] / ``extend`` (so it is not hidden under the data it fits); the exponent
+    is in the legend."""
+    x = np.asarray(x, float)
+    lo, hi = x.min(), x.max()
+    color = color or "k"
+
+    def law(v):
+        return A * (scale * v) ** (-k)
+
+    text = f"{label}: ~ ({var})^-{k:.3g}" if k >= 0 else f"{label}: ~ ({var})^{-k:.3g}"
+    if extend > 1:
+        xe = np.geomspace(lo / extend, lo, 20)
+        ax.plot(xe, law(xe), ls=(0, (2, 2)), color=color, lw=1.0, alpha=0.8)
+    xs = np.geomspace(lo, hi, 40)
+    ax.plot(xs, law(xs), ls=(0, (5, 2)), color=color, lw=3.0, alpha=0.45, label=text)
+    return ax
+
+
+_REF_NAMES = {"l1": "l1-norm max-margin", "l2": "l2-norm max-margin", "linf": "l_inf-norm max-margin"}
+
+
+def margin_gaps(sol, refs: dict, ax=None, fit=True):
+    """Normalised-margin gap to each max-margin reference against log10 t, both axes logarithmic, so
+    a gap ~ A (log t)^-k is a straight line; with ``fit`` the fit of :func:`flowsim.convergence`
+    (the one a verdict quotes) is drawn dashed over the save points it uses, its rate in the legend."""
     from flowsim.theory.analysis import margin_gap
 
     ax = _axes(ax)
     keep = np.isfinite(sol.log10_t) & (sol.log10_t > 0)
-    for name, ref in refs.items():
-        ax.plot(sol.log10_t[keep], np.maximum(margin_gap(sol, ref)[keep], 1e-16), label=name)
+    for k, (name, ref) in enumerate(refs.items()):
+        color = f"C{k}"
+        ax.plot(sol.log10_t[keep], np.maximum(margin_gap(sol, ref)[keep], 1e-16), color=color,
+                label=f"gap to the {_REF_NAMES.get(name, name)}")
+        f = gap_fit(sol, ref) if fit else None
+        if f is not None:
+            rate, A, used = f
+            draw_fit(ax, sol.log10_t[used], rate, A, color=color, label=f"{name} fit", scale=np.log(10.0))
+    ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("log10 t")
-    ax.set_ylabel("max-margin gap")
-    ax.legend(fontsize=7)
+    ax.set_xlabel("log10 t (log axis)")
+    ax.set_ylabel("normalised-margin gap")
+    ax.set_title(_describe(sol), fontsize=9)
+    ax.legend(fontsize=6)
     return ax
 
 
@@ -155,17 +326,34 @@ def leader_map(ds, ax=None, key="alpha", curves=True):
     return ax
 
 
-def switch_time_map(da, ax=None):
+_MAP_LABELS = {"first_switch_log10_t": "log10 t of the first leader switch"}
+
+
+def switch_time_map(da, ax=None, title=None):
     """A two-dimensional map of a DataArray over two grid keys (e.g. :func:`flowsim.first_switch_log10_t`
-    of an (alpha, rho) sweep); NaN cells (no switch) are left blank."""
+    of an (alpha, rho) sweep); NaN cells (no switch) are hatched, not blank, and named in the legend."""
+    from matplotlib.patches import Patch
+
     ax = _axes(ax)
     yk, xk = da.dims
-    mesh = ax.pcolormesh(_edges(da[xk].values), _edges(da[yk].values), da.values, cmap="viridis")
+    xe, ye = _edges(da[xk].values), _edges(da[yk].values)
+    values = np.asarray(da.values, float)
+    mesh = ax.pcolormesh(xe, ye, values, cmap="viridis")
     for k, axis in ((xk, "x"), (yk, "y")):
         v = da[k].values
         if np.all(v > 0) and v[-1] / v[0] > 20:
             getattr(ax, f"set_{axis}scale")("log")
-    ax.figure.colorbar(mesh, ax=ax, label=da.name or "")
+    label = _MAP_LABELS.get(da.name, da.name or "value")
+    ax.figure.colorbar(mesh, ax=ax, label=label)
+    if np.isnan(values).any():
+        from matplotlib.patches import Rectangle
+
+        for i, j in zip(*np.nonzero(np.isnan(values))):
+            ax.add_patch(Rectangle((xe[j], ye[i]), xe[j + 1] - xe[j], ye[i + 1] - ye[i], fill=False, hatch="///",
+                                   edgecolor="0.5", lw=0))
+        ax.legend(handles=[Patch(facecolor="white", edgecolor="0.3", hatch="///", label="no switch")], fontsize=7,
+                  loc="upper right")
     ax.set_xlabel(xk)
     ax.set_ylabel(yk)
+    ax.set_title(title or f"{label} over ({xk}, {yk})", fontsize=9)
     return ax

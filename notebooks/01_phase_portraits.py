@@ -28,7 +28,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import flowsim as fs
-from flowsim import plot
 
 SMALL = os.environ.get("FLOWSIM_NB_SMALL") == "1"
 N_GRID = 12 if SMALL else 40
@@ -42,37 +41,89 @@ systems = {name: fs.derive(model, "logistic", flow) for name, flow in flows.item
 inits = [[0.3, 0.05], [0.05, 0.3], [0.2, 0.2], [0.08, 0.25], [0.35, 0.15]]
 
 
+# %% [markdown]
+# The field is evaluated on the whole grid at once: `field_on(system)` maps the single-point field
+# (the same `VectorField` the JAX backend integrates) over all grid points with `jax.vmap` and
+# compiles it once per system; rho is an argument, so the slider below needs no recompile. It is
+# checked against `system.vector_field` point by point.
+
 # %%
-def field_grid(system, lo, hi, n, log=False):
-    """F on an n x n grid of (w_1, w_2) (log-spaced if log), and the gradient norm N = ||G||_2."""
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from flowsim.integrate.vector_field import jax_field
+
+
+@functools.cache
+def field_on(system):
+    """A compiled function (points (M, 2) of (w_1, w_2), rho) -> F (M, 2): the rescaled field at every point."""
+    vf, Z, K = jax_field(system, system.n_layers, 2), jnp.asarray(data.z), system.n_layers
+
+    def one(w, rho):
+        theta = jnp.broadcast_to(w, (K, 2))
+        sigma = jnp.sign(vf.direction(theta, Z)[0]) if system.flow.uses_sign else jnp.ones((K, 2))
+        return vf.field_and_scale(theta, Z, rho, sigma)[0][0]
+
+    return jax.jit(jax.vmap(one, in_axes=(0, None)))
+
+
+def field_grid(system, lo, hi, n, log=False, rho=None):
+    """F on an n x n grid of (w_1, w_2) (log-spaced if log), evaluated in one vectorised call."""
     axis = np.geomspace(lo, hi, n) if log else np.linspace(lo, hi, n)
     W1, W2 = np.meshgrid(axis, axis)
-    F = np.zeros((2, n, n))
-    for i in range(n):
-        for j in range(n):
-            F[:, i, j] = system.vector_field([W1[i, j], W2[i, j]], data)[0][0]
-    return axis, W1, W2, F
+    rho = float(system.flow.rho) if rho is None else float(rho)
+    F = np.asarray(field_on(system)(jnp.stack([W1.ravel(), W2.ravel()], axis=1), rho))
+    return axis, W1, W2, F.T.reshape(2, n, n)
 
 
-fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), constrained_layout=True)
-for ax, (name, system) in zip(axes, systems.items()):
-    axis, W1, W2, F = field_grid(system, 1e-3, 0.45, N_GRID)
-    ax.streamplot(W1, W2, F[0], F[1], density=0.9, color=np.hypot(F[0], F[1]), cmap="Greys", linewidth=0.8)
+for name, system in systems.items():  # the vectorised field is the point-by-point one
+    _, W1, W2, F = field_grid(system, 1e-3, 0.45, 5)
+    for i, j in ((0, 0), (1, 3), (4, 2), (3, 4)):
+        np.testing.assert_allclose(F[:, i, j], system.vector_field([W1[i, j], W2[i, j]], data)[0][0], rtol=1e-9, atol=1e-12)
+
+CROSS = RHO * MU.sum() / np.sqrt(2)  # the crossover level of N = ||G||_2
+
+
+def solver_system(name, rho):
+    """The system to integrate trajectories with: the flow ``name`` at radius rho (GD at rho = 0)."""
+    if rho == flows[name].rho:
+        return systems[name]
+    return systems["GD"] if rho == 0 else fs.derive(model, "logistic", fs.SAM(rho, flows[name].norm))
+
+
+def portrait(ax, name, system, rho=None, n=N_GRID, trajectories=True):
+    """Streamlines of F (shaded by |F|), the crossover curve N = rho (mu_1 + mu_2)/sqrt 2 and trajectories."""
+    rho = float(system.flow.rho) if rho is None else float(rho)
+    _, W1, W2, F = field_grid(system, 1e-3, 0.45, n, rho=rho)
+    speed = np.hypot(F[0], F[1])
+    strm = ax.streamplot(W1, W2, F[0], F[1], density=0.9, color=speed, cmap="Greys", linewidth=0.8)
+    ax.figure.colorbar(strm.lines, ax=ax, label="|F| = |dw/dtau|")
     # crossover curve: N = ||G||_2 = rho (mu_1 + mu_2)/sqrt(2), with G from the GD field at the point
-    N = np.hypot(*field_grid(systems["GD"], 1e-3, 0.45, N_GRID)[3])
-    ax.contour(W1, W2, N, levels=[RHO * MU.sum() / np.sqrt(2)], colors="tab:red", linewidths=1.5)
+    N = np.hypot(*field_grid(systems["GD"], 1e-3, 0.45, n)[3])
+    if rho > 0:
+        ax.contour(W1, W2, N, levels=[rho * MU.sum() / np.sqrt(2)], colors="tab:red", linewidths=1.5)
+        ax.plot([], [], color="tab:red", label="N = rho (mu_1 + mu_2)/sqrt 2")
     if name == "l_inf-SAM":
         ax.axhline(0, color="tab:green", lw=3, alpha=0.6)
         ax.axvline(0, color="tab:green", lw=3, alpha=0.6, label="sliding lines w_j = 0")
-    for a in inits:
-        sol = fs.solve(system, data, a, t1=T1, saves=200, throw=False)
-        w = sol.params[:, 0, :]
-        keep = (np.abs(w) < 0.45).all(axis=1)
-        ax.plot(w[keep, 0], w[keep, 1], lw=1.8)
-        ax.plot(*a, "ko", ms=4)
-    ax.plot([], [], color="tab:red", label="N = rho (mu_1 + mu_2)/sqrt 2")
-    ax.set(xlim=(-0.01, 0.45), ylim=(-0.01, 0.45), xlabel="w_1", ylabel="w_2", title=f"{name}, rho={RHO}")
+    if trajectories:
+        flow_system = solver_system(name, rho)
+        for k, a in enumerate(inits):
+            sol = fs.solve(flow_system, data, a, t1=T1, saves=200, throw=False)
+            w = sol.params[:, 0, :]
+            keep = (np.abs(w) < 0.45).all(axis=1)
+            ax.plot(w[keep, 0], w[keep, 1], lw=1.8, label=f"trajectories to t = {T1:.0e}" if k == 0 else None)
+            ax.plot(*a, "ko", ms=4)
+    ax.set(xlim=(-0.01, 0.45), ylim=(-0.01, 0.45), xlabel="w_1", ylabel="w_2", title=f"{name}, rho={rho:g}: field F = dw/dtau")
     ax.legend(fontsize=7, loc="upper right")
+    return ax
+
+
+fig, axes = plt.subplots(1, 3, figsize=(16, 4.5), constrained_layout=True)
+for ax, (name, system) in zip(axes, systems.items()):
+    portrait(ax, name, system)
 plt.show()
 
 # %% [markdown]
@@ -91,28 +142,33 @@ for ax, (name, system) in zip(axes, systems.items()):
         w = np.abs(sol.params[:, 0, :])
         keep = (w > 1e-3).all(axis=1) & (w < 10).all(axis=1)
         ax.plot(np.log10(w[keep, 0]), np.log10(w[keep, 1]), lw=1.8)
-    ax.set(xlabel="log10 w_1", ylabel="log10 w_2", title=f"{name}: log coordinates")
+    ax.set(xlabel="log10 w_1", ylabel="log10 w_2", title=f"{name}: log coordinates, d log w_j / dtau = F_j / w_j")
 plt.show()
 
 # %% [markdown]
-# ## Interactive: trajectories as rho changes
-# With ipywidgets a slider re-solves l2-SAM for a new rho (no recompile: rho is a run-time
-# argument). Without ipywidgets, a static panel of three radii is drawn instead.
+# ## Interactive: the l2-SAM portrait as rho changes
+# With ipywidgets a slider redraws the l2-SAM phase portrait (field, crossover curve, trajectories)
+# for a new rho: the field is one vectorised call with rho as an argument (no recompile), the
+# trajectories are re-solved. Without ipywidgets (or in a static rendering) the same portrait is drawn
+# for three radii below.
 
 # %%
-def trajectories(rho, init=(0.3, 0.05)):
-    system = fs.derive(model, "logistic", fs.SAM(rho, 2))
-    fig, ax = plt.subplots(figsize=(5, 4))
-    plot.beta_vs_log_t(fs.solve(system, data, list(init), t1=T1, saves=200, throw=False), ax)
-    ax.set_title(f"l2-SAM rho={rho:.3f}, init {init}", fontsize=9)
+def portrait_at(rho):
+    _, ax = plt.subplots(figsize=(6, 4.8), constrained_layout=True)
+    portrait(ax, "l2-SAM", systems["l2-SAM"], rho=rho, trajectories=not SMALL or rho == RHO)
     plt.show()
 
 
 try:
     import ipywidgets
 
-    ipywidgets.interact(trajectories, rho=ipywidgets.FloatSlider(value=RHO, min=0.0, max=0.3, step=0.01),
-                        init=ipywidgets.fixed((0.3, 0.05)))
+    ipywidgets.interact(portrait_at, rho=ipywidgets.FloatSlider(value=RHO, min=0.0, max=0.3, step=0.01))
 except ImportError:
-    for rho in (0.0, 0.1, 0.2):
-        trajectories(rho)
+    ipywidgets = None
+
+# %%
+# the static fallback: the portrait at three radii (rho = 0 is GD)
+_, axes = plt.subplots(1, 3, figsize=(16, 4.5), constrained_layout=True)
+for ax, rho in zip(axes, (0.0, 0.1, 0.2)):
+    portrait(ax, "l2-SAM", systems["l2-SAM"], rho=rho)
+plt.show()

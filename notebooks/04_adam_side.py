@@ -37,12 +37,14 @@ for name, batch in (("per-sample Adam", "cyclic"), ("full-batch Adam", "full")):
     opt = fs.optimizers.adam(lr=0.1, b1=0.9, b2=0.99, decay=0.3, batch=batch)  # a slow decay: the limit within 1e5 steps
     runs[name] = fs.iterate(opt, fs.Linear(), "logistic", data, steps=STEPS, init=1e-3, records=60)
 
-fig, ax = plt.subplots(figsize=(6, 4))
+fig, ax = plt.subplots(figsize=(6.5, 4.2), constrained_layout=True)
 for name, run in runs.items():
+    later = run.steps > 0  # step 0 (the init) has no place on a log axis
     for rname, ref in refs.items():
-        ratio = fs.normalised_margin(data, run.beta, ref.norm) / ref.margin
-        ax.plot(np.log10(run.steps), ratio, label=f"{name}: {rname} margin ratio")
-ax.set(xlabel="log10 step", ylabel="normalised margin / max-margin", ylim=(0.5, 1.01))
+        ratio = fs.normalised_margin(data, run.beta[later], ref.norm) / ref.margin
+        ax.plot(run.steps[later], ratio, label=f"{name}: {rname} margin ratio")
+ax.set(xscale="log", xlabel="step (log axis)", ylabel="normalised margin / max-margin", ylim=(0.5, 1.01),
+       title="scaled Rademacher: per-sample Adam -> l2, full-batch Adam -> l_inf")
 ax.legend(fontsize=7)
 plt.show()
 
@@ -58,6 +60,6 @@ l2 = fs.max_margin(gauss, 2).direction
 cos = lambda a, b: float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))  # noqa: E731
 print(f"proxy flow end: cosine to the fixed-point direction {cos(proxy.beta[-1], fp.direction):.4f}, "
       f"to the l2 max-margin {cos(proxy.beta[-1], l2):.4f}")
-fig, ax = plt.subplots(figsize=(6, 4))
+fig, ax = plt.subplots(figsize=(6.5, 4.2), constrained_layout=True)
 plot.beta_vs_log_t(proxy, ax)
 plt.show()

@@ -134,6 +134,6 @@ def test_plots_take_and_return_an_axis(one_sample):
     assert plot.beta_vs_log_t(sol, axes[0], switch_times=sw) is axes[0]
     assert len(axes[0].lines) == 2 + len(sw)
     assert plot.shares_stacked(sol, axes[1]) is axes[1]
-    assert plot.margin_gaps(sol, refs, axes[2]) is axes[2] and len(axes[2].lines) == 2
+    assert plot.margin_gaps(sol, refs, axes[2], fit=False) is axes[2] and len(axes[2].lines) == 2
     assert plot.loss_vs_t(sol, axes[3]) is axes[3]
-    np.testing.assert_allclose(axes[3].lines[0].get_ydata(), sol.log_loss[1:] / np.log(10))
+    np.testing.assert_allclose(axes[3].lines[0].get_ydata(), sol.log_loss / np.log(10))

@@ -1,6 +1,6 @@
 r"""The Jacobian of the derived field, assembled by the chain rule from the per-coordinate partial
 derivatives that sympy derives (``System.numpy.partials``) and the data couplings, for the implicit
-scipy methods (Radau, BDF, LSODA). Written against an array namespace like :mod:`._vector_field`.
+scipy methods (Radau, BDF, LSODA). Written against an array namespace like :mod:`flowsim.integrate.vector_field`.
 
 With :math:`c_{lj} = \partial\beta_j/\partial w_{lj}`, margins :math:`m = Z\beta`, weights
 :math:`p = \mathrm{softmax}(a)`, :math:`a = \log q(m)` and :math:`a' = d\log q/dm`:
@@ -62,7 +62,7 @@ def _couplings(vf, W, Z):
 
 
 class FieldJacobian:
-    """``field_and_scale`` of a :class:`VectorField` together with its derivatives."""
+    """``field_and_scale`` of a :class:`flowsim.integrate.vector_field.VectorField` together with its derivatives."""
 
     def __init__(self, vf):
         self.vf = vf
@@ -105,7 +105,7 @@ class FieldJacobian:
         return F, St, dF_dwt @ dwt + _through(xp, P["F_N"](*fargs), dN, K), dSt @ dwt
 
     def sliding_field_and_scale(self, theta, Z, rho, sigma, pinned):
-        """The Filippov average of :meth:`VectorField.sliding_field_and_scale` and its Jacobians."""
+        """The Filippov average of :meth:`flowsim.integrate.vector_field.VectorField.sliding_field_and_scale` and its Jacobians."""
         xp = self.vf.xp
         Fp, Sp, dFp, dSp = self.field_and_scale(theta, Z, rho, xp.where(pinned, 1.0, sigma))
         Fm, Sm, dFm, dSm = self.field_and_scale(theta, Z, rho, xp.where(pinned, -1.0, sigma))
@@ -118,7 +118,7 @@ class FieldJacobian:
         return xp.where(pinned, 0.0, F), S, xp.where(keep, dF, 0.0), lam * dSp + (1 - lam) * dSm
 
     def rhs_jacobian(self, clock: str, sliding: bool):
-        """d(rhs)/dy for :meth:`VectorField.rhs` under ``clock``; same arguments ``(s, y, args)``."""
+        """d(rhs)/dy for :meth:`flowsim.integrate.vector_field.VectorField.rhs` under ``clock``; same arguments ``(s, y, args)``."""
         vf = self.vf
         xp, K, d = vf.xp, vf.K, vf.d
         fs = self.sliding_field_and_scale if sliding else (lambda th, Z, rho, sg, pn: self.field_and_scale(th, Z, rho, sg))

@@ -51,7 +51,8 @@ def solve(
         system: the derived flow.
         data: a :class:`flowsim.Dataset` (must be separable unless ``allow_nonseparable=True``).
         init: scalar alpha (every entry), an array (d,) (every layer), or (layers, d).
-        t1 / log10_t1: the horizon, exactly one; ``log10_t1`` reaches beyond float range.
+        t1: the horizon (give this or ``log10_t1``).
+        log10_t1: the horizon as log10 t1, which reaches beyond float range (e.g. 1e6).
         backend: ``"diffrax:Tsit5|Dopri5|Dopri8|Kvaerno5"``, ``"scipy:RK45|DOP853|Radau|BDF|LSODA"``, or
             ``"auto"``: diffrax:Tsit5 up to log10 t1 = 1000, scipy:BDF beyond (explicit methods need
             O(log t1) steps there; BDF with the exact Jacobian reaches log10 t = 1e6 in a few
@@ -65,7 +66,8 @@ def solve(
             iterates of BDF and LSODA overflow it on wide data at long horizons (n = d = 100:
             BDF fails near log10 t = 1.2e5, LSODA returns NaN), while in tau theta's field has no
             such factor (both complete to log10 t = 1e6, in fewer steps).
-        rtol, atol: step-size control tolerances on the state.
+        rtol: relative step-size control tolerance on the state.
+        atol: absolute step-size control tolerance on the state.
         saves: number of default save points (400 if neither this nor ``save_at`` is given): one just
             after t = 0 (t = 1e-12), then dense in log10 t over the first decades (from t = 1e-3) and
             in log10 log10 t far out, so early switches are resolved at any horizon.

@@ -97,6 +97,9 @@ def sweep(
 ):
     """Solve ``system`` on ``data`` at every point of ``grid`` (the Cartesian product of its axes).
 
+    Every argument not listed here is as in :func:`flowsim.solve` (``throw`` is always False here:
+    failed points have a failure status and NaN past their end).
+
     Args:
         grid: ``{"alpha": [...]}`` (scalar init), ``{"alpha_1": [...], "alpha_2": [...]}``
             (coordinates of the init, 1-based; the others come from ``init``), and/or ``{"rho": [...]}``.
@@ -104,10 +107,9 @@ def sweep(
         chunk_size: grid points per vmapped solve (and per Dask task).
         executor: None (this process), a ``dask.distributed.Client``, a scheduler address
             (``"tcp://host:8786"``), or ``"dask"`` for a ``LocalCluster`` started and closed here.
-        saves / save_at: the save grid shared by every point, as in :func:`flowsim.solve` (200
-            default points when neither is given).
-        Everything else as in :func:`flowsim.solve` (``throw`` is always False here: failed
-        points have a failure status and NaN past their end).
+        saves: the number of default save points shared by every point (200 when neither this nor
+            ``save_at`` is given), as in :func:`flowsim.solve`.
+        save_at: the log10 t of each save instead, as in :func:`flowsim.solve`.
 
     Returns:
         An ``xarray.Dataset`` with one dimension per grid key plus ``log10_t`` (the save grid,

@@ -1,0 +1,96 @@
+"""Figures: the format follows the extension (PNG, SVG, PDF, checked by magic bytes), `flowsim plot` on a
+saved run, a bad extension is a one-line error with exit code 2, the sequential-amplification figure
+puts its two leader switches apart on a time axis that still shows the 1e100 horizon, and a
+convergence figure draws the fitted rate the verdict quotes."""
+
+import pytest
+from matplotlib.figure import Figure
+from typer.testing import CliRunner
+
+import flowsim as fs
+from flowsim import io, plot
+from flowsim.cli import app
+
+runner = CliRunner()
+MAGIC = {".png": b"\x89PNG\r\n\x1a\n", ".pdf": b"%PDF-"}
+
+
+def _is_format(path, ext) -> bool:
+    head = path.read_bytes()[:400]
+    if ext == ".svg":
+        return head.lstrip().startswith(b"<?xml") and b"<svg" in head
+    return head.startswith(MAGIC[ext])
+
+
+@pytest.fixture(scope="module")
+def sol():
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, 2))
+    return fs.solve(system, fs.Dataset([[1.0, 2.0, 3.0]], [1]), 0.05, t1=1e100, saves=200, track=("magnitude",))
+
+
+@pytest.mark.parametrize("ext", [".png", ".svg", ".pdf"])
+def test_summary_saved_in_the_format_of_its_extension(sol, tmp_path, ext):
+    fig = plot.summary(sol)
+    assert len(fig.axes) == 4
+    labels = [ax.get_ylabel() for ax in fig.axes]
+    assert all(labels) and all(ax.get_title() for ax in fig.axes)
+    assert any("direction" in s for s in labels) and any("share" in s for s in labels)
+    assert "SAM" in fig.get_suptitle() and "DiagonalNet" in fig.get_suptitle() and sol.status in fig.get_suptitle()
+    assert "Solution(" not in fig.get_suptitle()
+    path = plot.save(fig, tmp_path / f"run{ext.upper() if ext == '.pdf' else ext}")
+    assert _is_format(path, ext)
+    for other in set(MAGIC) - {ext}:
+        assert not path.read_bytes().startswith(MAGIC[other])
+
+
+def test_save_rejects_other_extensions(tmp_path):
+    for name in ("run.jpg", "run", "run.png.txt"):
+        with pytest.raises(ValueError, match="extension"):
+            plot.save(Figure(), tmp_path / name)
+        assert not (tmp_path / name).exists()
+
+
+@pytest.mark.parametrize("ext", [".png", ".svg", ".pdf"])
+def test_cli_plot_on_a_saved_run(sol, tmp_path, ext):
+    run = tmp_path / "run.nc"
+    io.save(sol, run)
+    out = tmp_path / f"fig{ext}"
+    r = runner.invoke(app, ["plot", str(run), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert _is_format(out, ext)
+
+
+def test_cli_plot_bad_extension_is_a_one_line_error(sol, tmp_path):
+    run = tmp_path / "run.nc"
+    io.save(sol, run)
+    r = runner.invoke(app, ["plot", str(run), "--out", str(tmp_path / "fig.jpg")])
+    assert r.exit_code == 2
+    err = r.stderr.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("flowsim: error:") and ".jpg" in err
+    assert "Traceback" not in r.output and not (tmp_path / "fig.jpg").exists()
+
+
+def test_amplification_figure_separates_the_switches(sol):
+    from analysis.sam import amplification_figure
+
+    sw = [e["log10_t"] for e in fs.switch_times(sol)]
+    assert len(sw) == 2 and sw[0] < 1 and sw[1] > 5  # log10 t = 0.46 and 6.38
+    fig = amplification_figure({"mu=(1, 2, 3), alpha=0.05": sol})
+    fig.draw_without_rendering()
+    for ax in fig.axes[:2]:
+        assert ax.get_xlim()[1] >= 99  # the horizon t = 1e100 is on the axis ...
+        frac = [ax.transAxes.inverted().transform(ax.transData.transform((x, 1.0)))[0] for x in sw]
+        assert 0.05 < frac[0] < frac[1] < 0.95
+        assert frac[1] - frac[0] > 0.1  # ... and the switches are not squeezed together near its start
+        assert ax.get_title() and ax.get_ylabel() and ax.get_xlabel()
+
+
+def test_margin_gaps_draw_the_rate_the_verdict_quotes():
+    data = fs.Dataset([[1.0, 2.0]], [1])
+    s = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.GD()), data, 0.2, t1=1e30)
+    refs = {"l1": fs.max_margin(data, 1), "l2": fs.max_margin(data, 2)}
+    ax = plot.margin_gaps(s, refs)
+    rate = fs.convergence(s, refs["l1"]).rate
+    fits = [t.get_text() for t in ax.get_legend().get_texts() if "fit" in t.get_text()]
+    assert any(t.startswith("l1 fit") and f"^-{rate:.3g}" in t for t in fits), fits
+    assert ax.get_xscale() == "log" and ax.get_title() and ax.get_ylabel()
