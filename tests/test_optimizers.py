@@ -231,9 +231,9 @@ def test_a_diverging_run_fails_loudly_and_keeps_its_finite_records():
 
 
 def test_an_interrupted_run_keeps_what_it_computed(monkeypatch):
-    import tqdm.auto
+    from flowsim import progress
 
-    class Interrupting(tqdm.auto.tqdm):
+    class Interrupting(progress.LineProgress):
         calls = 0
 
         def update(self, n=1):
@@ -242,7 +242,7 @@ def test_an_interrupted_run_keeps_what_it_computed(monkeypatch):
                 raise KeyboardInterrupt
             return super().update(n)
 
-    monkeypatch.setattr(tqdm.auto, "tqdm", Interrupting)
+    monkeypatch.setattr(progress, "LineProgress", Interrupting)  # the progress of a run outside a terminal
     data = rademacher(6, 3, seed=1)
     run = fs.iterate(OPT.gd(0.1), fs.Linear(), "logistic", data, steps=10_000, init=0.01, records=30, progress=True,
                      throw=False)

@@ -49,6 +49,7 @@ class CriticalPoint:
     displacement: float  # error norm of limit - state (units of the tolerance)
     decay_rate: float
     of_loss: bool = True  # a critical point of the loss; False: a rest point of the perturbed flow only
+    growth_rate: float = 0.0  # > 0: a saddle, left along its unstable directions at this rate per unit tau
 
 
 def arrival_radius(flow, size) -> float:
@@ -76,7 +77,15 @@ def find(vf, theta, Z, rtol, atol, radius=0.0, newton_steps=8, rho=0.0):
     minimum, where its field -grad L(theta + rho g/|g|) points into the minimum, provided the
     gradient is linear in theta across that radius (to 10%), the regime where the argument holds."""
     own = rest_point(vf, theta, Z, rtol, atol, rho, newton_steps) if rho > 0 else None
-    return own or _newton(vf, theta, Z, atol + rtol * np.abs(np.ravel(theta)), atol, newton_steps, 0.0, radius)
+    cp = own or _newton(vf, theta, Z, atol + rtol * np.abs(np.ravel(theta)), atol, newton_steps, 0.0, radius)
+    return cp if cp is not None and cp.growth_rate <= 0 else None
+
+
+def saddle(vf, theta, Z, rtol, atol, radius=0.0, newton_steps=8):
+    """A saddle of the loss that ``theta`` has reached (as :func:`find`, but with unstable directions:
+    the exact flow leaves it, along coordinates that are tiny but not 0), or None."""
+    cp = _newton(vf, theta, Z, atol + rtol * np.abs(np.ravel(theta)), atol, newton_steps, 0.0, radius)
+    return cp if cp is not None and cp.growth_rate > 0 else None
 
 
 def rest_point(vf, theta, Z, rtol, atol, rho, newton_steps=8):
@@ -103,16 +112,18 @@ def _newton(vf, theta, Z, scale, atol, newton_steps, rho, radius=0.0):
     F, A = _gradient_field(vf, x, Z, rho)
     eig = np.linalg.eigvals(A) if F is not None else np.array([np.inf])
     size = float(np.abs(eig).max(initial=0.0))
-    if not np.isfinite(size) or size == 0.0 or eig.real.max() > 1e-9 * size:
+    if not np.isfinite(size) or size == 0.0:
         return None
+    growth = float(eig.real.max()) if eig.real.max() > 1e-9 * size else 0.0
     offset = np.ravel(x - theta)
     displacement = _error_norm(offset, scale)
     if displacement > 1.0 and not (np.linalg.norm(offset) <= radius and _linear_over(vf, x, Z, A, radius)):
         return None
     stable = eig.real[eig.real < -1e-9 * size]
-    x = np.where(np.abs(x) <= atol, 0.0, x)  # below what the solver resolves: entries decaying to 0 are 0
+    if not growth:  # below what the solver resolves: entries decaying to 0 are 0 (at a saddle, some grow back)
+        x = np.where(np.abs(x) <= atol, 0.0, x)
     return CriticalPoint(limit=x, displacement=displacement, decay_rate=float(-stable.max()) if stable.size else 0.0,
-                         of_loss=rho == 0.0)
+                         of_loss=rho == 0.0, growth_rate=growth)
 
 
 def _error_norm(v, scale):

@@ -57,6 +57,7 @@ def _on_chunk_end(run, seg):
         _hand_over(run, IMPLICIT_FALLBACK)
     elif run.segment_steps >= run.max_steps:
         run.status = "max_steps"
+        _at_saddle(run, "the step budget ran out")
 
 
 #: where ``backend="auto"`` goes when an explicit method spends a whole chunk: the steps of an explicit
@@ -83,14 +84,30 @@ def _on_crossing(run, seg):
     """A solver stepped across an invariant plane w = 0 (``kept_entry_signs``): a failure, said so."""
     k = np.unravel_index(int(np.argmin(np.where(run.sigma != 0, run.sigma * run.theta, np.inf))), run.sigma.shape)
     run.status, run.message = "failed", CROSSING.format(backend=run.be.name, entry=(int(k[0]), int(k[1]) + 1),
-                                                        log10_t=float(log10_t_from_u(run.u_now)))
+                                                        log10_t=run.log10_t_asked)
 
 
 def _on_failure(run, seg):
     """A failed step: near a minimum the l2-SAM field -grad L(theta + rho g/|g|) is discontinuous, and an
-    implicit method fails there, so a converged critical point is looked for first."""
-    if not (seg.reason == "failed" and _converged(run, loss_still=True)):
-        run.status, run.message = seg.reason, seg.message
+    implicit method fails there, so a converged critical point is looked for first, then a saddle
+    (said so: the exact flow leaves it, sliding where the field is discontinuous)."""
+    if seg.reason == "failed" and _converged(run, loss_still=True):
+        return
+    run.status, run.message = seg.reason, seg.message
+    if seg.reason == "failed":
+        _at_saddle(run, seg.message)
+
+
+def _at_saddle(run, why):
+    """A normalised SAM flow that fails or runs out of steps at a saddle of the loss: say so."""
+    radius = critical.arrival_radius(run.system.flow, run.theta.size)
+    if radius == 0 or not follows_gradient(run.system.flow) or run.K * run.d > 4096:
+        return
+    cp = critical.saddle(run.vf, run.theta, run.Z, run.rtol, run.atol, radius)
+    if cp is not None:
+        run.status = "chattering"
+        run.message = SADDLE.format(log10_t=run.log10_t_asked, rate=cp.growth_rate,
+                                    reason=why)
 
 
 #: at most this many saved states are tested per look back (each test is a few O((Kd)^3) Newton steps)
@@ -116,7 +133,7 @@ def _earlier_rest_point(run) -> bool:
             run.remaining = np.concatenate([np.asarray(run.rec_s[i + 1:], float), run.remaining])
             run.rec_s, run.rec_y = run.rec_s[:i + 1], run.rec_y[:i + 1]
             run.s, run.y, run.resume = run.rec_s[i], np.concatenate([cp.limit.ravel(), run.rec_y[i][-1:]]), None
-            run.hold("converged", critical.describe(run.system, run.data, cp, float(log10_t_from_u(run.u_now))))
+            run.hold("converged", critical.describe(run.system, run.data, cp, run.log10_t_asked))
             return True
     return False
 
@@ -134,7 +151,7 @@ def _converged(run, loss_still=False) -> bool:
                        critical.arrival_radius(run.system.flow, run.theta.size), rho=run.rho)
     if cp is None:
         return False
-    message = critical.describe(run.system, run.data, cp, float(log10_t_from_u(run.u_now)))
+    message = critical.describe(run.system, run.data, cp, run.log10_t_asked)
     run.y = np.concatenate([cp.limit.ravel(), run.y[-1:]])
     run.hold("converged", message)
     return True
@@ -161,6 +178,12 @@ def end_status(reason, clock):
     if reason == "end" and clock == "tau":
         return "failed", TAU_EXHAUSTED
     return ENDINGS[reason], ""
+
+
+SADDLE = ("at log10 t = {log10_t:.6g} the flow reached a saddle of the loss (its evaluation point is within rho of it): "
+          "the loss has unstable directions there (growth rate {rate:.3g} per unit tau, along entries that are tiny "
+          "but not 0), so the exact flow leaves it, sliding meanwhile where its field -grad L(theta + rho g/|g|) is "
+          "discontinuous (g = 0), a sliding mode flowsim does not integrate ({reason}); the trajectory up to it is kept")
 
 
 CROSSING = ("{backend} stepped across w[{entry[0]}, {entry[1]}] = 0 (layer, 1-based coordinate) at log10 t = "

@@ -43,7 +43,7 @@ class Run:
         self.uses_sign = system.flow.uses_sign
         self.vf = numpy_field(system, self.K, self.d)
         self.vf_run = jax_field(system, self.K, self.d) if isinstance(be, DiffraxBackend) else self.vf
-        shift = math.log10(speedup)
+        self.shift = shift = math.log10(speedup)
         self.Z, self.rho, self.u1 = data.z, float(system.flow.rho), u1
         _, self.to_u, self.targets, run_targets, self.s_max = clock_plan(clock, system.flow, u1, points, shift)
         self.log_floor, self.log_ceiling = log_floor, log_ceiling
@@ -135,6 +135,11 @@ class Run:
             return float(np.logaddexp.reduce(self.system.numpy.log_l(self.Z @ self.beta(theta)).reshape(-1)))
 
     @property
+    def log10_t_asked(self):
+        """log10 t now in the asked-for system's time (a reduced system runs 10**shift times faster)."""
+        return float(log10_t_from_u(self.u_now)) + self.shift
+
+    @property
     def u_now(self):
         return self.y[-1] if self.clock == "tau" else float(self.to_u(self.s))
 
@@ -145,7 +150,7 @@ class Run:
             with np.errstate(all="ignore"):
                 _, S_end = self.vf.sliding_field_and_scale(self.theta, self.Z, self.rho, self.sigma, self.pinned)
             if S_end + self.s > 700:  # the rate e^{S~+s} overflows: no step size helps
-                self.message = RATE_OVERFLOW.format(log10_t=float(log10_t_from_u(self.s)), rate=(S_end + self.s) / LN10)
+                self.message = RATE_OVERFLOW.format(log10_t=float(log10_t_from_u(self.s)) + self.shift, rate=(S_end + self.s) / LN10)
         message = self.message or (OUTCOMES.get(self.status) or FAILURES.get(self.status, ""))
         return assemble(self.system, self.data, self.clock, self.to_u, np.asarray(self.rec_s), np.asarray(self.rec_y),
                          self.K, self.d, self.status, message, self.stats, self.events, config)

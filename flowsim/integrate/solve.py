@@ -69,7 +69,7 @@ def solve(
         rtol: relative step-size control tolerance on the state.
         atol: absolute step-size control tolerance on the state.
         saves: number of default save points (400 if neither this nor ``save_at`` is given): one just
-            after t = 0 (t = 1e-12), then dense in log10 t over the first decades (from t = 1e-3) and
+            after t = 0 (t = 1e-6), then dense in log10 t over the first decades (from t = 1e-3) and
             in log10 log10 t far out, so early switches are resolved at any horizon.
         save_at: the log10 t of each save instead (a list or array, strictly increasing, up to
             log10 t1; t1 is appended when it stops short). Saves come from the solver's dense output

@@ -33,9 +33,11 @@ def log10_horizon(t1, log10_t1):
     return x, float(u_of(x))
 
 
-#: the default grid's first save, this many decades before its second (t = 1e-12 for horizons
-#: beyond t = 1e-3): the init itself is ``sol.config["init"]``; every saved log10 t is finite
-FIRST_DECADES = 9.0
+#: the default grid's first save, this many decades before its second (t = 1e-6 for horizons
+#: beyond t = 1e-3): the init itself is ``sol.config["init"]``; every saved log10 t is finite. Not
+#: closer to 0: in the tau clock a save is found by bisection in tau, which resolves t = 1e-6 to
+#: ~1e-12 relative and t = 1e-12 only to ~1e-7
+FIRST_DECADES = 3.0
 #: the default grid is uniform in log(SPREAD + decades since its start): uniform in log10 t over the
 #: first few dozen decades (where switches and amplification happen), uniform in log log t beyond
 SPREAD = 10.0
