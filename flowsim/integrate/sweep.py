@@ -21,15 +21,15 @@ from itertools import product
 import numpy as np
 
 from flowsim.symbolic.derive import System, derive
-from flowsim.integrate.solution import FAILURES, OUTCOMES
 from flowsim.io import annotate
-from flowsim.integrate.balanced import lift, reduction
+from flowsim.integrate.balanced import reduction
 from flowsim.theory.reachable import kept_entry_signs
 from flowsim.integrate.backends import backend_for
 from flowsim.integrate.handlers import ENDINGS, end_status
 from flowsim.integrate.run import structure_key
 from flowsim.integrate.solve import check_common, initial_params, solve
-from flowsim.integrate.timeline import (assemble, clock_plan, close_records, log10_horizon, log_floor_of, resolve_clock,
+from flowsim.integrate.solution import log10_t_from_u
+from flowsim.integrate.timeline import (clock_plan, log10_horizon, log_floor_of, resolve_clock,
                                         save_points, u_of)
 
 #: grid keys: "alpha" (every entry), "alpha_<j>" (coordinate j, 1-based as in the papers), "rho"
@@ -208,8 +208,9 @@ def _chunk(spec, data, inits, rhos, opts):
     model, loss, flow = spec
     system = derive(model, loss, flow)
     opts = dict(opts)
-    sols = _vmapped(system, data, inits, rhos, opts) if opts.pop("vmapped") else [
-        solve(derive(model, loss, _with_rho(flow, r)), data, a, throw=False, **opts) for a, r in zip(inits, rhos)]
+    if opts.pop("vmapped"):
+        return _vmapped(system, data, inits, rhos, opts)
+    sols = [solve(derive(model, loss, _with_rho(flow, r)), data, a, throw=False, **opts) for a, r in zip(inits, rhos)]
     return _on_grid(sols, np.asarray(opts["save_at"]), data.d)
 
 
@@ -223,7 +224,7 @@ def _vmapped(system, data, inits, rhos, opts):
     """The per-point solves of :func:`flowsim.solve` for a smooth flow (one segment each), as one vmap."""
     import jax.numpy as jnp
 
-    from flowsim.integrate.backends._diffrax import FAILED_MESSAGE, kernel, reason
+    from flowsim.integrate.backends._diffrax import kernel
     from flowsim.integrate.backends._events import armed, event_functions
     from flowsim.integrate.vector_field import SCHEDULE, jax_field, numpy_field
 
@@ -231,12 +232,14 @@ def _vmapped(system, data, inits, rhos, opts):
     clock = SCHEDULE if getattr(flow, "clock", None) == SCHEDULE else opts["clock"]
     L1, u1 = log10_horizon(opts["t1"], opts["log10_t1"])
     be = backend_for(opts["backend"], L1)
-    theta0 = np.stack([initial_params(system, data, a) for a in inits])
-    asked, asked_rhos, speedup = system, rhos, 1.0
-    reduced = [reduction(system, th) for th in theta0]
-    if all(reduced):  # balanced products: as the tied net, like solve
-        system, speedup = reduced[0]
-        rhos = np.array([_with_rho(flow, r).tied_equivalent(asked.model.depth)[0].rho for r in rhos])
+    theta0 = np.stack([system.model.init_params(a, data.d) for a in inits])  # validated by sweep
+    speedup = 1.0
+    reduced = reduction(system, theta0[0]) if np.all(theta0 == theta0[:, :1]) else None
+    if reduced:  # balanced products: as the tied net, like solve
+        depth = system.model.depth
+        system, speedup = reduced
+        tied = {r: _with_rho(flow, r).tied_equivalent(depth)[0].rho for r in np.unique(rhos)}
+        rhos = np.array([tied[r] for r in rhos])
         flow, theta0 = system.flow, theta0[:, :1]
         u1 = float(u_of(L1 - math.log10(speedup)))
     m, K, d = theta0.shape
@@ -244,7 +247,9 @@ def _vmapped(system, data, inits, rhos, opts):
     Z = data.z
     floors = np.array([log_floor_of(th, opts["collapse_tol"], opts["atol"]) for th in theta0])
     y0 = np.concatenate([theta0.reshape(m, -1), np.zeros((m, 1))], axis=1)
-    signs = [kept_entry_signs(system.model, th, flow) for th in theta0]  # the crossing event, shared by all members
+    # the crossing event, shared by all members: the signs each keeps depend on the signs of its init only
+    patterns = np.unique(np.sign(theta0), axis=0)
+    signs = [kept_entry_signs(system.model, p, flow) for p in patterns]
     sigma = signs[0] if all(np.array_equal(s, signs[0]) for s in signs) else np.zeros((K, d))
     pinned, leaders = np.zeros((K, d), bool), np.zeros(0, np.int64)
     log_ceiling = math.log(opts["blowup_size"])
@@ -254,29 +259,41 @@ def _vmapped(system, data, inits, rhos, opts):
                     for i in range(m)])
     run, names = kernel(jax_field(system, K, d), structure_key(system), clock, False, False, be.solver,
                         opts["rtol"], opts["atol"], opts["max_steps"], len(targets), (), batched=True)
-    u_targets = np.full(len(targets), np.inf)
-    remaining = run_targets
-    u_targets[: len(remaining)] = remaining
     args = tuple(jnp.asarray(a) for a in (Z, rhos, sigma, pinned, u1, floors, log_ceiling, leaders, arm))
-    t0 = time.perf_counter()
     s_t, y_t, ok, s_end, y_end, (fired, maxed, failed), stats = (
         np.asarray(x) if not isinstance(x, tuple) else tuple(np.asarray(v) for v in x)
-        for x in run(jnp.asarray(y0), jnp.float64(0.0), jnp.float64(s_max), args, jnp.asarray(u_targets)))
-    wall = (time.perf_counter() - t0) / m
-    ok = ok & np.isfinite(u_targets)
-    sols = []
-    for i in range(m):
-        why = reason(names, fired[i], maxed[i], failed[i])
-        status, message = end_status(why, clock) if why in ENDINGS else (why, FAILED_MESSAGE if why == "failed" else "")
-        rec_s, rec_y = s_t[i][ok[i]].tolist(), list(y_t[i][ok[i]])
-        close_records(status, clock, remaining[ok[i].sum():], float(s_end[i]), y_end[i], rec_s, rec_y)
-        message = message or OUTCOMES.get(status) or FAILURES.get(status, "")
-        st = {"steps": int(stats[0][i]), "accepted": int(stats[1][i]), "rejected": int(stats[2][i]), "segments": 1,
-              "switches": 0, "wall_s": wall}
-        sol = assemble(system, data, clock, to_u, np.asarray(rec_s), np.asarray(rec_y), K, d, status, message, st, [],
-                        {"rho": float(asked_rhos[i])})
-        sols.append(lift(sol, asked, speedup, sol.config) if asked is not system else sol)
-    return sols
+        for x in run(jnp.asarray(y0), jnp.float64(0.0), jnp.float64(s_max), args, jnp.asarray(run_targets)))
+    status = np.array([_status(names, fired[i], maxed[i], failed[i], clock) for i in range(m)], dtype=object)
+    # a completed point saves its end at the targets within the horizon event's precision of it (close_records)
+    end = y_end[:, -1] if clock == "tau" else s_end
+    at_end = ~ok & (status == "completed")[:, None] & (run_targets[None, :] <= (end + 1e-9 * (1.0 + np.abs(end)))[:, None])
+    states = np.where(at_end[..., None], y_end[:, None, :], y_t)[..., :-1].reshape(m, -1, K, d)
+    beta, log_loss = _beta_and_loss(system, data, states)
+    saved = ok | at_end
+    u_end = end if clock == "tau" else to_u(s_end)
+    beta_end, _ = _beta_and_loss(system, data, y_end[:, None, :-1].reshape(m, 1, K, d))
+    return {
+        "beta": np.where(saved[..., None], beta, np.nan), "log_loss": np.where(saved, log_loss, np.nan),
+        "status": status, "steps": np.asarray(stats[0], np.int64),
+        "log10_t_end": log10_t_from_u(u_end) + math.log10(speedup), "beta_end": beta_end[:, 0],
+    }
+
+
+def _status(names, fired, maxed, failed, clock):
+    from flowsim.integrate.backends._diffrax import reason
+
+    why = reason(names, fired, maxed, failed)
+    return end_status(why, clock)[0] if why in ENDINGS else why
+
+
+def _beta_and_loss(system, data, params):
+    """beta (m, saves, d) and the log of the mean loss (m, saves) of parameters (m, saves, K, d), all at once."""
+    c = system.numpy
+    m, k, K, d = params.shape
+    beta = np.asarray(c.beta(np.moveaxis(params.reshape(m * k, K, d), 1, 0)), float).reshape(m, k, d)
+    with np.errstate(all="ignore"):
+        ll = np.asarray(c.log_l(beta @ data.z.T), float).reshape(m, k, data.n)
+    return beta, np.logaddexp.reduce(ll, axis=-1) - math.log(data.n)
 
 
 def _on_grid(sols, grid, d):
