@@ -101,7 +101,7 @@ def _on_failure(run, seg):
 def _at_saddle(run, why):
     """A normalised SAM flow that fails or runs out of steps at a saddle of the loss: say so."""
     radius = critical.arrival_radius(run.system.flow, run.theta.size)
-    if radius == 0 or not follows_gradient(run.system.flow) or run.K * run.d > 4096:
+    if radius == 0 or not critical.stops_at_minima(run.system.flow) or run.K * run.d > 4096:
         return
     cp = critical.saddle(run.vf, run.theta, run.Z, run.rtol, run.atol, radius)
     if cp is not None:
@@ -141,14 +141,16 @@ def _earlier_rest_point(run) -> bool:
 def _converged(run, loss_still=False) -> bool:
     """Hold the limit as "converged" if the state has converged to a critical point (``_critical``).
     Unless ``loss_still``, only where the loss has stopped decreasing (the test costs O((Kd)^3))."""
-    if not follows_gradient(run.system.flow):
+    if not critical.stops_at_minima(run.system.flow):
         return False
-    if run.rho > 0 and _earlier_rest_point(run):
+    if run.rho > 0 and follows_gradient(run.system.flow) and _earlier_rest_point(run):
         return True
     if not (loss_still or run.log_loss_change <= LOSS_STILL):
         return False
+    # a rest point of the perturbed flow's own field is looked for where that field has no sign in it
+    own = run.rho if follows_gradient(run.system.flow) else 0.0
     cp = critical.find(run.vf, run.theta, run.Z, run.rtol, run.atol,
-                       critical.arrival_radius(run.system.flow, run.theta.size), rho=run.rho)
+                       critical.arrival_radius(run.system.flow, run.theta.size), rho=own)
     if cp is None:
         return False
     message = critical.describe(run.system, run.data, cp, run.log10_t_asked)

@@ -145,9 +145,13 @@ def _broadcasting(fn, n_out):
     def call(xp, W, *rest):
         out = fn(*W, *rest)
         shape = xp.shape(W[0])
-        if n_out is None:
-            return xp.broadcast_to(xp.asarray(out, dtype=xp.float64), shape)
-        return xp.stack([xp.broadcast_to(xp.asarray(o, dtype=xp.float64), shape) for o in out])
+
+        def fit(o):  # most outputs already have the shape: broadcasting them costs more than the formula
+            if getattr(o, "shape", None) == shape and getattr(o, "dtype", None) == xp.float64:
+                return o
+            return xp.broadcast_to(xp.asarray(o, dtype=xp.float64), shape)
+
+        return fit(out) if n_out is None else xp.stack([fit(o) for o in out])
 
     return call
 

@@ -25,6 +25,32 @@ RATE_UNDERFLOW = ("scipy {method}: the step from s = {s_old:.6g} to {s:.6g} reac
                   "clock='tau' (the default for implicit methods) has no such factor")
 
 
+def _times_of(dense, targets, lo, hi, iterations=100):
+    """The s in [lo, hi] where u = dense(s)[-1] reaches each target (u increases over a step), all at
+    once: false position with the Illinois modification, vectorised (a root per target cost a brentq
+    of its own, ~10 interpolant calls each, half the time of a tau-clock solve at 400 saves)."""
+    a, b = np.full(len(targets), lo), np.full(len(targets), hi)
+    fa, fb = dense(lo)[-1] - targets, dense(hi)[-1] - targets
+    s = np.where(fb <= 0, hi, lo)  # a target at the step's end (or, in rounding, beyond it)
+    open_ = (fa < 0) & (fb > 0)
+    side = np.zeros(len(targets))
+    for _ in range(iterations):
+        if not open_.any():
+            break
+        s = np.where(open_, (a * fb - b * fa) / (fb - fa), s)
+        f = dense(s)[-1] - targets
+        left = open_ & (f < 0)
+        right = open_ & (f > 0)
+        # Illinois: halve the value kept at an end that stays twice, so both ends converge
+        fb = np.where(left & (side < 0), fb / 2, fb)
+        fa = np.where(right & (side > 0), fa / 2, fa)
+        a, fa = np.where(left, s, a), np.where(left, f, fa)
+        b, fb = np.where(right, s, b), np.where(right, f, fb)
+        side = np.where(left, -1.0, np.where(right, 1.0, side))
+        open_ &= (f != 0) & (b - a > 4 * np.finfo(float).eps * np.maximum(np.abs(a), np.abs(b)))
+    return np.where(open_, 0.5 * (a + b), s)
+
+
 def _root(f, lo, hi):
     """A root of f in the bracket [lo, hi]: brentq, and bisection where brentq does not converge (an
     event function with a kink or rounding noise near its root, e.g. a sign switch of a tiny G_k).
@@ -139,16 +165,12 @@ class ScipyBackend:
                 ev_val = new_val
                 s_stop = hit_s if hit is not None else s_new
                 u_stop = u_of(s_stop, dense(s_stop))
-                while ti < len(targets) and targets[ti] <= u_stop:
-                    if clock != "tau":
-                        s_k = targets[ti]
-                    else:
-                        # earlier targets were saved in earlier steps, so u(s_old) < target <= u(s_stop)
-                        s_k = s_stop if u_stop == targets[ti] else _root(
-                            lambda s: dense(s)[-1] - targets[ti], s_old, s_stop)
-                    s_saves.append(s_k)
-                    y_saves.append(dense(s_k))
-                    ti += 1
+                k = ti + int(np.searchsorted(targets[ti:], u_stop, side="right"))
+                if k > ti:  # earlier targets were saved in earlier steps, so u(s_old) < target <= u(s_stop)
+                    s_k = targets[ti:k] if clock != "tau" else _times_of(dense, targets[ti:k], s_old, s_stop)
+                    s_saves.extend(s_k.tolist())
+                    y_saves.extend(np.atleast_2d(dense(s_k).T))
+                    ti = k
                 s_end, y_end = s_stop, (dense(s_stop) if hit is not None else y_new.copy())
                 if progress is not None:
                     progress(u_stop)
