@@ -222,3 +222,34 @@ def test_l2_sam_at_a_saddle_of_the_loss_says_so_and_gd_converges_past_it():
     assert gd.status == "converged" and "saddle" not in gd.message
     w = jnp.asarray(gd.params[-1, 0])
     assert np.linalg.eigvalsh(np.asarray(jax.hessian(loss)(w))).min() > -1e-9
+
+
+SWITCHES_X = [[0.3768728947978823, -0.5456091014622259, 0.6483384560494839, 0.0008651318587030127],
+              [-2.4182572051670244, -1.574459831773102, 0.8249893546962269, 0.33546143568049913],
+              [1.472168281227504, -0.09139993047104004, -0.19232357176183645, -0.7264721224554068],
+              [-1.6020211809948155, 1.4455397811442183, 1.220392801605535, -0.6656884106684543],
+              [-0.754135318787993, -0.9463573172628728, -1.942253317979071, 0.1915111761615928],
+              [0.21846900929470225, -0.6453195867958206, 0.8533109877310779, -0.449579601445313],
+              [-0.3843816132184818, -0.015565697954235949, 0.8587982194864632, -0.3679504072226372],
+              [-0.08614287006134244, 1.6474948937283274, 1.738714247297254, 0.010586342317578863],
+              [-0.5651857087525601, 0.3495412615902947, -0.5120251685680646, 1.4789364037926707],
+              [-0.47472421257733133, -1.5466051829585936, -1.4773038631835742, 0.5974330563406386]]
+SWITCHES_Y = [-1, 1, -1, 1, -1, -1, 1, 1, 1, -1]
+
+
+def test_a_switch_right_after_another_is_not_missed():
+    """l_inf-SAM on the linear model: G_2 changes sign at log10 t = -0.267, G_3 at -0.064. The segment after
+    the first switch starts with sigma_2 G_2 = 0; as one minimum over the entries it used to disarm the whole
+    switch event, so Tsit5 and DOP853 missed the second switch and followed the stale sign (beta 1e-2 off).
+    Every backend, at two tolerances, must see both switches and end at the same beta, where G_3 > 0."""
+    data = fs.Dataset(np.array(SWITCHES_X), SWITCHES_Y)
+    system = fs.derive(fs.Linear(), "exponential", fs.SAM(0.029440255387212184, float("inf")))
+    ends = [fs.solve(system, data, 1.0, log10_t1=0.029440255387212184, backend=be, rtol=rtol, atol=rtol / 100)
+            for be in ("auto", "scipy:DOP853", "scipy:LSODA", "scipy:Radau") for rtol in (1e-8, 1e-11)]
+    for sol in ends:
+        assert sol.stats["switches"] == 2, (sol.config["backend"], sol.events)
+        np.testing.assert_allclose(sol.beta[-1], ends[-1].beta[-1], rtol=1e-6)
+    from flowsim.integrate.vector_field import numpy_field
+
+    G, _ = numpy_field(system, 1, 4).direction(ends[-1].params[-1], data.z)
+    assert G[0, 2] > 0 and G[0, 1] < 0  # both switched, as the events say

@@ -17,9 +17,13 @@ falls through zero:
   minus the best other score: another coordinate is about to lead in |beta_j| or in the relative
   growth rate d log|beta_j| / dtau (clock-free: every clock rescales all rates alike).
 
-``args = (Z, rho, sigma, pinned, u_end, log_floor, log_ceiling, leaders, armed)``; ``armed`` (one bool
-per event, in ``event_functions`` order) disarms an event that is not positive at the segment's
-start (say two coordinates tied for ever by symmetry), so it cannot blind the others.
+``args = (Z, rho, sigma, pinned, u_end, log_floor, log_ceiling, leaders, armed, watched)``; ``armed``
+(one bool per event, in ``event_functions`` order) disarms an event that is not positive at the
+segment's start (say two coordinates tied for ever by symmetry), so it cannot blind the others.
+``watched`` (sign flows) does the same per entry for ``switch``: an entry that has just switched starts
+its segment at sigma_k G_k = 0, and as part of one minimum it would disarm every other entry's switch
+(a missed switch leaves a stale sign in the field: l_inf-SAM then follows a trajectory the exact flow
+does not take).
 """
 
 from __future__ import annotations
@@ -64,7 +68,7 @@ def event_functions(vf, clock: str, uses_sign: bool, track=()) -> dict:
         def switch(s, y, args):
             Z, _, sigma, pinned = args[:4]
             G, _ = vf.direction(xp.reshape(y[:-1], (K, d)), Z)
-            return xp.min(xp.where(pinned, 1.0, sigma * G))
+            return xp.min(xp.where(pinned | ~args[9], 1.0, sigma * G))
 
         fns["switch"] = switch
     for i, kind in enumerate(track):
@@ -86,6 +90,14 @@ def armed(fns: dict, s, y, args):
     import numpy as np
 
     return np.array([float(f(s, y, args)) > 0 for f in fns.values()])
+
+
+def watched(vf, y, Z, sigma, pinned):
+    """The entries whose sign switch is watched in a segment starting at y: sigma_k G_k > 0 there."""
+    import numpy as np
+
+    G, _ = vf.direction(np.reshape(y[:-1], (vf.K, vf.d)), Z)
+    return np.asarray(sigma * G > 0) & ~pinned
 
 
 def first_event(fns: dict, xp):
