@@ -138,7 +138,8 @@ def sweep(
     chunks = [order[i:i + chunk_size] for i in range(0, len(order), chunk_size)]
     # every chunk the same size (the last padded with copies of its last point): one compile per sweep
     padded = [np.concatenate([c, np.repeat(c[-1:], len(chunks[0]) - len(c))]) for c in chunks]
-    vmapped = be.__class__.__name__ == "DiffraxBackend" and not system.flow.uses_sign
+    vmapped = be.__class__.__name__ == "DiffraxBackend" and not any(_with_rho(system.flow, r).uses_sign
+                                                                     for r in np.unique(rhos))
     opts = dict(t1=t1, log10_t1=log10_t1, backend=backend, clock=clock, rtol=rtol, atol=atol, save_at=grid_t.tolist(),
                 max_steps=int(max_steps), collapse_tol=collapse_tol, blowup_size=blowup_size,
                 allow_nonseparable=allow_nonseparable, vmapped=vmapped)

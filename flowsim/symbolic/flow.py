@@ -82,7 +82,10 @@ class Flow:
 
     @property
     def uses_sign(self) -> bool:
-        return self.point.uses_sign or self.direction.uses_sign
+        """The field has a sign in it (held piecewise constant, Filippov). A point's sign(g) scaled by
+        rho = 0 is not one: l_inf-SAM at rho = 0 is gradient flow, and watching sign(g_k) of an entry
+        decaying to 0 there would only count rounding flips (Zeno "switching")."""
+        return (self.point.uses_sign and self.rho > 0) or self.direction.uses_sign
 
     @property
     def clock(self):
