@@ -120,16 +120,16 @@ def save(sol, path) -> Path:
     if path.is_dir():
         raise ValueError(f"{path} is a folder; give a file name for the run, e.g. {path / 'run.nc'}.")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        with _sigterm_raises():
+    with _sigterm_raises():  # before the temporary exists: a kill in between would leave it behind
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        try:
             ds.to_netcdf(tmp, engine="netcdf4")
             os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a run is shared like any file
             os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
     return path
 
 

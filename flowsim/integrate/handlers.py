@@ -101,8 +101,8 @@ def _on_failure(run, seg):
 def _at_saddle(run, why):
     """A normalised SAM flow that fails or runs out of steps at a saddle of the loss: say so."""
     radius = critical.arrival_radius(run.system.flow, run.theta.size)
-    if radius == 0 or not critical.stops_at_minima(run.system.flow) or run.K * run.d > 4096:
-        return
+    if radius == 0 or not critical.stops_at_minima(run.system.flow) or run.K * run.d > 4096 or run.log_rate() > 700:
+        return  # (a rate beyond float range is the reason, said by Run.solution)
     cp = critical.saddle(run.vf, run.theta, run.Z, run.rtol, run.atol, radius)
     if cp is not None:
         run.status = "chattering"

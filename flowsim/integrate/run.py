@@ -145,14 +145,20 @@ class Run:
     def u_now(self):
         return self.y[-1] if self.clock == "tau" else float(self.to_u(self.s))
 
+    def log_rate(self):
+        """log of the log-time rate t e^{S~} (-inf in other clocks): past 700 it leaves float range."""
+        if self.clock != "log_time":
+            return -math.inf
+        with np.errstate(all="ignore"):
+            _, S_end = self.vf.sliding_field_and_scale(self.theta, self.Z, self.rho, self.sigma, self.pinned)
+        return float(S_end + self.s)
+
     def solution(self, config):
         close_records(self.status, self.clock, self.remaining, self.s, self.y, self.rec_s, self.rec_y)
         self.stats["wall_s"] = time.perf_counter() - self.t_start
-        if self.status in ("max_steps", "failed") and self.clock == "log_time":
-            with np.errstate(all="ignore"):
-                _, S_end = self.vf.sliding_field_and_scale(self.theta, self.Z, self.rho, self.sigma, self.pinned)
-            if S_end + self.s > 700:  # the rate e^{S~+s} overflows: no step size helps
-                self.message = RATE_OVERFLOW.format(log10_t=float(log10_t_from_u(self.s)) + self.shift, rate=(S_end + self.s) / LN10)
+        rate = self.log_rate()
+        if self.status in ("max_steps", "failed") and rate > 700:  # e^rate overflows: no step size helps
+            self.message = RATE_OVERFLOW.format(log10_t=self.log10_t_asked, rate=rate / LN10)
         message = self.message or (OUTCOMES.get(self.status) or FAILURES.get(self.status, ""))
         return assemble(self.system, self.data, self.clock, self.to_u, np.asarray(self.rec_s), np.asarray(self.rec_y),
                          self.K, self.d, self.status, message, self.stats, self.events, config)
