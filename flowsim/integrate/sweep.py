@@ -259,11 +259,12 @@ def _vmapped(system, data, inits, rhos, opts):
     arm = np.stack([armed(fns, 0.0, y0[i], (Z, rhos[i], sigma, pinned, u1, floors[i], log_ceiling, leaders))
                     for i in range(m)])
     run, names = kernel(jax_field(system, K, d), structure_key(system), clock, False, False, be.solver,
-                        opts["rtol"], opts["atol"], opts["max_steps"], len(targets), (), batched=True)
+                        opts["max_steps"], len(targets), (), batched=True)
     args = tuple(jnp.asarray(a) for a in (Z, rhos, sigma, pinned, u1, floors, log_ceiling, leaders, arm))
     s_t, y_t, ok, s_end, y_end, (fired, maxed, failed), stats = (
         np.asarray(x) if not isinstance(x, tuple) else tuple(np.asarray(v) for v in x)
-        for x in run(jnp.asarray(y0), jnp.float64(0.0), jnp.float64(s_max), args, jnp.asarray(run_targets)))
+        for x in run(jnp.asarray(y0), jnp.float64(0.0), jnp.float64(s_max), args, jnp.asarray(run_targets),
+                     jnp.asarray([opts["rtol"], opts["atol"]])))
     status = np.array([_status(names, fired[i], maxed[i], failed[i], clock) for i in range(m)], dtype=object)
     # a completed point saves its end at the targets within the horizon event's precision of it (close_records)
     end = y_end[:, -1] if clock == "tau" else s_end

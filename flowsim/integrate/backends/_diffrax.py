@@ -1,8 +1,8 @@
 """diffrax backend: one jitted ``diffeqsolve`` per segment, events root-found by bisection on the
 dense output; save targets saved as the solver passes them (log-time and schedule clocks) or found
 on the dense output (tau clock, where the targets are values of the state u). Compiled once per (system structure,
-solver, clock, tolerances, number of save targets); data, rho, init and horizon are run-time
-arguments, so one compile serves every horizon, alpha and rho."""
+solver, clock, step budget, save slots: ``target_slots``); data, rho, init, horizon, rtol and atol are
+run-time arguments, so one compile serves every horizon, alpha, rho and tolerance."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ class _IntervalBisection(optx.Bisection):
         return jnp.abs(state.lower - state.upper) < scale, optx.RESULTS.successful
 
 
-def _build(vf, clock, uses_sign, sliding, solver_name, rtol, atol, max_steps, n_targets, track):
+def _build(vf, clock, uses_sign, sliding, solver_name, max_steps, n_targets, track):
     rhs = vf.rhs(clock, sliding)
     events = event_functions(vf, clock, uses_sign, track)
     names = list(events)
@@ -43,7 +43,7 @@ def _build(vf, clock, uses_sign, sliding, solver_name, rtol, atol, max_steps, n_
     solver = SOLVERS[solver_name]()
     bisect = _IntervalBisection(rtol=1e-14, atol=1e-14, flip=True)  # events fall through 0
 
-    def run(y0, s0, s_max, args, u_targets):
+    def run(y0, s0, s_max, args, u_targets, tol):
         if clock == "tau":  # targets are values of u, a state: found on the dense output
             saveat = diffrax.SaveAt(t1=True, dense=True)
         else:  # targets are values of s itself: saved as the solver passes them (no dense buffer)
@@ -51,7 +51,7 @@ def _build(vf, clock, uses_sign, sliding, solver_name, rtol, atol, max_steps, n_
         sol = diffrax.diffeqsolve(
             diffrax.ODETerm(rhs), solver, s0, s_max, None, y0, args,
             saveat=saveat,
-            stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol, **CONTROLLER),
+            stepsize_controller=diffrax.PIDController(rtol=tol[0], atol=tol[1], **CONTROLLER),
             event=diffrax.Event(lambda t, y, args, **kw: combined(t, y, args), root_finder=bisect, direction=False),
             max_steps=max_steps, throw=False,
         )
@@ -87,18 +87,24 @@ def _build(vf, clock, uses_sign, sliding, solver_name, rtol, atol, max_steps, n_
     return run, names
 
 
-def kernel(vf, key, clock, uses_sign, sliding, solver, rtol, atol, max_steps, n_targets, track=(), batched=False):
+def kernel(vf, key, clock, uses_sign, sliding, solver, max_steps, n_targets, track=(), batched=False):
     """The jitted segment solve ``run(y0, s0, s_max, args, u_targets)`` and its event names, compiled
     once per structure. ``batched=True``: vmapped over y0 and the per-member arguments rho
     (``args[1]``), log_floor (``args[5]``) and the armed events (``args[8]``), the rest shared (for :func:`flowsim.sweep`)."""
-    ck = (key, clock, uses_sign, sliding, solver, rtol, atol, max_steps, n_targets, vf.K, vf.d, track, batched)
+    ck = (key, clock, uses_sign, sliding, solver, max_steps, n_targets, vf.K, vf.d, track, batched)
     if ck not in _CACHE:
-        run, names = _build(vf, clock, uses_sign, sliding, solver, rtol, atol, max_steps, n_targets, track)
+        run, names = _build(vf, clock, uses_sign, sliding, solver, max_steps, n_targets, track)
         if batched:
             axes = (None, 0, None, None, None, 0, None, None, 0)
-            run = jax.vmap(run, in_axes=(0, None, None, axes, None))
+            run = jax.vmap(run, in_axes=(0, None, None, axes, None, None))
         _CACHE[ck] = jax.jit(run), names
     return _CACHE[ck]
+
+
+def target_slots(n) -> int:
+    """Save slots of a compiled solve for n save targets: the next power of two (at least 16), the rest
+    padded with inf, so a new number of saves (``Solution.evaluate``, another ``saves=``) seldom compiles."""
+    return max(16, 1 << (int(n) - 1).bit_length())
 
 
 def reason(names, fired, maxed, failed) -> str:
@@ -126,13 +132,13 @@ class DiffraxBackend:
                   n_targets=None, track=(), resume=None):
         # resume is not used: a new segment restarts the compiled solve (it picks its first step itself)
         # a fixed number of (inf-padded) targets, so later segments reuse the compiled solve
-        n_targets = max(n_targets or len(u_targets), len(u_targets), 1)
-        run, names = kernel(vf, key, clock, uses_sign, sliding, self.solver, rtol, atol, max_steps, n_targets, track)
+        n_targets = target_slots(max(n_targets or len(u_targets), len(u_targets), 1))
+        run, names = kernel(vf, key, clock, uses_sign, sliding, self.solver, max_steps, n_targets, track)
         targets = np.full(n_targets, np.inf)
         targets[: len(u_targets)] = u_targets
         jargs = tuple(jnp.asarray(a) for a in args)
         s_t, y_t, ok, s_end, y_end, (fired, maxed, failed), stats = run(
-            jnp.asarray(y0), jnp.float64(s0), jnp.float64(s_max), jargs, jnp.asarray(targets)
+            jnp.asarray(y0), jnp.float64(s0), jnp.float64(s_max), jargs, jnp.asarray(targets), jnp.asarray([rtol, atol])
         )
         ok = np.asarray(ok) & np.isfinite(targets)
         why = reason(names, fired, maxed, failed)
