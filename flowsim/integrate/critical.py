@@ -91,20 +91,20 @@ def find(vf, theta, Z, rtol, atol, radius=0.0, newton_steps=8, rho=0.0):
     minimum, where its field -grad L(theta + rho g/|g|) points into the minimum, provided the
     gradient is linear in theta across that radius (to 10%), the regime where the argument holds."""
     own = rest_point(vf, theta, Z, rtol, atol, rho, newton_steps) if rho > 0 else None
-    cp = own or _newton(vf, theta, Z, atol + rtol * np.abs(np.ravel(theta)), atol, newton_steps, 0.0, radius)
+    cp = own or _newton(vf, theta, Z, _scale(theta, rtol, atol), atol, newton_steps, 0.0, radius)
     return cp if cp is not None and cp.growth_rate <= 0 else None
 
 
 def saddle(vf, theta, Z, rtol, atol, radius=0.0, newton_steps=8):
     """A saddle of the loss that ``theta`` has reached (as :func:`find`, but with unstable directions:
     the exact flow leaves it, along coordinates that are tiny but not 0), or None."""
-    cp = _newton(vf, theta, Z, atol + rtol * np.abs(np.ravel(theta)), atol, newton_steps, 0.0, radius)
+    cp = _newton(vf, theta, Z, _scale(theta, rtol, atol), atol, newton_steps, 0.0, radius)
     return cp if cp is not None and cp.growth_rate > 0 else None
 
 
 def rest_point(vf, theta, Z, rtol, atol, rho, newton_steps=8):
     """A rest point of the flow at radius ``rho`` itself that ``theta`` has converged to, or None."""
-    cp = _newton(vf, theta, Z, atol + rtol * np.abs(np.ravel(theta)), atol, newton_steps, rho)
+    cp = _newton(vf, theta, Z, _scale(theta, rtol, atol), atol, newton_steps, rho)
     return cp if cp is not None and cp.displacement <= 1.0 else None
 
 
@@ -138,6 +138,11 @@ def _newton(vf, theta, Z, scale, atol, newton_steps, rho, radius=0.0):
         x = np.where(np.abs(x) <= atol, 0.0, x)
     return CriticalPoint(limit=x, displacement=displacement, decay_rate=float(-stable.max()) if stable.size else 0.0,
                          of_loss=rho == 0.0, growth_rate=growth)
+
+
+def _scale(theta, rtol, atol):
+    """The solver's error scale at theta, per entry (what a displacement is measured in)."""
+    return atol + rtol * np.abs(np.ravel(theta))
 
 
 def _error_norm(v, scale):

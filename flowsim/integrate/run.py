@@ -156,8 +156,9 @@ class Run:
     def solution(self, config):
         close_records(self.status, self.clock, self.remaining, self.s, self.y, self.rec_s, self.rec_y)
         self.stats["wall_s"] = time.perf_counter() - self.t_start
-        if self.status in ("max_steps", "failed") and self.log_rate() > 700:  # e^rate overflows: no step helps
-            self.message = RATE_OVERFLOW.format(log10_t=self.log10_t_asked, rate=self.log_rate() / LN10)
+        rate = self.log_rate() if self.status in ("max_steps", "failed") else -math.inf
+        if rate > 700:  # e^rate overflows: no step size helps
+            self.message = RATE_OVERFLOW.format(log10_t=self.log10_t_asked, rate=rate / LN10)
         message = self.message or (OUTCOMES.get(self.status) or FAILURES.get(self.status, ""))
         return assemble(self.system, self.data, self.clock, self.to_u, np.asarray(self.rec_s), np.asarray(self.rec_y),
                          self.K, self.d, self.status, message, self.stats, self.events, config)

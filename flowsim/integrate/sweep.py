@@ -29,8 +29,8 @@ from flowsim.integrate.handlers import ENDINGS, end_status
 from flowsim.integrate.run import structure_key
 from flowsim.integrate.solve import check_common, initial_params, solve
 from flowsim.integrate.solution import log10_t_from_u
-from flowsim.integrate.timeline import (clock_plan, log10_horizon, log_floor_of, resolve_clock,
-                                        save_points, u_of)
+from flowsim.integrate.timeline import (beta_margins_loss, clock_plan, log10_horizon, log_floor_of,
+                                        resolve_clock, save_points, u_of)
 
 #: grid keys: "alpha" (every entry), "alpha_<j>" (coordinate j, 1-based as in the papers), "rho"
 ALPHA, RHO = "alpha", "rho"
@@ -269,15 +269,16 @@ def _vmapped(system, data, inits, rhos, opts):
     # a completed point saves its end at the targets within the horizon event's precision of it (close_records)
     end = y_end[:, -1] if clock == "tau" else s_end
     at_end = ~ok & (status == "completed")[:, None] & (run_targets[None, :] <= (end + 1e-9 * (1.0 + np.abs(end)))[:, None])
-    states = np.where(at_end[..., None], y_end[:, None, :], y_t)[..., :-1].reshape(m, -1, K, d)
-    beta, log_loss = _beta_and_loss(system, data, states)
+    states = np.where(at_end[..., None], y_end[:, None, :], y_t)[..., :-1].reshape(-1, K, d)
+    beta, _, log_loss = beta_margins_loss(system, data, states)
+    beta, log_loss = beta.reshape(m, -1, d), log_loss.reshape(m, -1)
     saved = ok | at_end
     u_end = end if clock == "tau" else to_u(s_end)
-    beta_end, _ = _beta_and_loss(system, data, y_end[:, None, :-1].reshape(m, 1, K, d))
+    beta_end, _, _ = beta_margins_loss(system, data, y_end[:, :-1].reshape(m, K, d))
     return {
         "beta": np.where(saved[..., None], beta, np.nan), "log_loss": np.where(saved, log_loss, np.nan),
         "status": status, "steps": np.asarray(stats[0], np.int64),
-        "log10_t_end": log10_t_from_u(u_end) + math.log10(speedup), "beta_end": beta_end[:, 0],
+        "log10_t_end": log10_t_from_u(u_end) + math.log10(speedup), "beta_end": beta_end,
     }
 
 
@@ -286,16 +287,6 @@ def _status(names, fired, maxed, failed, clock):
 
     why = reason(names, fired, maxed, failed)
     return end_status(why, clock)[0] if why in ENDINGS else why
-
-
-def _beta_and_loss(system, data, params):
-    """beta (m, saves, d) and the log of the mean loss (m, saves) of parameters (m, saves, K, d), all at once."""
-    c = system.numpy
-    m, k, K, d = params.shape
-    beta = np.asarray(c.beta(np.moveaxis(params.reshape(m * k, K, d), 1, 0)), float).reshape(m, k, d)
-    with np.errstate(all="ignore"):
-        ll = np.asarray(c.log_l(beta @ data.z.T), float).reshape(m, k, data.n)
-    return beta, np.logaddexp.reduce(ll, axis=-1) - math.log(data.n)
 
 
 def _on_grid(sols, grid, d):

@@ -179,15 +179,24 @@ def assemble(system, data, clock, to_u, s, Y, K, d, status, message, stats, even
         u, tau = to_u(s), s
     else:
         u, tau = s, Y[:, -1]
-    c = system.numpy  # elementwise formulas: evaluate all save points at once
-    beta = c.beta(np.moveaxis(params, 1, 0)).reshape(-1, d)
-    margins = beta @ data.z.T
-    ll = c.log_l(margins).reshape(-1, data.n)
-    mx = ll.max(axis=1, keepdims=True)
-    log_loss = (mx[:, 0] + np.log(np.exp(ll - mx).sum(axis=1))) - math.log(data.n)
+    beta, margins, log_loss = beta_margins_loss(system, data, params)
     return Solution(system=system, data=data, log10_t=log10_t_from_u(u), tau=np.asarray(tau, float), params=params,
                     beta=beta, log_loss=log_loss, margins=margins, status=status, message=message, stats=stats,
                     config=config, events=events)
+
+
+def beta_margins_loss(system, data, params):
+    """beta (m, d), margins (m, n) and the log of the mean loss (m,) of parameters (m, K, d), all at once
+    (the derived formulas are elementwise)."""
+    c = system.numpy
+    m, _, d = params.shape
+    beta = np.asarray(c.beta(np.moveaxis(params, 1, 0)), float).reshape(m, d)
+    margins = beta @ data.z.T
+    with np.errstate(all="ignore"):  # states past a sweep member's end are not finite
+        ll = np.asarray(c.log_l(margins), float).reshape(m, data.n)
+        mx = ll.max(axis=1, keepdims=True)
+        log_loss = (mx[:, 0] + np.log(np.exp(ll - mx).sum(axis=1))) - math.log(data.n)
+    return beta, margins, log_loss
 
 
 def positive(name, value):
