@@ -253,3 +253,50 @@ def test_a_switch_right_after_another_is_not_missed():
 
     G, _ = numpy_field(system, 1, 4).direction(ends[-1].params[-1], data.z)
     assert G[0, 2] > 0 and G[0, 1] < 0  # both switched, as the events say
+
+
+def _seed12_lp_sam_case():
+    """A random case (issue 12) where l3-SAM puts entries on their planes w = 0 in finite time."""
+    r = np.random.default_rng(12)
+    r.integers(3), r.integers(1, 5), r.integers(2), r.uniform(0, 0.5)
+    alpha = r.choice([-1, 1]) * 10 ** r.uniform(-3, 0)
+    n, d = int(r.integers(1, 11)), int(r.integers(1, 7))
+    while True:
+        w, X = r.normal(size=d), r.normal(size=(n, d))
+        if np.min(np.abs(X @ w)) > 0.05:
+            break
+    return fs.Dataset(X, np.sign(X @ w)), alpha
+
+
+def test_lp_sam_entries_reach_their_plane_in_finite_time_on_every_backend():
+    """l3-SAM moves the evaluation point by |g|^(1/2): at depth 2 an entry obeys w' ~ -c sign(w)|w|^(1/2)
+    and lands on w = 0 at a finite time, where LSODA and Radau used to dither until the step budget ran
+    out while BDF and the explicit methods collapsed. Now every backend puts entries 2 and 3 on their
+    planes and collapses at the same time."""
+    data, alpha = _seed12_lp_sam_case()
+    system = fs.derive(fs.DiagonalNet(2, "tied"), "exponential", fs.SAM(0.09466019226988065, 3))
+    with pytest.warns(fs.ReachabilityWarning):  # beta = w^2 >= 0 does not separate these data
+        ends = {b: fs.solve(system, data, alpha, log10_t1=64.9, backend=b)
+                for b in ("scipy:LSODA", "scipy:Radau", "scipy:BDF", "scipy:DOP853", "diffrax:Tsit5")}
+    for b, sol in ends.items():
+        assert sol.status == "collapsed", (b, sol)
+        assert sol.log10_t[-1] == pytest.approx(ends["scipy:BDF"].log10_t[-1], abs=1e-5), b
+    arrived = [e["entries"] for e in ends["scipy:LSODA"].events if e["kind"] == "arrival"]
+    assert arrived == [[(0, 2)], [(0, 3)]]
+
+
+@pytest.mark.parametrize("flow, reaches", [(fs.SAM(0.1, 3), True), (fs.SAM(0.1, 2), False), (fs.GD(), False),
+                                           (fs.USAM(0.1), False)], ids=str)
+def test_only_a_sub_linear_field_reaches_its_plane(flow, reaches):
+    """The arrival test measures the order of vanishing of the entry's field: |w|^(1/2) under l3-SAM at
+    depth 2 (finite time), |w| under GD, USAM and l2-SAM (e^{-lambda t}: never), and no entry away from
+    its plane is ever put on it."""
+    from flowsim.integrate.arrival import arrivals
+    from flowsim.integrate.vector_field import numpy_field
+
+    data, _ = _seed12_lp_sam_case()
+    system = fs.derive(fs.DiagonalNet(2, "tied"), "exponential", flow)
+    vf = numpy_field(system, 1, data.X.shape[1])
+    theta = np.array([[0.3, 1e-11, -0.2]])
+    on = arrivals(vf, theta, data.z, flow.rho, np.ones_like(theta), (True,), 1e-10)
+    assert on.tolist() == [[False, reaches, False]]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from flowsim.integrate import critical
+from flowsim.integrate.arrival import arrivals
 from flowsim.integrate.backends import backend_for
 from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.critical import LOSS_STILL
@@ -51,13 +52,30 @@ def _on_switch(run, seg):
 def _on_chunk_end(run, seg):
     """A chunk of steps is spent: a converged critical point, the step budget, a hand-over to an implicit
     method (``backend="auto"``), or on with the next chunk."""
-    if _converged(run):
+    if _put_on_planes(run) or _converged(run):
         return
     if run.adaptive:
         _hand_over(run, IMPLICIT_FALLBACK)
     elif run.segment_steps >= run.max_steps:
         run.status = "max_steps"
         _at_saddle(run, "the step budget ran out")
+
+
+def _put_on_planes(run) -> bool:
+    """Entries that reach an invariant plane in finite time (``flowsim.integrate.arrival``), where a
+    solver dithers, are set on it; the solve goes on from there."""
+    if not any(run.planes):
+        return False
+    on = arrivals(run.vf, run.theta, run.Z, run.rho, run.sigma, run.planes, run.atol)
+    if not on.any():
+        return False
+    run.y = np.concatenate([np.where(on, 0.0, run.theta).ravel(), run.y[-1:]])
+    run.pinned = run.pinned | on
+    run.resume, run.segment_steps = None, 0
+    run.restarts += 1
+    run.events.append({"kind": "arrival", "log10_t": float(log10_t_from_u(run.u_now)), "tau": tau_of(run.clock, run.s, run.y),
+                       "entries": [(int(i), int(j) + 1) for i, j in zip(*np.nonzero(on))]})
+    return True
 
 
 #: where ``backend="auto"`` goes when an explicit method spends a whole chunk: the steps of an explicit

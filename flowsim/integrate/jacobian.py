@@ -67,8 +67,10 @@ class FieldJacobian:
     def __init__(self, vf):
         self.vf = vf
 
-    def field_and_scale(self, theta, Z, rho, sigma):
-        """F, S~ and their Jacobians dF/dtheta (Kd, Kd), dS~/dtheta (Kd,)."""
+    def field_and_scale(self, theta, Z, rho, sigma, held=None):
+        """F, S~ and their Jacobians dF/dtheta (Kd, Kd), dS~/dtheta (Kd,). ``held``: entries held on the
+        plane w = 0, whose evaluation point does not move while they are (0 under a gradient-following
+        point, where P vanishes with G; +-rho under sign(G)), whatever its derivative off the plane."""
         vf = self.vf
         xp, K, d, P = vf.xp, vf.K, vf.d, vf.compiled.partials
         r, S, _, _, _, dr, dS = _couplings(vf, theta, Z)
@@ -85,6 +87,8 @@ class FieldJacobian:
         args = (theta, r, N, S, rho, sigma)
         dwt = _local(xp, P["P_w"](*args)) + _through(xp, P["P_r"](*args), dr, K) \
             + _through(xp, P["P_N"](*args), dN, K) + _through(xp, P["P_S"](*args), dS, K)
+        if held is not None:
+            dwt = xp.where(xp.reshape(held, (-1, 1)), 0.0, dwt)
         theta_t = vf.compiled.perturbed(*args)
 
         rt, St, pt, pat, ct, drt, dSt = _couplings(vf, theta_t, Z)
@@ -107,15 +111,21 @@ class FieldJacobian:
     def sliding_field_and_scale(self, theta, Z, rho, sigma, pinned):
         """The Filippov average of :meth:`flowsim.integrate.vector_field.VectorField.sliding_field_and_scale` and its Jacobians."""
         xp = self.vf.xp
-        Fp, Sp, dFp, dSp = self.field_and_scale(theta, Z, rho, xp.where(pinned, 1.0, sigma))
-        Fm, Sm, dFm, dSm = self.field_and_scale(theta, Z, rho, xp.where(pinned, -1.0, sigma))
+        # held entries neither move nor move the others: rows and columns out (a field that vanishes
+        # sub-linearly on the plane has an infinite derivative there)
+        free = xp.reshape(~pinned, (-1,))
+        keep = free[:, None] & free[None, :]
+        if not self.vf.signed:
+            F, S, dF, dS = self.field_and_scale(theta, Z, rho, sigma, pinned)
+            return xp.where(pinned, 0.0, F), S, xp.where(keep, dF, 0.0), xp.where(free, dS, 0.0)
+        Fp, Sp, dFp, dSp = self.field_and_scale(theta, Z, rho, xp.where(pinned, 1.0, sigma), pinned)
+        Fm, Sm, dFm, dSm = self.field_and_scale(theta, Z, rho, xp.where(pinned, -1.0, sigma), pinned)
         lam = 1.0 / (1.0 + xp.exp(Sm - Sp))  # the weight of the +1 side
         F = lam * Fp + (1 - lam) * Fm
         mx = xp.maximum(Sp, Sm)
         S = mx + xp.log(0.5 * (xp.exp(Sp - mx) + xp.exp(Sm - mx)))
         dF = lam * dFp + (1 - lam) * dFm + lam * (1 - lam) * xp.reshape(Fp - Fm, (-1, 1)) * (dSp - dSm)[None, :]
-        keep = xp.reshape(~pinned, (-1, 1))
-        return xp.where(pinned, 0.0, F), S, xp.where(keep, dF, 0.0), lam * dSp + (1 - lam) * dSm
+        return xp.where(pinned, 0.0, F), S, xp.where(keep, dF, 0.0), xp.where(free, lam * dSp + (1 - lam) * dSm, 0.0)
 
     def rhs_jacobian(self, clock: str, sliding: bool):
         """d(rhs)/dy for :meth:`flowsim.integrate.vector_field.VectorField.rhs` under ``clock``; same arguments ``(s, y, args)``."""

@@ -35,6 +35,8 @@ class VectorField:
     d: int
     dual_exponent: float | None
     needs_P: bool = False
+    #: the field has sigma in it (a sign flow's formulas, whatever rho): on a plane it averages two sides
+    signed: bool = True
 
     def _unnormalised_weights(self, theta, Z):
         """beta, margins m, log gradient scale S, and the sample weights e = q / max q with their sum."""
@@ -90,8 +92,12 @@ class VectorField:
         """Filippov field with the entries in ``pinned`` sliding on w = 0: the real-time fields
         with their signs at +1 and at -1, averaged with equal weights (the one-sided fields of a
         diagonal network at w = 0 are mirror images, checked when an entry is pinned), pinned
-        entries held."""
+        entries held. A field without sigma is one-sided: entries pinned where they reached an invariant
+        plane (``flowsim.integrate.arrival``) are held, the others see the field itself."""
         xp = self.xp
+        if not self.signed:
+            F, S = self.field_and_scale(theta, Z, rho, sigma)
+            return xp.where(pinned, 0.0, F), S
         Fp, Sp = self.field_and_scale(theta, Z, rho, xp.where(pinned, 1.0, sigma))
         Fm, Sm = self.field_and_scale(theta, Z, rho, xp.where(pinned, -1.0, sigma))
         mx = xp.maximum(Sp, Sm)
@@ -123,11 +129,15 @@ def numpy_field(system, K, d) -> VectorField:
     """The field of a derived ``System`` on NumPy (scipy backend, events, Filippov checks)."""
     import numpy as np
 
-    return VectorField(system.numpy, np, K, d, system.flow.dual_exponent, system.flow.needs_P)
+    return VectorField(system.numpy, np, K, d, system.flow.dual_exponent, system.flow.needs_P, _signed(system.flow))
 
 
 def jax_field(system, K, d) -> VectorField:
     """The field of a derived ``System`` on JAX (diffrax backend, sweeps)."""
     import jax.numpy as jnp
 
-    return VectorField(system.jax, jnp, K, d, system.flow.dual_exponent, system.flow.needs_P)
+    return VectorField(system.jax, jnp, K, d, system.flow.dual_exponent, system.flow.needs_P, _signed(system.flow))
+
+
+def _signed(flow) -> bool:
+    return flow.point.uses_sign or flow.direction.uses_sign

@@ -84,7 +84,8 @@ def kept_entry_signs(model, theta0, flow) -> np.ndarray:
     crossing would not matter.
 
     Under gradient-following flows an invariant plane w_k = 0 (see :func:`invariant_planes`) is never
-    reached in finite time, let alone crossed. Where f is odd-like in w_k (not even), a step across the
+    crossed (reached in finite time only where the entry's field vanishes sub-linearly, lp-SAM with
+    p > 2, and then held there: ``flowsim.integrate.arrival``). Where f is odd-like in w_k (not even), a step across the
     plane (an implicit method's overshoot) leads to a trajectory the exact flow cannot produce, and
     flowsim stops there (``crossing`` event). Where f is even in w_k the field is odd in the entry, so
     an overshoot lands on the mirror trajectory with the same beta, and is not flagged."""

@@ -1,0 +1,48 @@
+r"""Entries that reach an invariant plane :math:`w_k = 0` in finite time, and stay there.
+
+Under a gradient-following flow the plane :math:`w_k = 0` of a tied or difference network is invariant
+(the entry's field carries :math:`\partial\beta/\partial w_k`, which vanishes there). Where that field is
+Lipschitz (GD, USAM, l2-SAM) the plane is approached like :math:`e^{-\lambda t}` and never reached. Where it
+vanishes *slower* than linearly it is reached in finite time: :math:`\ell_p`-SAM with p > 2 moves the
+evaluation point by :math:`|g_k|^{q-1}` with q - 1 = 1/(p-1) < 1, so at depth 2 the entry obeys
+:math:`\dot w \approx -c\,\mathrm{sign}(w)|w|^{1/(p-1)}` and arrives at 0 at a finite time. From there
+the exact flow stays on the plane (its field is 0 there), but a solver cannot land on it: the field's
+derivative is infinite at 0, and LSODA or Radau dither around it, spending their whole step budget
+(one random case in six of l3-SAM, issue 12).
+
+:func:`arrivals` finds such entries from the field itself, so it holds for any user flow: the entry is
+within the solver's resolution of the plane, the plane is invariant (the field is exactly 0 on it), the
+field points into it from both sides, and it vanishes sub-linearly (its order of vanishing, measured
+between two distances a factor 16 apart, is below :data:`ORDER`), so the remaining time to arrival is
+below anything the solver resolves. Such entries are set to exactly 0, where the field keeps them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: an entry's field vanishing like |w|^a with a below this reaches the plane in finite time
+#: (a = 1 is Lipschitz: exponential approach; l3-SAM at depth 2 has a = 1/2)
+ORDER = 0.9
+#: the two distances at which the order of vanishing is measured are this factor apart
+RATIO = 16.0
+
+
+def arrivals(vf, theta, Z, rho, sigma, planes, tol) -> np.ndarray:
+    """(K, d) bool: entries within ``tol`` of an invariant plane (``planes``: per layer) that the field
+    reaches in finite time from both sides (see the module docstring)."""
+    near = (np.abs(theta) <= tol) & (theta != 0) & np.asarray(planes, bool)[:, None]
+    out = np.zeros_like(near)
+    for k in zip(*np.nonzero(near)):
+        values = {}
+        for w in (0.0, tol, -tol, tol / RATIO):
+            probe = theta.copy()
+            probe[k] = w
+            with np.errstate(all="ignore"):
+                values[w] = float(vf.field_and_scale(probe, Z, rho, sigma)[0][k])
+        inward = values[tol] < 0 < values[-tol]
+        ratio = values[tol] / values[tol / RATIO] if values[tol / RATIO] else math.inf
+        out[k] = values[0.0] == 0.0 and inward and 0 < ratio < RATIO ** ORDER
+    return out
