@@ -300,3 +300,45 @@ def test_only_a_sub_linear_field_reaches_its_plane(flow, reaches):
     theta = np.array([[0.3, 1e-11, -0.2]])
     on = arrivals(vf, theta, data.z, flow.rho, np.ones_like(theta), (True,), 1e-10)
     assert on.tolist() == [[False, reaches, False]]
+
+
+def _linf_depth3_case(seed):
+    """A random depth-3 l_inf-SAM case (issue 12): form, loss, rho, alpha, data and horizon from ``seed``."""
+    r = np.random.default_rng(seed)
+    form, loss = ["product", "tied", "difference"][r.integers(3)], ["logistic", "exponential"][r.integers(2)]
+    rho, alpha = r.uniform(0, 0.5), r.choice([-1, 1]) * 10 ** r.uniform(-3, 0)
+    n, d = int(r.integers(1, 11)), int(r.integers(1, 7))
+    while True:
+        w, X = r.normal(size=d), r.normal(size=(n, d))
+        if np.min(np.abs(X @ w)) > 0.05:
+            break
+    system = fs.derive(fs.DiagonalNet(3, form), loss, fs.SAM(rho, float("inf")))
+    return system, fs.Dataset(X, np.sign(X @ w)), alpha, r.uniform(0, 100)
+
+
+@pytest.mark.parametrize("seed", [1, 41])
+def test_linf_sam_one_sided_rest_point_is_held_by_every_backend(seed):
+    """Depth-3 l_inf-SAM comes to rest where every evaluation point w + rho sign(g) lands on w~ = 0, so
+    |w| -> rho and beta -> +-rho^3, approached like 1/tau from one side. LSODA used to step across it at
+    log10 t ~ 16 and report "completed" with beta_1 = 300 (seed 1) or 150 (seed 41), BDF failed there;
+    now every backend holds the rest point to t1, and the records end at t1 itself."""
+    system, data, alpha, log10_t1 = _linf_depth3_case(seed)
+    rho = system.flow.rho
+    for backend in ("scipy:LSODA", "scipy:BDF", "scipy:Radau", "diffrax:Tsit5"):
+        sol = fs.solve(system, data, alpha, log10_t1=log10_t1, backend=backend)
+        assert sol.status == "converged" and "rest point of the perturbed flow" in sol.message, (backend, sol)
+        np.testing.assert_allclose(np.abs(sol.params[-1]), rho, rtol=1e-7, err_msg=backend)
+        assert sol.log10_t[-1] == pytest.approx(log10_t1, abs=1e-9), backend
+
+
+def test_coupled_switches_with_no_consistent_side_end_as_chattering_on_every_backend():
+    """A difference net's u_1 and v_1 switch sign together at log10 t = 2.1833; of the four combinations of
+    sides none holds (each pushes both G's to the other side): a sliding mode on G_1 = G_4 = 0 away from
+    w = 0. Choosing the sides one at a time used to leave a stale sign that LSODA followed to "completed"
+    (a false rest point, then beta_2 = -290) and Tsit5 to another "completed"; now every backend stops
+    there and says why."""
+    system, data, alpha, log10_t1 = _linf_depth3_case(4)
+    for backend in ("scipy:LSODA", "scipy:BDF", "scipy:Radau", "diffrax:Tsit5"):
+        sol = fs.solve(system, data, alpha, log10_t1=log10_t1, backend=backend, throw=False)
+        assert sol.status == "chattering" and "switch sign together" in sol.message, (backend, sol)
+        assert sol.log10_t[-1] == pytest.approx(2.18335, abs=1e-4), backend

@@ -78,7 +78,7 @@ def arrival_radius(flow, size) -> float:
     return flow.rho * max(1.0, size ** (0.5 - (1.0 - 1.0 / q)))
 
 
-def find(vf, theta, Z, rtol, atol, radius=0.0, newton_steps=8, rho=0.0):
+def find(vf, theta, Z, rtol, atol, radius=0.0, newton_steps=8, rho=0.0, sigma=None):
     """A :class:`CriticalPoint` that ``theta`` has converged to (see the module docstring), or None.
 
     With ``rho > 0`` a rest point of the perturbed flow itself is looked for first: where the
@@ -89,8 +89,10 @@ def find(vf, theta, Z, rtol, atol, radius=0.0, newton_steps=8, rho=0.0):
 
     ``radius`` (:func:`arrival_radius`): a normalised SAM flow is accepted within that distance of a
     minimum, where its field -grad L(theta + rho g/|g|) points into the minimum, provided the
-    gradient is linear in theta across that radius (to 10%), the regime where the argument holds."""
-    own = rest_point(vf, theta, Z, rtol, atol, rho, newton_steps) if rho > 0 else None
+    gradient is linear in theta across that radius (to 10%), the regime where the argument holds.
+
+    ``sigma``: a sign flow's held signs (l_inf-SAM's point theta + rho sigma), for its own rest points."""
+    own = rest_point(vf, theta, Z, rtol, atol, rho, newton_steps, sigma) if rho > 0 else None
     cp = own or _newton(vf, theta, Z, _scale(theta, rtol, atol), atol, newton_steps, 0.0, radius)
     return cp if cp is not None and cp.growth_rate <= 0 else None
 
@@ -102,17 +104,23 @@ def saddle(vf, theta, Z, rtol, atol, radius=0.0, newton_steps=8):
     return cp if cp is not None and cp.growth_rate > 0 else None
 
 
-def rest_point(vf, theta, Z, rtol, atol, rho, newton_steps=8):
-    """A rest point of the flow at radius ``rho`` itself that ``theta`` has converged to, or None."""
-    cp = _newton(vf, theta, Z, _scale(theta, rtol, atol), atol, newton_steps, rho)
-    return cp if cp is not None and cp.displacement <= 1.0 else None
+def rest_point(vf, theta, Z, rtol, atol, rho, newton_steps=8, sigma=None):
+    """A rest point of the flow at radius ``rho`` itself that ``theta`` has converged to, or None.
+    With a sign flow's held signs ``sigma`` the field is smooth while they hold, so the rest point
+    counts only where sign(G) is still ``sigma`` (it is then a rest point of the Filippov flow too)."""
+    cp = _newton(vf, theta, Z, _scale(theta, rtol, atol), atol, newton_steps, rho, sigma=sigma)
+    if cp is None or cp.displacement > 1.0:
+        return None
+    if sigma is not None and np.any(np.sign(vf.direction(cp.limit, Z)[0]) != sigma):
+        return None
+    return cp
 
 
-def _newton(vf, theta, Z, scale, atol, newton_steps, rho, radius=0.0):
+def _newton(vf, theta, Z, scale, atol, newton_steps, rho, radius=0.0, sigma=None):
     """Newton's method on the field at radius ``rho`` (0: the gradient field) from ``theta``."""
     x = theta
     for _ in range(newton_steps):
-        F, A = _gradient_field(vf, x, Z, rho)
+        F, A = _gradient_field(vf, x, Z, rho, sigma)
         if F is None:
             return None
         delta = np.linalg.lstsq(A, -F, rcond=None)[0]
@@ -123,7 +131,7 @@ def _newton(vf, theta, Z, scale, atol, newton_steps, rho, radius=0.0):
             break
     else:
         return None
-    F, A = _gradient_field(vf, x, Z, rho)
+    F, A = _gradient_field(vf, x, Z, rho, sigma)
     eig = np.linalg.eigvals(A) if F is not None else np.array([np.inf])
     size = float(np.abs(eig).max(initial=0.0))
     if not np.isfinite(size) or size == 0.0:
@@ -149,10 +157,12 @@ def _error_norm(v, scale):
     return math.sqrt(float(np.mean((v / scale) ** 2)))
 
 
-def _gradient_field(vf, theta, Z, rho=0.0):
-    """The derived field at radius ``rho`` (0: -G = -grad L / e^S) at theta and its exact Jacobian."""
+def _gradient_field(vf, theta, Z, rho=0.0, sigma=None):
+    """The derived field at radius ``rho`` (0: -G = -grad L / e^S) at theta and its exact Jacobian
+    (``sigma``: a sign flow's held signs)."""
+    sigma = np.ones_like(theta) if sigma is None else sigma
     with np.errstate(all="ignore"):
-        F, _, A, _ = FieldJacobian(vf).field_and_scale(theta, Z, rho, np.ones_like(theta))
+        F, _, A, _ = FieldJacobian(vf).field_and_scale(theta, Z, rho, sigma)
     F = np.ravel(F)
     return (F, A) if np.all(np.isfinite(F)) and np.all(np.isfinite(A)) else (None, None)
 
@@ -184,6 +194,8 @@ def describe(system, data, cp, log10_t):
         "a rest point of the perturbed flow (its evaluation point is a critical point; theta is not)"
     motion = f"the gradient flow's motion there decays at rate >= {cp.decay_rate:.3g} per unit tau" if cp.of_loss \
         else "approached like a power of 1/tau where the rate is 0"
+    separation = "the flow does not separate the data from this init" if margins.min() <= 0 else \
+        "the data are separated, but the flow stops short of a vanishing loss"
     return (f"converged to {what} at log10 t = {log10_t:.6g}: limit loss {math.exp(log_loss):.6g} > 0, "
-            f"minimum margin {margins.min():.6g} (the flow does not separate the data from this init); "
+            f"minimum margin {margins.min():.6g} ({separation}); "
             f"{decaying}; {motion}; distance to it {cp.displacement:.2g} of the tolerance; the state is held to t1")

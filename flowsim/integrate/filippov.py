@@ -13,6 +13,8 @@ status "chattering" rather than integrated wrongly.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 
@@ -48,4 +50,36 @@ def classify(vf, theta, Z, rho, sigma, pinned, tol=1e-9):
                     "or with one-sided fields that are not mirror images"
                 )
             sigma[k], pinned[k], theta[k] = 0.0, True, 0.0
-    return sigma, pinned, theta, None
+    return _jointly(vf, theta, Z, rho, sigma, pinned, cand & ~pinned, h)
+
+
+#: simultaneous switches of at most this many entries are resolved jointly (2^n probes)
+JOINT = 8
+
+
+def _jointly(vf, theta, Z, rho, sigma, pinned, switching, h):
+    """Entries switching together are coupled (a difference net's u_k and v_k mirror each other): the
+    sides chosen one by one, each probed with the others on the same side, must also hold together.
+    If they do not, every combination of sides is probed; none holding is a sliding mode on the
+    intersection of their switching surfaces away from w = 0, which flowsim does not integrate."""
+    idx = list(zip(*np.nonzero(switching)))
+    if len(idx) < 2 or _holds(vf, theta, Z, rho, sigma, pinned, switching, h):
+        return sigma, pinned, theta, None
+    if len(idx) <= JOINT:
+        for signs in itertools.product((1.0, -1.0), repeat=len(idx)):
+            trial = sigma.copy()
+            for k, v in zip(idx, signs):
+                trial[k] = v
+            if _holds(vf, theta, Z, rho, trial, pinned, switching, h):
+                return trial, pinned, theta, None
+    entries = ", ".join(f"({i}, {j + 1})" for i, j in idx)
+    return sigma, pinned, theta, (
+        f"entries {entries} (layer, 1-based coordinate) switch sign together with no combination of sides that "
+        "holds: a sliding mode on the intersection of their switching surfaces G = 0, away from the planes w = 0")
+
+
+def _holds(vf, theta, Z, rho, sigma, pinned, switching, h):
+    """Moving along the field with these signs keeps sign(G) equal to them on the switching entries."""
+    F, _ = vf.sliding_field_and_scale(theta, Z, rho, sigma, pinned)
+    G = vf.direction(theta + h * F, Z)[0]
+    return bool(np.all(np.sign(G[switching]) == sigma[switching]))

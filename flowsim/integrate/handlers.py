@@ -20,6 +20,8 @@ def _on_end(run, seg):
     """The horizon, a collapse or a blow-up. A flow that reaches the horizon on a plateau (the loss
     unchanged between the last two saves) is reported "converged" if it has, as other backends would."""
     status, message = end_status(seg.reason, run.clock)
+    if status == "completed" and _has_own_rest_points(run) and _earlier_rest_point(run):
+        return  # a step across a one-sided rest point went on to the horizon: the rest point is the end
     plateau = status == "completed" and len(run.rec_y) > 1 and abs(
         run.log_loss(run.rec_y[-2][:-1]) - run.log_loss()) <= LOSS_STILL
     if not (plateau and _converged(run, loss_still=True)):
@@ -32,15 +34,20 @@ def _on_switch(run, seg):
     tau_now, lt_now = tau_of(run.clock, run.s, run.y), float(log10_t_from_u(run.u_now))
     theta = run.theta
     if run.uses_sign:
-        was = run.pinned.copy()
+        was, signs = run.pinned.copy(), run.sigma.copy()
         run.sigma, run.pinned, theta, run.problem = classify(run.vf, theta, run.Z, run.rho, run.sigma, run.pinned)
-        if seg.reason == "switch" or (run.pinned != was).any():
+        if run.problem is not None and _has_own_rest_points(run) and _earlier_rest_point(run):
+            run.problem = None  # a step across a one-sided rest point led there: the rest point is the end
+            return
+        if (run.sigma != signs).any() or (run.pinned != was).any():  # not an entry settling on its side
             run.stats["switches"] += 1
             run.events.append({"kind": "sign_switch", "log10_t": lt_now, "tau": tau_now,
                                "pinned": [tuple(int(i) for i in k) for k in zip(*np.nonzero(run.pinned & ~was))]})
         run.y = np.concatenate([theta.ravel(), [run.y[-1]]])
     run.segment_steps = 0
     run.restarts += 1
+    if run.uses_sign:  # the saves from here on were made under these signs (``_earlier_rest_point``)
+        run.sign_history.append((len(run.rec_y), run.sigma.copy(), bool(run.pinned.any())))
     for i, kind in enumerate(run.track):
         old = int(run.leaders[i])
         run.leaders[i] = run.leader(kind, theta, exclude=old if seg.reason == f"lead_{kind}" else None)
@@ -146,9 +153,15 @@ def _earlier_rest_point(run) -> bool:
     still = [first + k for k in range(len(losses) - 1) if abs(losses[k + 1] - losses[k]) <= LOSS_STILL]
     for i in still[::-(-len(still) // LOOK_BACK) or 1]:  # spread over the stretch: a rest lasts many saves
         theta = run.rec_y[i][:-1].reshape(run.K, run.d)
-        cp = critical.rest_point(run.vf, theta, run.Z, run.rtol, run.atol, run.rho)
+        sigma, sliding = _signs_at(run, i)
+        if sliding:
+            continue
+        cp = critical.rest_point(run.vf, theta, run.Z, run.rtol, run.atol, run.rho, sigma=sigma)
         if cp is not None:
-            run.remaining = np.concatenate([np.asarray(run.rec_s[i + 1:], float), run.remaining])
+            # the dropped saves' targets come back (values of u: under the tau clock u is the state's last entry)
+            dropped = [y[-1] for y in run.rec_y[i + 1:]] if run.clock == "tau" else run.rec_s[i + 1:]
+            # (a horizon that a solver's dense output did not bracket was taken at a step end past t1)
+            run.remaining = np.unique(np.minimum(np.concatenate([np.asarray(dropped, float), run.remaining]), run.u1))
             run.rec_s, run.rec_y = run.rec_s[:i + 1], run.rec_y[:i + 1]
             run.s, run.y, run.resume = run.rec_s[i], np.concatenate([cp.limit.ravel(), run.rec_y[i][-1:]]), None
             run.hold("converged", critical.describe(run.system, run.data, cp, run.log10_t_asked))
@@ -156,19 +169,35 @@ def _earlier_rest_point(run) -> bool:
     return False
 
 
+def _has_own_rest_points(run) -> bool:
+    """A perturbed flow that rests where its evaluation point is a critical point: a gradient-following
+    one, or a sign flow between switches (its field is then smooth; while entries slide it is not)."""
+    return run.rho > 0 and (follows_gradient(run.system.flow) or run.uses_sign)
+
+
+def _signs_at(run, i):
+    """The signs a sign flow held when save ``i`` was made (None for other flows), and whether an entry
+    was sliding then."""
+    if not run.uses_sign:
+        return None, False
+    return next((sigma, sliding) for start, sigma, sliding in reversed(run.sign_history) if start <= i)
+
+
 def _converged(run, loss_still=False) -> bool:
     """Hold the limit as "converged" if the state has converged to a critical point (``_critical``).
     Unless ``loss_still``, only where the loss has stopped decreasing (the test costs O((Kd)^3))."""
     if not critical.stops_at_minima(run.system.flow):
         return False
-    if run.rho > 0 and follows_gradient(run.system.flow) and _earlier_rest_point(run):
+    own = _has_own_rest_points(run)
+    if own and _earlier_rest_point(run):
         return True
+    sigma, sliding = _signs_at(run, len(run.rec_y))
+    own = own and not sliding
     if not (loss_still or run.log_loss_change <= LOSS_STILL):
         return False
-    # a rest point of the perturbed flow's own field is looked for where that field has no sign in it
-    own = run.rho if follows_gradient(run.system.flow) else 0.0
     cp = critical.find(run.vf, run.theta, run.Z, run.rtol, run.atol,
-                       critical.arrival_radius(run.system.flow, run.theta.size), rho=own)
+                       critical.arrival_radius(run.system.flow, run.theta.size), rho=run.rho if own else 0.0,
+                       sigma=sigma)
     if cp is None:
         return False
     message = critical.describe(run.system, run.data, cp, run.log10_t_asked)

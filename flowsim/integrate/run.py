@@ -64,6 +64,8 @@ class Run:
         self.rec_s, self.rec_y = [], []  # the init is not a save: the first save is just after it
         self.remaining = run_targets
         self.looked = 0  # saves up to here were tested for a rest point of the flow (``_earlier_rest_point``)
+        # (first save, signs, sliding) of each stretch a sign flow's signs held (``_earlier_rest_point``)
+        self.sign_history = [(0, self.sigma.copy(), bool(self.pinned.any()))] if self.uses_sign else []
         self.stats = {"steps": 0, "segments": 0, "switches": 0}
         self.segment_steps = 0  # steps since the last sign switch, against max_steps
         self.restarts = 0  # segments ended by a switch event (not by a chunk of steps)

@@ -23,13 +23,18 @@ segment's start (say two coordinates tied for ever by symmetry), so it cannot bl
 ``watched`` (sign flows) does the same per entry for ``switch``: an entry that has just switched starts
 its segment at sigma_k G_k = 0, and as part of one minimum it would disarm every other entry's switch
 (a missed switch leaves a stale sign in the field: l_inf-SAM then follows a trajectory the exact flow
-does not take).
+does not take). An unwatched entry is not forgotten: the segment ends once its |G_k| grows past
+``SETTLE`` max|G|, and its sign is examined again there (the side chosen at a switch from a short probe
+may not hold: G_k can turn back, and a stale sign then made a false rest point, issue 12).
 """
 
 from __future__ import annotations
 
 
 SCORES = ("magnitude", "growth")
+#: an unwatched entry (sigma_k G_k ~ 0 at the segment's start) ends the segment once |G_k| exceeds this
+#: fraction of max |G|: its sign is then re-examined, and it is watched from there (or re-switched)
+SETTLE = 1e-6
 
 
 def scores(vf, kind, theta, Z, rho, sigma):
@@ -68,7 +73,9 @@ def event_functions(vf, clock: str, uses_sign: bool, track=()) -> dict:
         def switch(s, y, args):
             Z, _, sigma, pinned = args[:4]
             G, _ = vf.direction(xp.reshape(y[:-1], (K, d)), Z)
-            return xp.min(xp.where(pinned | ~args[9], 1.0, sigma * G))
+            # an entry that has just switched (unwatched) is re-examined once |G_k| has grown out of 0
+            settle = SETTLE * xp.max(xp.abs(G)) - xp.abs(G)
+            return xp.min(xp.where(pinned, 1.0, xp.where(args[9], sigma * G, settle)))
 
         fns["switch"] = switch
     for i, kind in enumerate(track):
