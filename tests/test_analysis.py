@@ -64,9 +64,12 @@ def test_linf_sam_matches_cor_3_5(one_sample, depth, alpha):
     sol = fs.solve(fs.derive(fs.DiagonalNet(depth), "logistic", fs.SAM(rho, float("inf"))), one_sample, alpha, t1=1e100)
     beta = sol.beta[-1]
     if pred["leader"] is None:
-        # odd L: w_j -> rho only algebraically, but reaches it to rounding, where the field is exactly 0
-        assert sol.status == "stalled" if depth == 2 else sol.status in ("completed", "stalled")
+        # odd L: w_j -> rho only algebraically (w~_j = w_j - rho -> 0 from one side), a rest point of the
+        # perturbed flow, held once it is reached to the tolerance
+        assert sol.status == "stalled" if depth == 2 else sol.status == "converged"
         assert np.all(np.abs(beta) <= rho**depth * (1 + 1e-9))
+        if depth == 3:
+            np.testing.assert_allclose(beta, rho**3, rtol=1e-7)
     else:
         assert sol.status == "completed" and int(np.argmax(beta)) == pred["leader"]
     for j, fate in enumerate(pred["fate"]):

@@ -109,7 +109,7 @@ def rest_point(vf, theta, Z, rtol, atol, rho, newton_steps=8, sigma=None):
     With a sign flow's held signs ``sigma`` the field is smooth while they hold, so the rest point
     counts only where sign(G) is still ``sigma`` (it is then a rest point of the Filippov flow too)."""
     cp = _newton(vf, theta, Z, _scale(theta, rtol, atol), atol, newton_steps, rho, sigma=sigma)
-    if cp is None or cp.displacement > 1.0:
+    if cp is None or cp.displacement > 1.0 or cp.growth_rate > 0:  # an unstable one is left, not held
         return None
     if sigma is not None and np.any(np.sign(vf.direction(cp.limit, Z)[0]) != sigma):
         return None
