@@ -223,3 +223,21 @@ def test_auto_hands_stability_limited_stepping_to_an_implicit_method(gaussian):
     forced = _plateau(gaussian, fs.SAM(0.05, 2), "diffrax:Tsit5", t1=1e30)  # a named backend is kept
     assert not [e for e in forced.events if e["kind"] == "backend"]
     np.testing.assert_allclose(sol.beta[before], forced.beta[: before.sum()], rtol=1e-12, atol=1e-14)
+
+
+def test_sweep_on_unreachable_separation_converges_like_solve(gaussian):
+    """The vmapped sweep is one lockstep segment with no critical-point check: on data the model cannot
+    separate it used to end 'max_steps' where solve says 'converged'. Points that fail or end on a
+    plateau are now solved again by solve; a point that separates stays on the vmapped path."""
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fs.ReachabilityWarning)
+        ds = fs.sweep(system, gaussian, grid={"alpha": [0.3, 0.5]}, t1=1e30, saves=40)
+        ref = fs.solve(system, gaussian, 0.5, t1=1e30)
+    assert ds.attrs["method"] == "vmap"
+    assert list(ds.status.values) == ["converged", "converged"]
+    np.testing.assert_allclose(ds.beta_end.sel(alpha=0.5).values, ref.beta[-1], rtol=1e-8,
+                               atol=1e-8 * np.abs(ref.beta[-1]).max())
+    ds = fs.sweep(fs.derive(fs.DiagonalNet(2, "difference"), "logistic", fs.GD()), gaussian,
+                  grid={"alpha": [0.3, 0.5]}, t1=1e30, saves=40)  # any sign: separates, nothing to redo
+    assert list(ds.status.values) == ["completed", "completed"]

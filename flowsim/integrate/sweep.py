@@ -25,10 +25,11 @@ from flowsim.io import annotate
 from flowsim.integrate.balanced import reduction
 from flowsim.theory.reachable import kept_entry_signs
 from flowsim.integrate.backends import backend_for
+from flowsim.integrate.critical import LOSS_STILL
 from flowsim.integrate.handlers import ENDINGS, end_status
 from flowsim.integrate.run import structure_key
 from flowsim.integrate.solve import check_common, initial_params, solve
-from flowsim.integrate.solution import log10_t_from_u
+from flowsim.integrate.solution import FAILURES, log10_t_from_u
 from flowsim.integrate.timeline import (beta_margins_loss, clock_plan, log10_horizon, log_floor_of,
                                         resolve_clock, save_points, u_of)
 
@@ -209,10 +210,25 @@ def _chunk(spec, data, inits, rhos, opts):
     model, loss, flow = spec
     system = derive(model, loss, flow)
     opts = dict(opts)
-    if opts.pop("vmapped"):
-        return _vmapped(system, data, inits, rhos, opts)
-    sols = [solve(derive(model, loss, _with_rho(flow, r)), data, a, throw=False, **opts) for a, r in zip(inits, rhos)]
-    return _on_grid(sols, np.asarray(opts["save_at"]), data.d)
+    one_by_one = lambda idx: _on_grid([solve(derive(model, loss, _with_rho(flow, rhos[i])), data, inits[i],  # noqa: E731
+                                             throw=False, **opts) for i in idx], np.asarray(opts["save_at"]), data.d)
+    if not opts.pop("vmapped"):
+        return one_by_one(range(len(inits)))
+    out = _vmapped(system, data, inits, rhos, opts)
+    # the lockstep solve is one segment with no critical-point check: points that end on a plateau or
+    # fail are solved again by solve, which recognises a converged critical point (and hands over)
+    redo = np.nonzero(np.isin(out["status"], list(FAILURES)) | _plateau_at_end(out["log_loss"]))[0]
+    if redo.size:
+        again, out = one_by_one(redo), {k: np.array(v) for k, v in out.items()}  # (JAX's arrays are read-only)
+        for k in out:
+            out[k][redo] = again[k]
+    return out
+
+
+def _plateau_at_end(log_loss):
+    """Per point: the loss stood still over its last two saves (``critical.LOSS_STILL``)."""
+    last = [row[np.isfinite(row)][-2:] for row in log_loss]
+    return np.array([len(v) == 2 and abs(v[1] - v[0]) <= LOSS_STILL for v in last], bool)
 
 
 def _with_rho(flow, rho):
