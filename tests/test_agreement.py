@@ -2,10 +2,11 @@
 end normally with the same status, no exception, no NaN, no case past 30 s.
 
 The default run draws 100 cases on LSODA and Radau (no compile per shape); the ``slow`` runs draw 1,000
-on LSODA and BDF, and 40 on LSODA and ``auto`` (diffrax Tsit5, which hands stiff plateaus over to BDF).
-A bare explicit method is left out: on stiff plateaus it is stability-limited and can run out of steps
-where the implicit ones finish (issue 12, item 6). End states agree to 1e-5
-relative (rtol = 1e-8 per step, horizons up to 1e100)."""
+on LSODA and BDF, 40 on LSODA and ``auto`` (diffrax Tsit5, which hands stiff plateaus over to BDF), and
+100 on LSODA and scipy DOP853. A bare explicit method is stability-limited on stiff
+plateaus and can run out of steps where the implicit ones finish: that is accepted only with its
+message saying so (steps at the stability bound, measured). End states agree to 1e-5 relative
+(rtol = 1e-8 per step, horizons up to 1e100)."""
 
 import os
 import time
@@ -52,6 +53,9 @@ def _agree(case, backends):
             assert time.perf_counter() - start < 90.0, (backend, sol)
         assert np.all(np.isfinite(sol.params)), (backend, sol)
         ends.append(sol)
+    # an explicit method whose steps sit at its stability bound may run out of them where an implicit one
+    # finishes: allowed only when it says so (the "or say why not" of every backend's answer)
+    ends = [s for s in ends if not (s.status == "max_steps" and "limited by stability" in s.message)]
     classes = {s.ok for s in ends}
     assert len(classes) == 1, [(s.config["backend"], s.status, s.message) for s in ends]
     first = ends[0]
@@ -91,3 +95,14 @@ def test_random_cases_agree_with_auto(case):
     """The default backend (diffrax Tsit5, handing stiff plateaus over to scipy BDF) against LSODA: the
     explicit path through the same checks (one compile per shape, hence fewer examples)."""
     _agree(case, ["scipy:LSODA", "auto"])
+
+
+@pytest.mark.slow
+@settings(max_examples=int(os.environ.get("FLOWSIM_AGREEMENT_EXPLICIT_EXAMPLES", 100)), deadline=None,
+          derandomize=True, suppress_health_check=[HealthCheck.too_slow], phases=[Phase.generate])
+@given(cases())
+def test_random_cases_agree_on_explicit_backends(case):
+    """scipy DOP853 against LSODA: the same status class and end state, or max_steps with the measured
+    reason (the steps at the method's stability bound). (diffrax Tsit5 is left out: on a depth-4 net near
+    t = 1 diffrax's automatic first step makes it reject every step, an open bug; ``auto`` hands over.)"""
+    _agree(case, ["scipy:LSODA", "scipy:DOP853"])

@@ -241,3 +241,22 @@ def test_sweep_on_unreachable_separation_converges_like_solve(gaussian):
     ds = fs.sweep(fs.derive(fs.DiagonalNet(2, "difference"), "logistic", fs.GD()), gaussian,
                   grid={"alpha": [0.3, 0.5]}, t1=1e30, saves=40)  # any sign: separates, nothing to redo
     assert list(ds.status.values) == ["completed", "completed"]
+
+
+def test_explicit_method_out_of_steps_on_a_stiff_plateau_says_why(gaussian):
+    """Tied depth-3 GD from a positive init cannot separate these data; coordinates decay to 0 like 1/t, and
+    in the log-time clock the field's Jacobian grows like t: Tsit5's steps sit at its stability bound, so it
+    runs out of steps near log10 t = 4.4 where LSODA converges. It says so (step x spectral radius, the
+    methods that are not so limited); a budget cut short while accuracy still limits the steps does not."""
+    system = fs.derive(fs.DiagonalNet(3, "tied"), "logistic", fs.GD())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fs.ReachabilityWarning)
+        stiff = fs.solve(system, gaussian, 0.5, t1=1e30, backend="diffrax:Tsit5", throw=False)
+        implicit = fs.solve(system, gaussian, 0.5, t1=1e30, backend="scipy:LSODA")
+    assert implicit.status == "converged"
+    assert stiff.status == "max_steps" and "limited by stability" in stiff.message and "backend='auto'" in stiff.message
+    product = float(stiff.message.split("Jacobian is ")[1].split(",")[0])
+    assert 1.0 <= product <= 4.0  # Tsit5's real stability interval ends near 3.5
+    early = fs.solve(fs.derive(fs.DiagonalNet(2, "difference"), "logistic", fs.GD()), gaussian, 0.5, t1=1e30,
+                     backend="diffrax:Tsit5", max_steps=20, throw=False)
+    assert early.status == "max_steps" and "stability" not in early.message

@@ -4,6 +4,8 @@ budget, the hand-over to an implicit method); a crossing of an invariant plane; 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from flowsim.integrate import critical
@@ -12,6 +14,7 @@ from flowsim.integrate.backends import backend_for
 from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.critical import LOSS_STILL
 from flowsim.integrate.filippov import classify
+from flowsim.integrate.jacobian import FieldJacobian
 from flowsim.integrate.solution import log10_t_from_u
 from flowsim.integrate.timeline import tau_of
 from flowsim.symbolic.flow import follows_gradient
@@ -65,7 +68,22 @@ def _on_chunk_end(run, seg):
         _hand_over(run, IMPLICIT_FALLBACK)
     elif run.segment_steps >= run.max_steps:
         run.status = "max_steps"
+        _stability_limited(run)
         _at_saddle(run, "the step budget ran out")
+
+
+def _stability_limited(run):
+    """An explicit method whose steps sit at its stability bound (step x the rhs Jacobian's spectral
+    radius >= 1, where accuracy alone would allow far longer steps): say so, and what does not pay it."""
+    if run.be.implicit or run.K * run.d > 4096:
+        return
+    with np.errstate(all="ignore"):
+        J = FieldJacobian(run.vf).rhs_jacobian(run.clock, bool(run.pinned.any()))(
+            run.s, run.y, (run.Z, run.rho, run.sigma, run.pinned))
+        radius = float(np.abs(np.linalg.eigvals(J)).max()) if np.all(np.isfinite(J)) else math.nan
+    if radius * abs(run.mean_step) >= 1.0:
+        run.message = STIFF.format(backend=run.be.name, log10_t=run.log10_t_asked, h=abs(run.mean_step),
+                                   radius=radius, product=radius * abs(run.mean_step))
 
 
 def _put_on_planes(run) -> bool:
@@ -233,6 +251,13 @@ SADDLE = ("at log10 t = {log10_t:.6g} the flow reached a saddle of the loss (its
           "the loss has unstable directions there (growth rate {rate:.3g} per unit tau, along entries that are tiny "
           "but not 0), so the exact flow leaves it, sliding meanwhile where its field -grad L(theta + rho g/|g|) is "
           "discontinuous (g = 0), a sliding mode flowsim does not integrate ({reason}); the trajectory up to it is kept")
+
+
+STIFF = ("{backend} ran out of its step budget at log10 t = {log10_t:.6g} with steps limited by stability, not "
+         "accuracy (stiff): its mean step {h:.3g} times the spectral radius {radius:.3g} of the field's Jacobian is "
+         "{product:.3g}, at an explicit method's stability bound. An implicit method is not limited so: backend='auto' "
+         "(hands over to scipy:BDF) or 'scipy:BDF', 'scipy:LSODA', 'scipy:Radau'; a larger max_steps only goes further "
+         "at the same pace (on a plateau in the log-time clock, a pace that slows like 1/t)")
 
 
 CROSSING = ("{backend} stepped across w[{entry[0]}, {entry[1]}] = 0 (layer, 1-based coordinate) at log10 t = "

@@ -121,6 +121,7 @@ class Run:
 
     def record(self, seg, log_loss_before):
         self.resume = seg.resume
+        self.mean_step = (seg.s_end - self.s) / max(seg.stats.get("steps", 0), 1)  # of this call
         self.stats["segments"] += 1
         for k, v in seg.stats.items():
             self.stats[k] = self.stats.get(k, 0) + v

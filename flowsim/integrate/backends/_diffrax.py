@@ -127,6 +127,7 @@ class DiffraxBackend:
             raise ValueError(f"unknown diffrax solver {solver!r}; choose one of {sorted(SOLVERS)}.")
         self.solver = solver
         self.name = f"diffrax:{solver}"
+        self.implicit = solver == "Kvaerno5"
 
     def integrate(self, vf, key, clock, uses_sign, sliding, y0, s0, s_max, args, u_targets, rtol, atol, max_steps,
                   n_targets=None, track=(), resume=None):

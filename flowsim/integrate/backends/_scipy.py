@@ -75,6 +75,7 @@ class ScipyBackend:
             raise ValueError(f"unknown scipy method {method!r}; choose one of {sorted(METHODS)}.")
         self.method = method
         self.name = f"scipy:{method}"
+        self.implicit = method in IMPLICIT
 
     def integrate(self, vf, key, clock, uses_sign, sliding, y0, s0, s_max, args, u_targets, rtol, atol,
                   max_steps, progress=None, track=(), resume=None):
