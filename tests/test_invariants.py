@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import flowsim as fs
-from conftest import separable
+from conftest import separable, separated_draw
 
 
 @pytest.mark.parametrize("depth", [2, 3])
@@ -261,11 +261,7 @@ def _seed12_lp_sam_case():
     r.integers(3), r.integers(1, 5), r.integers(2), r.uniform(0, 0.5)
     alpha = r.choice([-1, 1]) * 10 ** r.uniform(-3, 0)
     n, d = int(r.integers(1, 11)), int(r.integers(1, 7))
-    while True:
-        w, X = r.normal(size=d), r.normal(size=(n, d))
-        if np.min(np.abs(X @ w)) > 0.05:
-            break
-    return fs.Dataset(X, np.sign(X @ w)), alpha
+    return separated_draw(r, n, d), alpha
 
 
 def test_lp_sam_entries_reach_their_plane_in_finite_time_on_every_backend():
@@ -308,12 +304,9 @@ def _linf_depth3_case(seed):
     form, loss = ["product", "tied", "difference"][r.integers(3)], ["logistic", "exponential"][r.integers(2)]
     rho, alpha = r.uniform(0, 0.5), r.choice([-1, 1]) * 10 ** r.uniform(-3, 0)
     n, d = int(r.integers(1, 11)), int(r.integers(1, 7))
-    while True:
-        w, X = r.normal(size=d), r.normal(size=(n, d))
-        if np.min(np.abs(X @ w)) > 0.05:
-            break
+    data = separated_draw(r, n, d)
     system = fs.derive(fs.DiagonalNet(3, form), loss, fs.SAM(rho, float("inf")))
-    return system, fs.Dataset(X, np.sign(X @ w)), alpha, r.uniform(0, 100)
+    return system, data, alpha, r.uniform(0, 100)
 
 
 @pytest.mark.parametrize("seed", [1, 41])

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import flowsim as fs
+from conftest import separated_draw
 
 EVERY_BACKEND = ["diffrax:Tsit5", "diffrax:Dopri8", "scipy:RK45", "scipy:DOP853", "scipy:Radau", "scipy:BDF",
                  "scipy:LSODA", "auto"]
@@ -194,12 +195,8 @@ def test_an_implicit_step_across_an_invariant_plane_fails_loudly():
     rho = r.uniform(0, 0.5)
     alpha = r.choice([-1, 1]) * 10 ** r.uniform(-3, 0)
     n, d = int(r.integers(1, 11)), int(r.integers(1, 7))
-    while True:
-        w, X = r.normal(size=d), r.normal(size=(n, d))
-        if np.min(np.abs(X @ w)) > 0.05:
-            break
+    data = separated_draw(r, n, d)
     system = fs.derive(fs.DiagonalNet(3, "tied"), "exponential", fs.SAM(rho, 2))
-    data = fs.Dataset(X, np.sign(X @ w))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", fs.ReachabilityWarning)
         for backend in ("scipy:BDF", "scipy:LSODA"):
