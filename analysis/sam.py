@@ -429,7 +429,7 @@ def depth3_switches(out: Path, quick: bool) -> Claim:
     for i, rho in enumerate(rhos):
         ax.plot(alphas, table[i], "o-", label=f"rho = {rho}")
     ax.set(xlabel="alpha", ylabel="log10 t of the first leader switch",
-           title="l2-SAM, L = 3, mu = (1, 2, 3) (no point: no switch by t = 1e30)")
+           title="l2-SAM, L = 3, mu = (1, 2, 3)\n(no point: no switch by t = 1e30)")
     ax.legend(fontsize=7)
     fig.savefig(out / "sam_depth3.png", dpi=100)
     return Claim("000-depth3", SEED, "Depth L = 3 l2-SAM: does sequential amplification happen, and when? The papers leave "

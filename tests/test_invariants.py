@@ -335,3 +335,19 @@ def test_coupled_switches_with_no_consistent_side_end_as_chattering_on_every_bac
         sol = fs.solve(system, data, alpha, log10_t1=log10_t1, backend=backend, throw=False)
         assert sol.status == "chattering" and "switch sign together" in sol.message, (backend, sol)
         assert sol.log10_t[-1] == pytest.approx(2.18335, abs=1e-4), backend
+
+
+@pytest.mark.parametrize("name", ["Tsit5", "Dopri5"])
+def test_a_first_step_into_overflow_is_rejected_and_shrunk(name):
+    """Depth-4 GD from alpha = 1 grows like w^3: diffrax's first trial step (dt = 0.01 in log-time) overflows
+    to y1 = inf, its controller scaled the error by max(|y0|, |y1|) = inf, got NaN, and every later step was
+    rejected (0 accepted of 16,384). The unrolled solvers now reject such a step with an infinite error."""
+    X = np.array([[-0.41306354, -2.44146738], [1.79970738, 1.14416587], [-0.32542284, 0.77380659],
+                  [0.28121067, -0.55382284]])
+    data = fs.Dataset(X, [1, -1, -1, 1])
+    system = fs.derive(fs.DiagonalNet(4, "tied"), "exponential", fs.GD())
+    with pytest.warns(fs.ReachabilityWarning):  # beta = w^4 >= 0 does not separate these data
+        ref = fs.solve(system, data, 1.0, log10_t1=0.5, backend="scipy:LSODA")
+        sol = fs.solve(system, data, 1.0, log10_t1=0.5, backend=f"diffrax:{name}")
+    assert sol.status == "completed" and sol.stats["accepted"] > 0
+    np.testing.assert_allclose(sol.beta[-1], ref.beta[-1], rtol=1e-6)

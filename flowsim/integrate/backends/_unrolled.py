@@ -52,6 +52,12 @@ class _UnrolledERK(diffrax.AbstractAdaptiveSolver):
             ks.append(terms.vf(t0 + float(c) * h, y_stage, args) * h)
         y1 = y0 + sum(float(b) * k for b, k in zip(tab.b_sol, ks) if b != 0)
         y_error = sum(float(b) * k for b, k in zip(tab.b_error, ks) if b != 0)
+        # a trial step into overflow is rejected and shrunk: diffrax's controller scales the error by
+        # max(|y0|, |y1|), and an infinite y1 turned that into inf/inf = NaN, the next step size NaN, and
+        # every later step rejected (depth-4 GD from alpha = 1, issue 12)
+        overflow = ~jnp.all(jnp.isfinite(y1))
+        y1 = jnp.where(overflow, y0, y1)
+        y_error = jnp.where(overflow, jnp.inf, y_error)
         dense_info = {"y0": y0, "y1": y1, "k": jnp.stack(ks)}
         return y1, y_error, dense_info, ks[-1] / h, diffrax.RESULTS.successful
 
