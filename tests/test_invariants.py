@@ -351,3 +351,28 @@ def test_a_first_step_into_overflow_is_rejected_and_shrunk(name):
         sol = fs.solve(system, data, 1.0, log10_t1=0.5, backend=f"diffrax:{name}")
     assert sol.status == "completed" and sol.stats["accepted"] > 0
     np.testing.assert_allclose(sol.beta[-1], ref.beta[-1], rtol=1e-6)
+
+
+def test_a_step_over_the_collapse_is_a_collapse_not_a_crossing():
+    """Tied depth-3 l2-SAM collapses to 0; LSODA, BDF and DOP853 took a step over the whole dip, from w < 0
+    past 0 to w = +floor, where the crossing event (past the floor on the other side) and the collapse
+    event (the floor on the way in) both fall through zero, and the root found was the crossing's: they
+    said 'failed' where Radau and Tsit5 said 'collapsed'. Every entry within the floor is a collapse."""
+    X = np.array([[-1.2464470429373242, 0.21545286985931658, -1.2909929073899196],
+                  [2.749015463348207, 0.04109452671349467, 1.033681471969891],
+                  [0.658775309125931, -1.3013912887379624, -1.199500609565068],
+                  [2.2583923522856826, -0.189104343659503, 0.934872062331375],
+                  [0.7734059933873, 0.139931522943486, 1.2359978602932467],
+                  [0.39598145996255474, -2.2782399657809957, 0.8105399769338778],
+                  [-1.4128882127888192, -0.5067320668076853, -1.461965988622038],
+                  [-0.02697111924351951, -1.1376747387520816, 0.35834614329573994],
+                  [-0.42701466405456145, 0.22132720795157218, -0.16268657528613487],
+                  [0.8397513459602891, -0.6999398320524431, 0.439293951186822]])
+    data = fs.Dataset(X, [-1, 1, 1, 1, 1, -1, -1, -1, -1, 1])
+    system = fs.derive(fs.DiagonalNet(3, "tied"), "logistic", fs.SAM(0.06773551861003825, 2))
+    with pytest.warns(fs.ReachabilityWarning):  # beta = w^3 <= 0 from this init does not separate them
+        ends = [fs.solve(system, data, -0.08651270074030394, log10_t1=85.8, backend=b)
+                for b in ("scipy:LSODA", "scipy:BDF", "scipy:DOP853", "scipy:Radau", "diffrax:Tsit5")]
+    for sol in ends:
+        assert sol.status == "collapsed", sol
+        assert sol.log10_t[-1] == pytest.approx(ends[3].log10_t[-1], abs=1e-4)

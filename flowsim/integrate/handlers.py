@@ -124,7 +124,12 @@ def _hand_over(run, spec):
 
 
 def _on_crossing(run, seg):
-    """A solver stepped across an invariant plane w = 0 (``kept_entry_signs``): a failure, said so."""
+    """A solver stepped across an invariant plane w = 0 (``kept_entry_signs``): a failure, said so. Unless
+    every entry is within the collapse floor there: the event fires past the floor on the other side, so
+    the step went through the collapse first (a step over the whole dip finds either root)."""
+    if np.abs(run.theta).max() <= math.exp(run.log_floor) * (1.0 + 1e-6):
+        run.status, run.message = end_status("collapse", run.clock)
+        return
     k = np.unravel_index(int(np.argmin(np.where(run.sigma != 0, run.sigma * run.theta, np.inf))), run.sigma.shape)
     run.status, run.message = "failed", CROSSING.format(backend=run.be.name, entry=(int(k[0]), int(k[1]) + 1),
                                                         log10_t=run.log10_t_asked)
