@@ -376,3 +376,20 @@ def test_a_step_over_the_collapse_is_a_collapse_not_a_crossing():
     for sol in ends:
         assert sol.status == "collapsed", sol
         assert sol.log10_t[-1] == pytest.approx(ends[3].log10_t[-1], abs=1e-4)
+
+
+def test_sliding_on_a_plane_is_judged_on_the_plane():
+    """l_inf-SAM with rho = 2.9e-78: coordinate 2 decays onto w = 0 and slides there. BDF stopped at
+    |w| = 1.1e-79, where the one-sided fields -2(w +- rho) r are no mirror images (w/rho = 0.04), and said
+    'chattering'; on the plane, where the entry is held, they are. Every backend now converges."""
+    X = np.array([[0.2953617703611253, -1.2554676524996362], [1.3001240293422884, -1.8325187235374665],
+                  [0.2487357769778854, -1.4805964033075505], [-0.7497609821648068, 1.573160486323046],
+                  [-0.6388446962611337, -0.3762803074288157], [-0.7255647622180819, 0.1598811481971678],
+                  [-0.4329117669769793, -1.1928623875575899]])
+    data = fs.Dataset(X, [1, 1, 1, -1, 1, 1, 1])
+    system = fs.derive(fs.DiagonalNet(2, "tied"), "logistic", fs.SAM(2.88136615526456e-78, float("inf")))
+    with pytest.warns(fs.ReachabilityWarning):
+        ends = [fs.solve(system, data, -1.0, log10_t1=44.5, backend=b) for b in ("scipy:BDF", "scipy:LSODA")]
+    for sol in ends:
+        assert sol.status == "converged", sol
+        np.testing.assert_allclose(sol.beta[-1], ends[1].beta[-1], rtol=1e-7, atol=1e-12)

@@ -43,7 +43,7 @@ def classify(vf, theta, Z, rho, sigma, pinned, tol=1e-9):
             sigma[k], pinned[k] = (-sigma[k] if sigma[k] != 0 else 1.0), False
         else:
             on_plane = abs(theta[k]) <= 1e-8 * size
-            mirror = abs(Fp[k] + Fm[k]) <= 1e-6 * (abs(Fp[k]) + abs(Fm[k]))
+            mirror = on_plane and _mirror_on_plane(vf, theta, Z, rho, sigma, cand, k)
             if not (on_plane and mirror):
                 return sigma, pinned, theta, (
                     f"sliding mode on G[{k}] = 0 away from the plane w = 0 (|w| = {abs(theta[k]):.3g}) "
@@ -51,6 +51,16 @@ def classify(vf, theta, Z, rho, sigma, pinned, tol=1e-9):
                 )
             sigma[k], pinned[k], theta[k] = 0.0, True, 0.0
     return _jointly(vf, theta, Z, rho, sigma, pinned, cand & ~pinned, h)
+
+
+def _mirror_on_plane(vf, theta, Z, rho, sigma, cand, k):
+    """The one-sided fields of entry k are mirror images on its plane w_k = 0, where it is held: measured
+    there, not at the state (a tiny rho makes a w_k of 1e-79 count: w~ = w_k +- rho, issue 12)."""
+    on = theta.copy()
+    on[k] = 0.0
+    Fp = vf.field_and_scale(on, Z, rho, np.where(cand, 1.0, sigma))[0][k]
+    Fm = vf.field_and_scale(on, Z, rho, np.where(cand, -1.0, sigma))[0][k]
+    return abs(Fp + Fm) <= 1e-6 * (abs(Fp) + abs(Fm))
 
 
 #: simultaneous switches of at most this many entries are resolved jointly (2^n probes)
