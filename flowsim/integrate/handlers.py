@@ -1,6 +1,7 @@
 """What happens when a backend call ends (``HANDLERS``, one per reason): the horizon, a collapse or a
-blow-up; a sign switch or a new leader; a spent chunk of steps (a converged critical point, the step
-budget, the hand-over to an implicit method); a crossing of an invariant plane; a failed step."""
+blow-up; a sign switch or a new leader; a spent chunk of steps (entries arriving on their planes, a
+converged critical point, the step budget, the hand-over to an implicit method); a crossing of an
+invariant plane; a failed step."""
 
 from __future__ import annotations
 
@@ -98,7 +99,8 @@ def _put_on_planes(run) -> bool:
     run.pinned = run.pinned | on
     run.resume, run.segment_steps = None, 0
     run.restarts += 1
-    run.events.append({"kind": "arrival", "log10_t": float(log10_t_from_u(run.u_now)), "tau": tau_of(run.clock, run.s, run.y),
+    run.events.append({"kind": "arrival", "log10_t": float(log10_t_from_u(run.u_now)),
+                       "tau": tau_of(run.clock, run.s, run.y),
                        "entries": [(int(i), int(j) + 1) for i, j in zip(*np.nonzero(on))]})
     return True
 
