@@ -76,7 +76,7 @@ def _on_chunk_end(run, seg):
 def _stability_limited(run):
     """An explicit method whose steps sit at its stability bound (step x the rhs Jacobian's spectral
     radius >= 1, where accuracy alone would allow far longer steps): say so, and what does not pay it."""
-    if run.be.implicit or run.K * run.d > 4096:
+    if run.be.implicit or _too_large(run):
         return
     with np.errstate(all="ignore"):
         J = FieldJacobian(run.vf).rhs_jacobian(run.clock, bool(run.pinned.any()))(
@@ -151,13 +151,21 @@ def _on_failure(run, seg):
 def _at_saddle(run, why):
     """A normalised SAM flow that fails or runs out of steps at a saddle of the loss: say so."""
     radius = critical.arrival_radius(run.system.flow, run.theta.size)
-    if radius == 0 or not critical.stops_at_minima(run.system.flow) or run.K * run.d > 4096 or run.log_rate() > 700:
+    if radius == 0 or not critical.stops_at_minima(run.system.flow) or _too_large(run) or run.log_rate() > 700:
         return  # (a rate beyond float range is the reason, said by Run.solution)
     cp = critical.saddle(run.vf, run.theta, run.Z, run.rtol, run.atol, radius)
     if cp is not None:
         run.status = "chattering"
         run.message = SADDLE.format(log10_t=run.log10_t_asked, rate=cp.growth_rate,
                                     reason=why)
+
+
+#: dense O((Kd)^3) linear algebra (eigenvalues, Newton steps) on cold paths only up to this many entries
+DENSE_MAX = 4096
+
+
+def _too_large(run) -> bool:
+    return run.K * run.d > DENSE_MAX
 
 
 #: at most this many saved states are tested per look back (each test is a few O((Kd)^3) Newton steps)
@@ -171,7 +179,7 @@ def _earlier_rest_point(run) -> bool:
     loss stood still, are tested for a rest point of the flow itself, and the earliest one found is
     held from that save on."""
     start, run.looked = run.looked, len(run.rec_y)
-    if run.K * run.d > 4096:
+    if _too_large(run):
         return False
     first = max(start, 1)
     losses = [run.log_loss(y[:-1]) for y in run.rec_y[first - 1:]]  # each save's loss once
@@ -216,8 +224,8 @@ def _converged(run, loss_still=False) -> bool:
     own = _has_own_rest_points(run)
     if own and _earlier_rest_point(run):
         return True
-    sigma, sliding = _signs_at(run, len(run.rec_y))
-    own = own and not sliding
+    sigma = run.sigma if run.uses_sign else None
+    own = own and not (run.uses_sign and run.pinned.any())  # a sliding sign flow's field is not smooth
     if not (loss_still or run.log_loss_change <= LOSS_STILL):
         return False
     cp = critical.find(run.vf, run.theta, run.Z, run.rtol, run.atol,
