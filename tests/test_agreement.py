@@ -48,9 +48,9 @@ def _agree(case, backends):
             warnings.simplefilter("ignore")
             start = time.perf_counter()
             sol = fs.solve(system, data, alpha, log10_t1=log10_t1, backend=backend, throw=False)
-            # a guard against hangs, not a speed target: Radau spends ~50 s of its 16,384 steps where l2-SAM
-            # slides on g = 0 at a minimum of a depth-3 net (both backends then report max_steps)
-            assert time.perf_counter() - start < 90.0, (backend, sol)
+            # the bound on any one case (a guard against hangs: CI machines are slower, and no case
+            # here takes over 10 s on the development machine)
+            assert time.perf_counter() - start < 30.0, (backend, sol)
         assert np.all(np.isfinite(sol.params)), (backend, sol)
         ends.append(sol)
     # an explicit method whose steps sit at its stability bound may run out of them where an implicit one

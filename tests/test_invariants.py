@@ -393,3 +393,50 @@ def test_sliding_on_a_plane_is_judged_on_the_plane():
     for sol in ends:
         assert sol.status == "converged", sol
         np.testing.assert_allclose(sol.beta[-1], ends[1].beta[-1], rtol=1e-7, atol=1e-12)
+
+
+def _depth3_sliding_case():
+    """A random depth-3 l2-SAM case (issue 12): entries 1-5 head for 0 while entry 6 sits where g_6 changes sign."""
+    X = np.array([[0.6457265646506497, -0.3971752729171744, 0.4943433397866406, 1.7814758977638663,
+                   -1.0650325124359086, -1.3931595219608626],
+                  [-0.509622447939616, -1.9903655019419368, -0.7930500923891605, -0.07708328632119317,
+                   -0.41886184324747294, -0.5293640470385137],
+                  [0.05912480678875151, 0.4213256021895783, -0.3019440772684465, -1.0010071551849082,
+                   -0.7450923395284051, 1.1398773788520105],
+                  [0.6646091588161834, 0.07867275385111436, 0.06714396171277652, 0.04676628361028227,
+                   -0.35721770860023666, 1.0193766991641182]])
+    return fs.derive(fs.DiagonalNet(3), "exponential", fs.SAM(0.09112067806381142, 2)), fs.Dataset(X, [-1, 1, 1, 1])
+
+
+def test_a_sliding_mode_of_normalised_sam_ends_as_chattering_after_two_chunks():
+    """l2-SAM's field -grad L(theta + rho g/|g|) jumps where g_6 changes sign and points into that surface
+    from both sides: Radau dithered across it for its whole budget (16,384 steps, 48 s) where LSODA and BDF
+    step across a plane and fail. Now Radau names the sliding entry once two chunks of steps in a row ended
+    on it with the loss standing still (a flow sliding on its way to a minimum converges instead: the saddle
+    and reachability tests)."""
+    system, data = _depth3_sliding_case()
+    with pytest.warns(fs.ReachabilityWarning):  # beta = w^3 >= 0 from this init does not separate the data
+        sol = fs.solve(system, data, 1.0, log10_t1=3.0, backend="scipy:Radau", throw=False)
+    assert sol.status == "chattering" and sol.stats["steps"] <= 2048, sol
+    assert "entries [(0, 6)]" in sol.message and sol.log10_t[-1] == pytest.approx(2.2085, abs=1e-3)
+    with pytest.warns(fs.ReachabilityWarning):
+        assert not fs.solve(system, data, 1.0, log10_t1=3.0, backend="scipy:LSODA", throw=False).ok
+
+
+def test_sliding_needs_a_field_that_jumps_at_the_state():
+    """The sliding test about an entry's value: true on the surface g_6 = 0 where l2-SAM's field jumps, false a
+    little off it (one side only) and false for GD there (its field is continuous: it vanishes with the distance)."""
+    from flowsim.integrate.arrival import sliding
+    from flowsim.integrate.vector_field import numpy_field
+
+    system, data = _depth3_sliding_case()
+    with pytest.warns(fs.ReachabilityWarning):
+        sol = fs.solve(system, data, 1.0, log10_t1=3.0, backend="scipy:Radau", throw=False)
+    theta = sol.params[-1]
+    vf = numpy_field(system, 3, 6)
+    on = sliding(vf, theta, data.z, system.flow.rho, np.ones_like(theta), 1e-8, 1e-10)
+    assert on[:, :5].sum() == 0 and on[:, 5].any(), on
+    off = theta + 1e-3 * (np.arange(6) == 5)
+    assert not sliding(vf, off, data.z, system.flow.rho, np.ones_like(theta), 1e-8, 1e-10).any()
+    gd = numpy_field(fs.derive(fs.DiagonalNet(3), "exponential", fs.GD()), 3, 6)
+    assert not sliding(gd, theta, data.z, 0.0, np.ones_like(theta), 1e-8, 1e-10).any()

@@ -15,6 +15,13 @@ within the solver's resolution of the plane, the plane is invariant (the field i
 field points into it from both sides, and it vanishes sub-linearly (its order of vanishing, measured
 between two distances a factor 16 apart, is below :data:`ORDER`), so the remaining time to arrival is
 below anything the solver resolves. Such entries are set to exactly 0, where the field keeps them.
+
+The same test about an entry's current value finds a sliding mode (:func:`sliding`): normalised SAM's
+field :math:`-\nabla L(\theta + \rho g/|g|)` jumps where a component :math:`g_k` changes sign, and where it
+points into that surface from both sides the exact (Filippov) flow slides along it, which flowsim does not
+integrate for gradient-following flows. A solver there dithers across the surface at steps of the
+solver's resolution (Radau spent its 16,384 steps, 48 s, on 1e-4 of a decade in a random depth-3 case,
+issue 12); the test ends it after two chunks (``handlers._sliding``).
 """
 
 from __future__ import annotations
@@ -30,19 +37,36 @@ ORDER = 0.9
 RATIO = 16.0
 
 
+def _reached(vf, theta, Z, rho, sigma, k, center, delta):
+    """Entry ``k``'s field at ``center`` and whether it points into ``center`` from both sides (probed at
+    ``delta``) while vanishing there sub-linearly, so that ``center`` is reached in finite time."""
+    values = {}
+    for w in (0.0, delta, -delta, delta / RATIO):
+        probe = theta.copy()
+        probe[k] = center + w
+        with np.errstate(all="ignore"):
+            values[w] = float(vf.field_and_scale(probe, Z, rho, sigma)[0][k])
+    inward = values[delta] < 0 < values[-delta]
+    ratio = values[delta] / values[delta / RATIO] if values[delta / RATIO] else math.inf
+    return values[0.0], inward and 0 < ratio < RATIO ** ORDER
+
+
 def arrivals(vf, theta, Z, rho, sigma, planes, tol) -> np.ndarray:
     """(K, d) bool: entries within ``tol`` of an invariant plane (``planes``: per layer) that the field
     reaches in finite time from both sides (see the module docstring)."""
     near = (np.abs(theta) <= tol) & (theta != 0) & np.asarray(planes, bool)[:, None]
     out = np.zeros_like(near)
     for k in zip(*np.nonzero(near)):
-        values = {}
-        for w in (0.0, tol, -tol, tol / RATIO):
-            probe = theta.copy()
-            probe[k] = w
-            with np.errstate(all="ignore"):
-                values[w] = float(vf.field_and_scale(probe, Z, rho, sigma)[0][k])
-        inward = values[tol] < 0 < values[-tol]
-        ratio = values[tol] / values[tol / RATIO] if values[tol / RATIO] else math.inf
-        out[k] = values[0.0] == 0.0 and inward and 0 < ratio < RATIO ** ORDER
+        at_plane, reached = _reached(vf, theta, Z, rho, sigma, k, 0.0, tol)
+        out[k] = at_plane == 0.0 and reached
+    return out
+
+
+def sliding(vf, theta, Z, rho, sigma, rtol, atol) -> np.ndarray:
+    """(K, d) bool: entries whose field points into their current value from both sides, a distance of
+    the solver's resolution (atol + rtol |w|) away, and does not shrink as that distance does: a
+    discontinuity surface the state sits on (see the module docstring)."""
+    out = np.zeros(theta.shape, bool)
+    for k in zip(*np.nonzero(theta != 0)):
+        out[k] = _reached(vf, theta, Z, rho, sigma, k, theta[k], atol + rtol * abs(theta[k]))[1]
     return out

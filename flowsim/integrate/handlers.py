@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from flowsim.integrate import critical
-from flowsim.integrate.arrival import arrivals
+from flowsim.integrate.arrival import arrivals, sliding
 from flowsim.integrate.backends import backend_for
 from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.critical import LOSS_STILL
@@ -63,7 +63,7 @@ def _on_switch(run, seg):
 def _on_chunk_end(run, seg):
     """A chunk of steps is spent: a converged critical point, the step budget, a hand-over to an implicit
     method (``backend="auto"``), or on with the next chunk."""
-    if _put_on_planes(run) or _converged(run):
+    if _put_on_planes(run) or _converged(run) or _sliding(run):
         return
     if run.adaptive:
         _hand_over(run, IMPLICIT_FALLBACK)
@@ -71,6 +71,24 @@ def _on_chunk_end(run, seg):
         run.status = "max_steps"
         _stability_limited(run)
         _at_saddle(run, "the step budget ran out")
+
+
+def _sliding(run) -> bool:
+    """A normalised SAM flow sliding along a surface where its field is discontinuous
+    (``flowsim.integrate.arrival.sliding``) with the loss standing still and no critical point reached,
+    the same entries at two chunk ends in a row: "chattering", said so (and whether it is a saddle of the
+    loss), rather than a step budget spent there. (On the way to a minimum, where it slides too, the loss
+    still falls or the critical point is found first.)"""
+    if run.vf.signed or critical.arrival_radius(run.system.flow, run.theta.size) == 0 or _too_large(run):
+        return False
+    on = sliding(run.vf, run.theta, run.Z, run.rho, run.sigma, run.rtol, run.atol)
+    before, run.sliding = run.sliding, on
+    if not (on.any() and run.log_loss_change <= LOSS_STILL and before is not None and (on == before).all()):
+        return False
+    run.status = "chattering"
+    run.message = SLIDING.format(log10_t=run.log10_t_asked, entries=[(int(i), int(j) + 1) for i, j in zip(*np.nonzero(on))])
+    _at_saddle(run, "it slides there")  # at a saddle of the loss, that says more
+    return True
 
 
 def _stability_limited(run):
@@ -273,6 +291,12 @@ STIFF = ("{backend} ran out of its step budget at log10 t = {log10_t:.6g} with s
          "{product:.3g}, at an explicit method's stability bound. An implicit method is not limited so: backend='auto' "
          "(hands over to scipy:BDF) or 'scipy:BDF', 'scipy:LSODA', 'scipy:Radau'; a larger max_steps only goes further "
          "at the same pace (on a plateau in the log-time clock, a pace that slows like 1/t)")
+
+
+SLIDING = ("at log10 t = {log10_t:.6g} the flow slides along a surface where its field -grad L(theta + rho g/|g|) is "
+           "discontinuous (a component of g changes sign there): entries {entries} (layer, 1-based coordinate) have fields "
+           "pointing into their current values from both sides that do not shrink near them. The exact flow follows "
+           "a sliding mode flowsim does not integrate for gradient-following flows; the trajectory up to it is kept")
 
 
 CROSSING = ("{backend} stepped across w[{entry[0]}, {entry[1]}] = 0 (layer, 1-based coordinate) at log10 t = "

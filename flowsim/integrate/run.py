@@ -63,6 +63,7 @@ class Run:
         self.s, self.y = 0.0, np.concatenate([theta.ravel(), [0.0]])
         self.rec_s, self.rec_y = [], []  # the init is not a save: the first save is just after it
         self.remaining = run_targets
+        self.sliding = None  # entries found sliding at the last chunk's end (``handlers._sliding``)
         self.looked = 0  # saves up to here were tested for a rest point of the flow (``_earlier_rest_point``)
         # (first save, signs, sliding) of each stretch a sign flow's signs held (``_earlier_rest_point``)
         self.sign_history = [(0, self.sigma.copy(), bool(self.pinned.any()))] if self.uses_sign else []
