@@ -440,3 +440,43 @@ def test_sliding_needs_a_field_that_jumps_at_the_state():
     assert not sliding(vf, off, data.z, system.flow.rho, np.ones_like(theta), 1e-8, 1e-10).any()
     gd = numpy_field(fs.derive(fs.DiagonalNet(3), "exponential", fs.GD()), 3, 6)
     assert not sliding(gd, theta, data.z, 0.0, np.ones_like(theta), 1e-8, 1e-10).any()
+
+
+L3_X = [[1.4998616202102704, -1.1682047539308045], [0.8106216312560561, 1.8988979078111143],
+        [0.4469642342488036, 1.629147622744753], [-0.13815213257224668, -0.4209144822054169],
+        [0.46615477458847776, -1.4397901612502337], [1.109784940584752, 0.044554538418871914],
+        [-1.2931625626496468, 1.1320646767059128], [0.6771097802695434, -0.3272091716034584]]
+L3_Y = [-1, -1, -1, 1, -1, -1, 1, -1]
+
+
+def test_a_critical_point_with_an_entry_on_its_plane_is_found_under_lp_sam():
+    """l3-SAM puts coordinate 1 on its plane (finite-time arrival) on the way to a critical point. The
+    critical-point test linearises the loss's gradient field (radius 0) there, and the perturbation's
+    derivative, infinite at g = 0, came in multiplied by rho = 0: NaN, no critical point, and LSODA spent
+    its whole budget where BDF converged. Now the three implicit methods converge to one limit."""
+    system = fs.derive(fs.DiagonalNet(2), "exponential", fs.SAM(0.47412912234326826, 3))
+    data = fs.Dataset(np.array(L3_X), L3_Y)
+    with pytest.warns(fs.ReachabilityWarning):
+        ends = [fs.solve(system, data, 0.004519451149903088, log10_t1=5.737647996441231, backend=b, throw=False)
+                for b in ("scipy:LSODA", "scipy:BDF", "scipy:Radau")]
+    for sol in ends:
+        assert sol.status == "converged", (sol.config["backend"], sol.message)
+        np.testing.assert_allclose(sol.beta[-1], ends[1].beta[-1], rtol=1e-6, atol=1e-12)
+    assert ends[0].beta[-1][0] == 0.0
+
+
+def test_the_jacobian_at_radius_zero_is_the_gradient_fields_even_where_g_vanishes():
+    """At rho = 0 the evaluation point is theta: l3-SAM's Jacobian there is GD's (the derived gradient
+    field), finite with an entry exactly 0, where the perturbation's own derivative is infinite."""
+    from flowsim.integrate.jacobian import FieldJacobian
+    from flowsim.integrate.vector_field import numpy_field
+
+    data = fs.Dataset(np.array(L3_X), L3_Y)
+    theta = np.array([[0.0, 0.08], [0.0, 0.08]])
+    out = {}
+    for name, flow in (("l3", fs.SAM(0.47, 3)), ("gd", fs.GD())):
+        vf = numpy_field(fs.derive(fs.DiagonalNet(2), "exponential", flow), 2, 2)
+        out[name] = FieldJacobian(vf).field_and_scale(theta, data.z, 0.0, np.ones_like(theta))
+    assert np.all(np.isfinite(out["l3"][2]))
+    for a, b in zip(out["l3"], out["gd"]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)

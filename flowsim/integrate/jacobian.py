@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 
-from flowsim.integrate.vector_field import SCHEDULE
+from flowsim.integrate.vector_field import SCHEDULE, at_theta
 
 
 def _local(xp, block):
@@ -85,11 +85,14 @@ class FieldJacobian:
             dN = xp.where(N > 0, nu @ dH, 0.0)
             N = xp.where(N > 0, N, 1.0)
         args = (theta, r, N, S, rho, sigma)
-        dwt = _local(xp, P["P_w"](*args)) + _through(xp, P["P_r"](*args), dr, K) \
-            + _through(xp, P["P_N"](*args), dN, K) + _through(xp, P["P_S"](*args), dS, K)
+        if at_theta(rho):
+            theta_t, dwt = theta, xp.eye(K * d)
+        else:
+            dwt = _local(xp, P["P_w"](*args)) + _through(xp, P["P_r"](*args), dr, K) \
+                + _through(xp, P["P_N"](*args), dN, K) + _through(xp, P["P_S"](*args), dS, K)
+            theta_t = vf.compiled.perturbed(*args)
         if held is not None:
             dwt = xp.where(xp.reshape(held, (-1, 1)), 0.0, dwt)
-        theta_t = vf.compiled.perturbed(*args)
 
         rt, St, pt, pat, ct, drt, dSt = _couplings(vf, theta_t, Z)
         n = float(Z.shape[0])

@@ -69,8 +69,10 @@ class VectorField:
     def evaluation_point(self, theta, Z, rho, sigma):
         """theta~ and the dual norm N at theta (1 where the flow uses none)."""
         xp = self.xp
-        _, _, S, r = self.couplings(theta, Z)
         q = self.dual_exponent
+        if q is None and at_theta(rho):
+            return theta, 1.0
+        _, _, S, r = self.couplings(theta, Z)
         if q is None:
             N = 1.0
         else:
@@ -123,6 +125,14 @@ class VectorField:
             return xp.concatenate([xp.reshape(F * rate, (-1,)), xp.reshape(rate, (1,))])
 
         return f
+
+
+def at_theta(rho) -> bool:
+    """Whether the evaluation point theta + rho (...) is theta itself: a concrete radius 0 (GD, a sign flow
+    without ascent). Saves the couplings at theta, half a NumPy field evaluation, and the perturbation's
+    derivative, which is infinite where lp-SAM's (p > 2) gradient vanishes (0 x inf is no 0). A traced
+    JAX radius is never concrete: the compiled field keeps the general form."""
+    return isinstance(rho, (int, float)) and rho == 0.0
 
 
 def numpy_field(system, K, d) -> VectorField:
