@@ -139,26 +139,31 @@ class System:
         return f"System({self.model}, {self.loss.name}, {self.flow})"
 
 
+def _fit(xp, o, shape):
+    """``o`` as a float64 array of ``shape``: most outputs already are, and broadcasting them costs more
+    than the formula on the small arrays of a NumPy solve (constants are broadcast)."""
+    if getattr(o, "shape", None) == shape and getattr(o, "dtype", None) == xp.float64:
+        return o
+    return xp.broadcast_to(xp.asarray(o, dtype=xp.float64), shape)
+
+
 def _broadcasting(fn, n_out):
     """Wrap a lambdified function of K stacked rows so constant outputs broadcast to the input shape."""
 
     def call(xp, W, *rest):
         out = fn(*W, *rest)
-        shape = xp.shape(W[0])
-
-        def fit(o):  # most outputs already have the shape: broadcasting them costs more than the formula
-            if getattr(o, "shape", None) == shape and getattr(o, "dtype", None) == xp.float64:
-                return o
-            return xp.broadcast_to(xp.asarray(o, dtype=xp.float64), shape)
-
-        return fit(out) if n_out is None else xp.stack([fit(o) for o in out])
+        shape = W[0].shape
+        if n_out is None:
+            return _fit(xp, out, shape)
+        # np.array of a list of same-shape arrays is np.stack at a third of its call overhead
+        return (np.array if xp is np else xp.stack)([_fit(xp, o, shape) for o in out])
 
     return call
 
 
 def _elementwise(xp, fn):
     """A lambdified function of the margins, broadcast to their shape (constants included)."""
-    return lambda m: xp.broadcast_to(xp.asarray(fn(m), dtype=xp.float64), xp.shape(m))
+    return lambda m: _fit(xp, fn(m), m.shape)
 
 
 def _no_delta(e):

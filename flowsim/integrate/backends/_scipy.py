@@ -54,7 +54,8 @@ def _times_of(dense, targets, lo, hi, iterations=100):
             elif f > 0:
                 fa[i] = fa[i] / 2 if side[i] > 0 else fa[i]
                 b[i], fb[i], side[i] = s[i], f, 1
-            if f != 0 and b[i] - a[i] > _EPS4 * max(abs(a[i]), abs(b[i])):
+            # open while u can still come closer to its target than rounding and s can still move
+            if abs(f) > _EPS4 * abs(targets[i]) and b[i] - a[i] > _EPS4 * max(abs(a[i]), abs(b[i])):
                 still.append(i)
         open_ = still
     for i in open_:
