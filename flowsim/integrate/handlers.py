@@ -81,9 +81,12 @@ def _sliding(run) -> bool:
     still falls or the critical point is found first.)"""
     if run.vf.signed or critical.arrival_radius(run.system.flow, run.theta.size) == 0 or _too_large(run):
         return False
+    if run.log_loss_change > LOSS_STILL:  # (probing costs 4 field evaluations an entry)
+        run.sliding = None
+        return False
     on = sliding(run.vf, run.theta, run.Z, run.rho, run.sigma, run.rtol, run.atol)
     before, run.sliding = run.sliding, on
-    if not (on.any() and run.log_loss_change <= LOSS_STILL and before is not None and (on == before).all()):
+    if not (on.any() and before is not None and (on == before).all()):
         return False
     run.status = "chattering"
     run.message = SLIDING.format(log10_t=run.log10_t_asked, entries=[(int(i), int(j) + 1) for i, j in zip(*np.nonzero(on))])

@@ -1,4 +1,4 @@
-"""diffrax backend: one jitted ``diffeqsolve`` per segment, events root-found by bisection on the
+"""diffrax backend: one jitted ``diffeqsolve`` per segment (kept on disk between processes: ``_stored``), events root-found by bisection on the
 dense output; save targets saved as the solver passes them (log-time and schedule clocks) or found
 on the dense output (tau clock, where the targets are values of the state u). Compiled once per (system structure,
 solver, clock, step budget, save slots: ``target_slots``); data, rho, init, horizon, rtol and atol are
@@ -16,6 +16,7 @@ import optimistix as optx
 from flowsim.integrate.backends import _unrolled
 from flowsim.integrate.backends._base import Segment
 from flowsim.integrate.backends._events import event_functions, first_event
+from flowsim.integrate.backends._stored import StoredKernel, formulas
 
 #: Tsit5 and Dopri5 are diffrax's, with the stages unrolled (see ``_unrolled``)
 SOLVERS = {"Tsit5": _unrolled.Tsit5, "Dopri5": _unrolled.Dopri5, "Dopri8": diffrax.Dopri8, "Kvaerno5": diffrax.Kvaerno5}
@@ -97,7 +98,8 @@ def kernel(vf, key, clock, uses_sign, sliding, solver, max_steps, n_targets, tra
         if batched:
             axes = (None, 0, None, None, None, 0, None, None, 0)
             run = jax.vmap(run, in_axes=(0, None, None, axes, None, None))
-        _CACHE[ck] = jax.jit(run), names
+        structure = f"{formulas(vf)}\n{(clock, uses_sign, sliding, solver, max_steps, n_targets, track, batched)!r}"
+        _CACHE[ck] = StoredKernel(jax.jit(run), structure), names
     return _CACHE[ck]
 
 

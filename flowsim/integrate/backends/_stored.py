@@ -1,0 +1,110 @@
+"""Compiled solve kernels kept on disk between processes (issue 16: a warm start that is warm).
+
+JAX's persistent cache stores a kernel's *compiled* form, but finding it still means tracing the whole
+diffrax solve in Python first, a second or more in every new process. Here a kernel is also exported
+(``jax.export``: the lowered module, serialised) on its first call, and a later process that asks for
+the same kernel loads that module instead of tracing: its compile then hits JAX's cache. The file name
+is a digest of everything the traced code depends on: flowsim's own source, the versions of JAX and the
+diffrax stack, the platform, the generated code of the system's formulas, the kernel's structure and
+its arguments' shapes, so a change to any of them makes a new file rather than reusing a stale one.
+Anything that fails here (no folder, an export JAX refuses, a damaged file) falls back to the traced
+kernel.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import os
+import re
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+_STACK = ("jax", "jaxlib", "diffrax", "equinox", "optimistix", "lineax", "flatbuffers")
+
+
+def folder() -> Path | None:
+    """Where exported kernels live: ``kernels/`` beside JAX's compile cache (FLOWSIM_JAX_CACHE; 0: none)."""
+    where = os.environ.get("FLOWSIM_JAX_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "flowsim", "jax"))
+    return None if where == "0" else Path(where) / "kernels"
+
+
+@functools.lru_cache(maxsize=1)
+def _environment() -> str:
+    """flowsim's source and the versions of the stack it traces through, digested once per process."""
+    h = hashlib.sha256()
+    root = Path(__file__).resolve().parents[2]  # the flowsim package
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    for name in _STACK:
+        try:
+            h.update(f"{name}={metadata.version(name)}".encode())
+        except metadata.PackageNotFoundError:
+            h.update(f"{name}=-".encode())
+    h.update(jax.default_backend().encode())
+    return h.hexdigest()
+
+
+def formulas(vf) -> str:
+    """The generated code of a field's formulas and the field's own settings, as text. sympy numbers its
+    dummy symbols process-wide (``_Dummy_168`` in one process, ``_Dummy_169`` in the next): they are
+    renumbered by first appearance, so one system gives one text."""
+    raw = vf.compiled.raw
+    parts = [f"{name}:{_canonical(inspect.getsource(raw[name]))}" for name in sorted(raw)]
+    return "\n".join(parts + [repr((vf.K, vf.d, vf.dual_exponent, vf.needs_P, vf.signed))])
+
+
+def _canonical(source: str) -> str:
+    seen: dict[str, str] = {}
+    return re.sub(r"_Dummy_\d+", lambda m: seen.setdefault(m.group(0), f"_Dummy_{len(seen)}"), source)
+
+
+class StoredKernel:
+    """``jitted(*args)``, loaded from or exported to ``folder()`` on its first call with each set of argument
+    shapes (an exported module has fixed shapes; a new n, as jit would, makes another). ``describe``: the
+    kernel's structure, as text."""
+
+    def __init__(self, run, describe: str):
+        self._run, self._describe, self._calls = run, describe, {}
+
+    def __call__(self, *args):
+        shapes = repr(jax.tree_util.tree_map(lambda a: (jnp.shape(a), str(jnp.result_type(a))), args))
+        call = self._calls.get(shapes)
+        if call is not None:
+            return call(*args)
+        call = self._load_or_export(shapes, args)
+        if call is not None:
+            try:
+                out = call(*args)
+                self._calls[shapes] = call
+                return out
+            except Exception:  # noqa: BLE001 -- a module this JAX cannot run: trace instead
+                pass
+        self._calls[shapes] = self._run
+        return self._run(*args)
+
+    def _load_or_export(self, shapes, args):
+        where = folder()
+        if where is None:
+            return None
+        key = hashlib.sha256(f"{_environment()}\n{self._describe}\n{shapes}".encode()).hexdigest()
+        path = where / f"{key}.jaxexport"
+        try:
+            if path.exists():
+                exported = jax.export.deserialize(bytearray(path.read_bytes()))
+            else:
+                exported = jax.export.export(self._run)(*args)
+                where.mkdir(parents=True, exist_ok=True)
+                with tempfile.NamedTemporaryFile(dir=where, suffix=".part", delete=False) as f:
+                    name = f.name
+                    f.write(exported.serialize())
+                os.replace(name, path)  # never a half-written kernel under its name
+            return jax.jit(exported.call)
+        except Exception:  # noqa: BLE001 -- any failure here only costs the trace it would have saved
+            return None

@@ -1,0 +1,62 @@
+"""Compiled solves kept on disk between processes (``flowsim.integrate.backends._stored``, issue 16)."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent("""
+    import json, sys
+    import numpy as np, jax, flowsim as fs
+    from flowsim.integrate.backends import _stored
+    exports = []
+    real = jax.export.export
+    def counting(*a, **k):
+        exports.append(1)
+        return real(*a, **k)
+    jax.export.export = counting
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, 2))
+    out = {}
+    for n in (3, 1, 3):  # a new n within one process: another module, as jit would trace anew
+        X = np.array([[1.0, 2.0, 3.0], [2.0, 1.0, 0.5], [0.5, 3.0, 1.0]])[:n]
+        sol = fs.solve(system, fs.Dataset(X, [1] * n), 0.1, t1=1e30, backend="diffrax:Tsit5")
+        out[n] = sol.beta[-1].tolist()
+    print(json.dumps({"exports": len(exports), "beta": out}))
+""")
+
+
+def _run(cache):
+    env = {**os.environ, "FLOWSIM_JAX_CACHE": str(cache)}
+    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_second_process_loads_the_kernels_the_first_exported(tmp_path):
+    """The first process exports one kernel per argument shape (n = 3, then 1); the second exports none
+    (it loads them rather than tracing diffrax) and its solves agree with the first's to the last bit."""
+    first, second = _run(tmp_path), _run(tmp_path)
+    assert first["exports"] == 2 and second["exports"] == 0
+    assert len(list((tmp_path / "kernels").glob("*.jaxexport"))) == 2
+    assert first["beta"] == second["beta"]
+
+
+def test_a_changed_formula_makes_a_new_kernel_not_a_stale_one():
+    """The file name digests the generated code, renumbering sympy's process-wide dummy symbols: one
+    system gives one text, and another flow another."""
+    import flowsim as fs
+    from flowsim.integrate.backends._stored import _canonical, formulas
+    from flowsim.integrate.vector_field import jax_field
+
+    assert _canonical("f(_Dummy_168, _Dummy_170, _Dummy_168)") == "f(_Dummy_0, _Dummy_1, _Dummy_0)"
+    l2 = formulas(jax_field(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, 2)), 1, 3))
+    l3 = formulas(jax_field(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, 3)), 1, 3))
+    assert l2 != l3 and l2 == formulas(jax_field(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.3, 2)), 1, 3))
+
+
+def test_without_a_cache_folder_nothing_is_exported_and_the_solves_agree(tmp_path):
+    """FLOWSIM_JAX_CACHE=0: plain jit, no export, no file; the same numbers as a loaded kernel's."""
+    plain, stored = _run("0"), _run(tmp_path)
+    assert plain["exports"] == 0 and stored["exports"] == 2
+    assert plain["beta"] == stored["beta"]
