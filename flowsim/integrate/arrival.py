@@ -21,7 +21,8 @@ field :math:`-\nabla L(\theta + \rho g/|g|)` jumps where a component :math:`g_k`
 points into that surface from both sides the exact (Filippov) flow slides along it, which flowsim does not
 integrate for gradient-following flows. A solver there dithers across the surface at steps of the
 solver's resolution (Radau spent its 16,384 steps, 48 s, on 1e-4 of a decade in a random depth-3 case,
-issue 12); the test ends it after two chunks (``handlers._sliding``).
+issue 12); found at two chunk ends in a row with the loss standing still, it ends the solve
+(``handlers._sliding``).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ OUTCOMES = {
 #: Statuses that mean the integration failed; ``throw=True`` raises :class:`flowsim.IntegrationError`.
 FAILURES = {
     "max_steps": "the step budget max_steps ran out before t1; raise max_steps or loosen rtol/atol",
-    "chattering": "a sign switch with a sliding mode flowsim does not integrate (not on a coordinate plane w = 0), or Zeno switching",
+    "chattering": "a sliding mode flowsim does not integrate: a sign switch with no consistent side (not on a coordinate plane w = 0), Zeno switching, or normalised SAM sliding where its field jumps (a saddle of the loss among them)",
     "failed": "the solver failed (step size underflow or a non-finite state)",
     "interrupted": "interrupted by the user; everything up to the interrupt is kept",
 }

@@ -1,5 +1,5 @@
-"""diffrax backend: one jitted ``diffeqsolve`` per segment (kept on disk between processes: ``_stored``), events root-found by bisection on the
-dense output; save targets saved as the solver passes them (log-time and schedule clocks) or found
+"""diffrax backend: one jitted ``diffeqsolve`` per segment (kept on disk between processes: ``_stored``),
+events root-found by bisection on the dense output; save targets saved as the solver passes them (log-time and schedule clocks) or found
 on the dense output (tau clock, where the targets are values of the state u). Compiled once per (system structure,
 solver, clock, step budget, save slots: ``target_slots``); data, rho, init, horizon, rtol and atol are
 run-time arguments, so one compile serves every horizon, alpha, rho and tolerance."""
