@@ -60,3 +60,14 @@ def test_without_a_cache_folder_nothing_is_exported_and_the_solves_agree(tmp_pat
     plain, stored = _run("0"), _run(tmp_path)
     assert plain["exports"] == 0 and stored["exports"] == 2
     assert plain["beta"] == stored["beta"]
+
+
+def test_the_longest_unused_kernels_are_pruned(tmp_path):
+    from flowsim.integrate.backends._stored import _prune
+
+    for i in range(5):
+        (tmp_path / f"{i}.jaxexport").write_bytes(b"x")
+        os.utime(tmp_path / f"{i}.jaxexport", (1000 + i, 1000 + i))
+    (tmp_path / "other.txt").write_bytes(b"x")
+    _prune(tmp_path, keep=3)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["2.jaxexport", "3.jaxexport", "4.jaxexport", "other.txt"]

@@ -25,6 +25,9 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
+#: kernels kept at most (each ~100 KB): every change of flowsim's source or a shape makes new ones
+KEEP = 1000
+
 _STACK = ("jax", "jaxlib", "diffrax", "equinox", "optimistix", "lineax", "flatbuffers")
 
 
@@ -98,6 +101,7 @@ class StoredKernel:
         try:
             if path.exists():
                 exported = jax.export.deserialize(bytearray(path.read_bytes()))
+                os.utime(path)  # last used now (``_prune`` removes the longest unused)
             else:
                 exported = jax.export.export(self._run)(*args)
                 where.mkdir(parents=True, exist_ok=True)
@@ -105,6 +109,21 @@ class StoredKernel:
                     name = f.name
                     f.write(exported.serialize())
                 os.replace(name, path)  # never a half-written kernel under its name
+                _prune(where)
             return jax.jit(exported.call)
         except Exception:  # noqa: BLE001 -- any failure here only costs the trace it would have saved
             return None
+
+
+def _prune(where: Path, keep: int | None = None) -> None:
+    """Remove all but the ``keep`` (default ``KEEP``) most recently used kernels."""
+    files = sorted(where.glob("*.jaxexport"), key=_last_used, reverse=True)
+    for path in files[KEEP if keep is None else keep:]:
+        path.unlink(missing_ok=True)
+
+
+def _last_used(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # removed meanwhile by another process's prune
+        return 0.0
