@@ -480,3 +480,21 @@ def test_the_jacobian_at_radius_zero_is_the_gradient_fields_even_where_g_vanishe
     assert np.all(np.isfinite(out["l3"][2]))
     for a, b in zip(out["l3"], out["gd"]):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
+def test_two_entries_sliding_together_near_a_critical_point_are_found():
+    """All of g is small near a critical point: the entries sliding here have |g_k| at 0.5-1% of max |g|,
+    which a filter on that ratio missed (Radau: 16,384 steps, 36 s, 'max_steps'; LSODA fails crossing a
+    plane). Every entry is probed."""
+    X = np.array([[1.50700561, 0.84325445, 0.20733528, -1.58543638, -0.18617751, -0.54675248],
+                  [0.35405732, 0.49836524, -0.02870169, -0.06724912, -0.09071704, -0.71659597],
+                  [0.0268449, 2.31344621, 1.05762873, -0.43534083, -0.38025481, 0.07268685],
+                  [0.4623903, 0.09975066, 0.79567356, 0.6530468, -0.21609658, 0.55602082],
+                  [-0.69323086, -1.79662041, 0.7855192, 0.41277667, 1.51318161, 1.31242498],
+                  [0.7306772, 0.76791251, -0.2361798, 0.53171291, 0.88995255, -0.71642245]])
+    system = fs.derive(fs.DiagonalNet(3), "logistic", fs.SAM(0.331226403393368, 2))
+    with pytest.warns(fs.ReachabilityWarning):  # beta = w^3 <= 0 from this init does not separate the data
+        sol = fs.solve(system, fs.Dataset(X, [1, 1, 1, 1, -1, 1]), -0.0017383405674502239, log10_t1=74.3,
+                       backend="scipy:Radau", throw=False)
+    assert sol.status == "chattering" and sol.stats["steps"] <= 3072, sol
+    assert "entries [(0, 5), (0, 6)]" in sol.message
