@@ -1,6 +1,7 @@
 """Conserved quantities, the tied/product relation, backend and clock agreement, long horizons."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -498,3 +499,26 @@ def test_two_entries_sliding_together_near_a_critical_point_are_found():
                        backend="scipy:Radau", throw=False)
     assert sol.status == "chattering" and sol.stats["steps"] <= 3072, sol
     assert "entries [(0, 5), (0, 6)]" in sol.message
+
+
+def test_an_explicit_method_dithering_near_its_plane_puts_the_entry_there():
+    """l3-SAM entries arrive on their planes; Tsit5 dithered 2-30 atol from them (its steps at their
+    stability bound), the arrival test (within atol) did not fire, and it ran out of steps where LSODA,
+    BDF, Radau and DOP853 collapsed. An entry that one mean step carries onto its plane is on it."""
+    X = [[1.1441658720372287, -0.32542283686782436, 0.7738065867276614, 0.28121066979764925, -0.5538228364240524],
+         [0.9775674511260357, -0.31055654665915255, -0.3288239040579627, -0.7921467553588982, 0.45495807124085547],
+         [-0.09919805171738795, 0.5452887139646817, -0.6071856998706371, 0.12682784711186987, -0.8922740434297903],
+         [0.8414649723701431, 0.18803508698068597, 0.33057100813532614, 0.41050391297026284, -1.0107575001533344],
+         [0.7831809961440773, 2.0567028183423686, -1.6384425032355252, -1.7294114671544816, -1.50483141386432],
+         [0.8414588934539998, 0.12871565747406846, 1.078342440739298, 0.722430872307499, 0.21057181237528058],
+         [0.28403814525037085, -0.16976049772313542, 0.8684602112115102, -1.1297159617807548, -0.4218588261783162],
+         [0.2429388530987352, 1.8014208584493328, -0.7644641157203993, -1.0790604591369424, -0.5632871985040379]]
+    data = fs.Dataset(np.array(X), [-1, 1, -1, -1, 1, -1, 1, 1])
+    system = fs.derive(fs.DiagonalNet(2, "tied"), "exponential", fs.SAM(0.0868189257283012, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fs.ReachabilityWarning)
+        ends = {b: fs.solve(system, data, 0.0016220795734162951, log10_t1=1.0, backend=b, throw=False)
+                for b in ("scipy:LSODA", "diffrax:Tsit5")}
+    for b, sol in ends.items():
+        assert sol.status == "collapsed", (b, sol.message)
+    assert ends["diffrax:Tsit5"].log10_t[-1] == pytest.approx(ends["scipy:LSODA"].log10_t[-1], abs=1e-5)

@@ -53,12 +53,13 @@ def _reached(vf, theta, Z, rho, sigma, k, center, delta):
 
 
 def arrivals(vf, theta, Z, rho, sigma, planes, tol) -> np.ndarray:
-    """(K, d) bool: entries within ``tol`` of an invariant plane (``planes``: per layer) that the field
-    reaches in finite time from both sides (see the module docstring)."""
+    """(K, d) bool: entries within ``tol`` (a number, or one per entry) of an invariant plane (``planes``:
+    per layer) that the field reaches in finite time from both sides (see the module docstring)."""
+    tol = np.broadcast_to(np.asarray(tol, float), theta.shape)
     near = (np.abs(theta) <= tol) & (theta != 0) & np.asarray(planes, bool)[:, None]
     out = np.zeros_like(near)
     for k in zip(*np.nonzero(near)):
-        at_plane, reached = _reached(vf, theta, Z, rho, sigma, k, 0.0, tol)
+        at_plane, reached = _reached(vf, theta, Z, rho, sigma, k, 0.0, float(tol[k]))
         out[k] = at_plane == 0.0 and reached
     return out
 

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from flowsim.integrate import critical
-from flowsim.integrate.arrival import arrivals, sliding
+from flowsim.integrate.arrival import ORDER, arrivals, sliding
 from flowsim.integrate.backends import backend_for
 from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.critical import LOSS_STILL
@@ -113,7 +113,7 @@ def _put_on_planes(run) -> bool:
     solver dithers, are set on it; the solve goes on from there."""
     if not any(run.planes):
         return False
-    on = arrivals(run.vf, run.theta, run.Z, run.rho, run.sigma, run.planes, run.atol)
+    on = arrivals(run.vf, run.theta, run.Z, run.rho, run.sigma, run.planes, _dither(run))
     if not on.any():
         return False
     run.y = np.concatenate([np.where(on, 0.0, run.theta).ravel(), run.y[-1:]])
@@ -124,6 +124,21 @@ def _put_on_planes(run) -> bool:
                        "tau": tau_of(run.clock, run.s, run.y),
                        "entries": [(int(i), int(j) + 1) for i, j in zip(*np.nonzero(on))]})
     return True
+
+
+#: the most an entry is moved onto its plane, in atol: global errors are this multiple of the local tolerance
+DITHER_MAX = 100
+
+
+def _dither(run):
+    """Per entry, how far from its plane a solver may dither: at least atol; an entry that arrives sub-linearly
+    (order below ``arrival.ORDER``) within one mean step of the last call is that step's motion over
+    1 - ORDER away; at most DITHER_MAX atol. An explicit method dithers at 2-30 atol where lp-SAM entries
+    arrive (Tsit5 ran out of steps at a random l3-SAM case where LSODA, BDF, Radau and DOP853 collapsed)."""
+    with np.errstate(all="ignore"):
+        rate = run.vf.rhs(run.clock, bool(run.pinned.any()))(run.s, run.y, (run.Z, run.rho, run.sigma, run.pinned))
+    reach = np.abs(run.mean_step * np.asarray(rate[:-1]).reshape(run.K, run.d)) / (1.0 - ORDER)
+    return np.clip(np.nan_to_num(reach, nan=run.atol), run.atol, DITHER_MAX * run.atol)
 
 
 #: where ``backend="auto"`` goes when an explicit method spends a whole chunk: the steps of an explicit
