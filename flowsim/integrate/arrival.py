@@ -38,18 +38,20 @@ ORDER = 0.9
 RATIO = 16.0
 
 
+def _field_at(vf, theta, Z, rho, sigma, k, w):
+    """Entry ``k``'s field with that entry moved to ``w``."""
+    probe = theta.copy()
+    probe[k] = w
+    with np.errstate(all="ignore"):
+        return float(vf.field_and_scale(probe, Z, rho, sigma)[0][k])
+
+
 def _reached(vf, theta, Z, rho, sigma, k, center, delta):
-    """Entry ``k``'s field at ``center`` and whether it points into ``center`` from both sides (probed at
-    ``delta``) while vanishing there sub-linearly, so that ``center`` is reached in finite time."""
-    values = {}
-    for w in (0.0, delta, -delta, delta / RATIO):
-        probe = theta.copy()
-        probe[k] = center + w
-        with np.errstate(all="ignore"):
-            values[w] = float(vf.field_and_scale(probe, Z, rho, sigma)[0][k])
-    inward = values[delta] < 0 < values[-delta]
-    ratio = values[delta] / values[delta / RATIO] if values[delta / RATIO] else math.inf
-    return values[0.0], inward and 0 < ratio < RATIO ** ORDER
+    """Whether entry ``k``'s field points into ``center`` from both sides (probed at ``delta``) while
+    vanishing there sub-linearly, so that ``center`` is reached in finite time."""
+    right, left, near = (_field_at(vf, theta, Z, rho, sigma, k, center + w) for w in (delta, -delta, delta / RATIO))
+    ratio = right / near if near else math.inf
+    return right < 0 < left and 0 < ratio < RATIO ** ORDER
 
 
 def arrivals(vf, theta, Z, rho, sigma, planes, tol) -> np.ndarray:
@@ -59,8 +61,8 @@ def arrivals(vf, theta, Z, rho, sigma, planes, tol) -> np.ndarray:
     near = (np.abs(theta) <= tol) & (theta != 0) & np.asarray(planes, bool)[:, None]
     out = np.zeros_like(near)
     for k in zip(*np.nonzero(near)):
-        at_plane, reached = _reached(vf, theta, Z, rho, sigma, k, 0.0, float(tol[k]))
-        out[k] = at_plane == 0.0 and reached
+        out[k] = _field_at(vf, theta, Z, rho, sigma, k, 0.0) == 0.0 and _reached(vf, theta, Z, rho, sigma, k, 0.0,
+                                                                               float(tol[k]))
     return out
 
 
@@ -72,5 +74,5 @@ def sliding(vf, theta, Z, rho, sigma, rtol, atol) -> np.ndarray:
     # every entry is probed: near a critical point all of g is small, and which g_k is "near 0" is not
     # told by its size against max |g| (0.5-1% on two entries sliding together, issue 12)
     for k in zip(*np.nonzero(theta != 0)):
-        out[k] = _reached(vf, theta, Z, rho, sigma, k, theta[k], atol + rtol * abs(theta[k]))[1]
+        out[k] = _reached(vf, theta, Z, rho, sigma, k, theta[k], atol + rtol * abs(theta[k]))
     return out

@@ -81,7 +81,7 @@ def _sliding(run) -> bool:
     still falls or the critical point is found first.)"""
     if run.vf.signed or critical.arrival_radius(run.system.flow, run.theta.size) == 0 or _too_large(run):
         return False
-    if run.log_loss_change > LOSS_STILL:  # (probing costs 4 field evaluations an entry)
+    if run.log_loss_change > LOSS_STILL:  # (probing costs 3 field evaluations an entry)
         run.sliding = None
         return False
     on = sliding(run.vf, run.theta, run.Z, run.rho, run.sigma, run.rtol, run.atol)

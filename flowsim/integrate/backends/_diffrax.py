@@ -16,7 +16,7 @@ import optimistix as optx
 from flowsim.integrate.backends import _unrolled
 from flowsim.integrate.backends._base import Segment
 from flowsim.integrate.backends._events import event_functions, first_event
-from flowsim.integrate.backends._stored import StoredKernel, formulas
+from flowsim.integrate.backends._stored import StoredKernel
 
 #: Tsit5 and Dopri5 are diffrax's, with the stages unrolled (see ``_unrolled``)
 SOLVERS = {"Tsit5": _unrolled.Tsit5, "Dopri5": _unrolled.Dopri5, "Dopri8": diffrax.Dopri8, "Kvaerno5": diffrax.Kvaerno5}
@@ -98,8 +98,8 @@ def kernel(vf, key, clock, uses_sign, sliding, solver, max_steps, n_targets, tra
         if batched:
             axes = (None, 0, None, None, None, 0, None, None, 0)
             run = jax.vmap(run, in_axes=(0, None, None, axes, None, None))
-        structure = f"{formulas(vf)}\n{(clock, uses_sign, sliding, solver, max_steps, n_targets, track, batched)!r}"
-        _CACHE[ck] = StoredKernel(jax.jit(run), structure), names
+        _CACHE[ck] = StoredKernel(jax.jit(run), vf, (clock, uses_sign, sliding, solver, max_steps, n_targets, track,
+                                                     batched)), names
     return _CACHE[ck]
 
 

@@ -70,11 +70,12 @@ def _canonical(source: str) -> str:
 
 class StoredKernel:
     """``jitted(*args)``, loaded from or exported to ``folder()`` on its first call with each set of argument
-    shapes (an exported module has fixed shapes; a new n, as jit would, makes another). ``describe``: the
-    kernel's structure, as text."""
+    shapes (an exported module has fixed shapes; a new n, as jit would, makes another). ``vf``: the field it
+    integrates; ``structure``: the kernel's other build settings (both digested into the file name, only
+    when a folder is in use)."""
 
-    def __init__(self, run, describe: str):
-        self._run, self._describe, self._calls = run, describe, {}
+    def __init__(self, run, vf, structure: tuple):
+        self._run, self._vf, self._structure, self._calls = run, vf, structure, {}
 
     def __call__(self, *args):
         shapes = repr(jax.tree_util.tree_map(lambda a: (jnp.shape(a), str(jnp.result_type(a))), args))
@@ -96,7 +97,8 @@ class StoredKernel:
         where = folder()
         if where is None:
             return None
-        key = hashlib.sha256(f"{_environment()}\n{self._describe}\n{shapes}".encode()).hexdigest()
+        describe = f"{_environment()}\n{formulas(self._vf)}\n{self._structure!r}\n{shapes}"
+        key = hashlib.sha256(describe.encode()).hexdigest()
         path = where / f"{key}.jaxexport"
         try:
             if path.exists():
