@@ -16,6 +16,7 @@ where :math:`F = -G(\tilde\theta)` is O(1) and :math:`\dot\theta = e^{\tilde S} 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 CLOCKS = ("tau", "log_time")
@@ -47,7 +48,7 @@ class VectorField:
         mx = lq.max()  # array methods: NumPy's xp.max / xp.sum dispatch costs more than these small reductions
         e = xp.exp(lq - mx)
         total = e.sum()
-        return beta, m, mx + xp.log(total) - xp.log(float(Z.shape[0])), e, total
+        return beta, m, mx + xp.log(total) - math.log(Z.shape[0]), e, total
 
     def weights(self, theta, Z):
         """beta, margins m, log gradient scale S and the sample weights p = softmax(log q(m))."""
@@ -115,14 +116,15 @@ class VectorField:
 
         def f(s, y, args):
             Z, rho, sigma, pinned = args[:4]
-            theta = xp.reshape(y[:-1], (K, d))
+            theta = y[:-1].reshape(K, d)
             F, S_t = fs(theta, Z, rho, sigma, pinned)
+            # array methods and [None]: NumPy's function forms dispatch at a cost like the formulas'
             if clock == "tau":
-                return xp.concatenate([xp.reshape(F, (-1,)), xp.reshape(xp.exp(-S_t - y[-1]), (1,))])
+                return xp.concatenate([F.reshape(-1), xp.exp(-S_t - y[-1])[None]])
             if clock == SCHEDULE:  # s itself is the clock; the last state entry counts s
-                return xp.concatenate([xp.reshape(F, (-1,)), xp.ones(1)])
+                return xp.concatenate([F.reshape(-1), xp.ones(1)])
             rate = xp.exp(S_t + s)
-            return xp.concatenate([xp.reshape(F * rate, (-1,)), xp.reshape(rate, (1,))])
+            return xp.concatenate([(F * rate).reshape(-1), rate[None]])
 
         return f
 

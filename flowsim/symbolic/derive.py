@@ -140,30 +140,32 @@ class System:
 
 
 def _fit(xp, o, shape):
-    """``o`` as a float64 array of ``shape``: most outputs already are, and broadcasting them costs more
-    than the formula on the small arrays of a NumPy solve (constants are broadcast)."""
-    if getattr(o, "shape", None) == shape and getattr(o, "dtype", None) == xp.float64:
-        return o
+    """``o`` as a float64 array of ``shape`` (a constant output, or one of scalar arguments only)."""
     return xp.broadcast_to(xp.asarray(o, dtype=xp.float64), shape)
 
 
-def _broadcasting(fn, n_out):
-    """Wrap a lambdified function of K stacked rows so constant outputs broadcast to the input shape."""
-
-    def call(xp, W, *rest):
-        out = fn(*W, *rest)
-        shape = W[0].shape
-        if n_out is None:
-            return _fit(xp, out, shape)
-        # np.array of a list of same-shape arrays is np.stack at a third of its call overhead
-        return (np.array if xp is np else xp.stack)([_fit(xp, o, shape) for o in out])
-
-    return call
+#: how each compiled signature unpacks its stacked (K, d) arguments into the lambdified rows
+_UNPACK = {
+    "beta": lambda fn: lambda W: fn(*W),
+    "direction": lambda fn: lambda W, r_: fn(*W, r_),
+    "perturbed": lambda fn: lambda W, r_, N_, S_, rho_, Sig: fn(*W, r_, N_, S_, rho_, *Sig),
+    "field": lambda fn: lambda Wt, rt_, Pt_, n_, N_, Sig: fn(*Wt, rt_, Pt_, n_, N_, *Sig),
+    "margin": lambda fn: fn,
+}
 
 
-def _elementwise(xp, fn):
-    """A lambdified function of the margins, broadcast to their shape (constants included)."""
-    return lambda m: _fit(xp, fn(m), m.shape)
+def _shaped(xp, fn, of, n_out, arrays):
+    """The lambdified ``fn`` with the signature ``of`` and outputs of the input's shape. Which outputs
+    need broadcasting is decided here, once: an expression of an array argument already has its shape,
+    only constants and expressions of scalars (N, S, rho, n) do not. Per-call shape checks had cost
+    more than the formulas on the small arrays of a NumPy solve."""
+    call = _UNPACK[of](fn)
+    stack = np.array if xp is np else xp.stack  # np.array of same-shape arrays: np.stack at a third of its cost
+    if n_out is None:
+        return call if arrays else lambda *a: _fit(xp, call(*a), a[0].shape[1:] if of != "margin" else a[0].shape)
+    if all(arrays):
+        return lambda *a: stack(call(*a))
+    return lambda *a: stack([o if arr else _fit(xp, o, a[0].shape[1:]) for o, arr in zip(call(*a), arrays)])
 
 
 def _no_delta(e):
@@ -202,12 +204,8 @@ def _compile(system_parts, modules, xp) -> Compiled:
     # it differentiates) is one of these signatures
     signatures = {"beta": list(w), "direction": [*w, r], "perturbed": [*w, r, N, S, rho, *sig],
                   "field": [*wt, rt, Pt, n, N, *sig], "margin": [M]}
-    calls = {
-        "beta": lambda c: lambda W: c(xp, W),
-        "direction": lambda c: lambda W, r_: c(xp, W, r_),
-        "perturbed": lambda c: lambda W, r_, N_, S_, rho_, Sig: c(xp, W, r_, N_, S_, rho_, *Sig),
-        "field": lambda c: lambda Wt, rt_, Pt_, n_, N_, Sig: c(xp, Wt, rt_, Pt_, n_, N_, *Sig),
-    }
+    # the arguments that are arrays of the state's shape (the rest are scalars)
+    arrays = {"beta": set(w), "direction": {*w, r}, "perturbed": {*w, r, *sig}, "field": {*wt, rt, Pt, *sig}, "margin": {M}}
     exprs = {
         "beta": (beta, "beta", None), "direction": (list(direction), "direction", K),
         "normed": (list(normed), "direction", K),
@@ -218,7 +216,8 @@ def _compile(system_parts, modules, xp) -> Compiled:
     raw, fns = {}, {}
     for name, (e, of, n_out) in exprs.items():
         raw[name] = fn = sp.lambdify(signatures[of], e, modules=modules, cse=True)
-        fns[name] = _elementwise(xp, fn) if of == "margin" else calls[of](_broadcasting(fn, n_out))
+        of_array = [bool(sp.sympify(o).free_symbols & arrays[of]) for o in (e if n_out else [e])]
+        fns[name] = _shaped(xp, fn, of, n_out, of_array if n_out else of_array[0])
     main = {k: fns.pop(k) for k in ("beta", "direction", "perturbed", "field", "normed", "log_q", "log_l")}
     return Compiled(**main, raw=raw, partials=fns)
 
