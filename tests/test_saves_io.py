@@ -53,6 +53,19 @@ def test_save_at_saves_exactly_there_and_appends_t1():
     assert sol.config["saves"] == 4
 
 
+@pytest.mark.parametrize("method", ["LSODA", "BDF", "Radau", "DOP853", "RK45"])
+def test_tau_clock_saves_land_on_the_grid_to_rounding(method):
+    # under the tau clock the save targets are values of the state u, found on each step's dense output
+    # (of degree up to 12 for LSODA): they must be hit to rounding, not to the solver's tolerance
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
+    data = fs.datasets.gaussian_clusters(20, 10, separation=4, seed=0)
+    grid = np.linspace(-3, 25, 57)
+    sol = fs.solve(system, data, 0.1, t1=1e25, save_at=grid, backend=f"scipy:{method}", clock="tau")
+    assert sol.config["clock"] == "tau" and sol.status in ("completed", "converged")
+    lt = sol.log10_t[: len(grid)]
+    np.testing.assert_allclose(lt, grid, rtol=1e-13, atol=1e-13)
+
+
 @pytest.mark.parametrize("kw, match", [
     ({"save_at": [1, 0.5]}, "strictly increasing"),
     ({"save_at": [1, float("nan")]}, "finite"),
