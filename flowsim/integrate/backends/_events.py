@@ -52,8 +52,10 @@ def scores(vf, kind, theta, Z, rho, sigma):
 def event_functions(vf, clock: str, uses_sign: bool, track=()) -> dict:
     xp, K, d = vf.xp, vf.K, vf.d
 
+    # array methods: NumPy's function forms (xp.max, xp.min) add a dispatch that costs as much as the
+    # reduction on a scipy solve's small state, and these run every step
     def log_size(y):
-        return xp.log(xp.max(xp.abs(y[:-1])) + 1e-300)
+        return xp.log(xp.abs(y[:-1]).max() + 1e-300)
 
     fns = {"blowup": lambda s, y, args: args[6] - log_size(y)}
     if not uses_sign:  # sign flows reach 0 by sliding, which the switch event handles
@@ -62,8 +64,8 @@ def event_functions(vf, clock: str, uses_sign: bool, track=()) -> dict:
         def crossing(s, y, args):
             # past the collapse floor on the other side: below it the solver does not resolve the state,
             # and an explicit method's entry that decays to 0 dithers around it by rounding
-            sigma = xp.reshape(args[2], (-1,))
-            return xp.min(xp.where(sigma != 0, sigma * y[:-1], xp.inf)) + xp.exp(args[5])
+            sigma = args[2].reshape(-1)
+            return xp.where(sigma != 0, sigma * y[:-1], xp.inf).min() + xp.exp(args[5])
 
         fns["crossing"] = crossing
     if clock == "tau":

@@ -181,7 +181,7 @@ class ScipyBackend:
                 if solver.status == "failed":
                     reason, message = "failed", f"scipy {self.method}: {msg}"
                     break
-                if not np.all(np.isfinite(solver.y)):  # LSODA can accept such a step; nothing after it is kept
+                if not np.isfinite(solver.y).all():  # LSODA can accept such a step; nothing after it is kept
                     reason, message = "failed", (f"scipy {self.method}: the state became non-finite in the step from "
                                                  f"s = {s_old:.6g} to {solver.t:.6g}")
                     break
