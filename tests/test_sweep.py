@@ -22,8 +22,11 @@ def _compare(ds, index, sol):
     reached = np.isfinite(b).all(axis=1)
     k = int(reached.sum())
     assert reached[:k].all()  # saves are a prefix of the grid
-    # entries far below atol**2 (beta = w1 w2 next to a collapse) are not resolved relative to themselves
-    np.testing.assert_allclose(b[:k], sol.beta[:k], rtol=1e-10, atol=1e-22)
+    # the vmapped solve rounds differently from the single one (7e-12 of the largest entry seen): an entry
+    # passing through 0 is not resolved relative to itself, so each save also allows 1e-11 of its largest
+    # entry (a scale that shrinks with the state, so collapses, beta = w1 w2 << atol**2, are still checked)
+    scale = np.abs(sol.beta[:k]).max(axis=1, keepdims=True)
+    assert np.all(np.abs(b[:k] - sol.beta[:k]) <= 1e-10 * np.abs(sol.beta[:k]) + 1e-11 * scale)
     np.testing.assert_allclose(ds["log_loss"].values[index][:k], sol.log_loss[:k], rtol=1e-10)
     # a collapse ends where the event's bisection puts it, on a trajectory that falls to 0 in finite time:
     # rounding differences between the vmapped and the single solve move that end point by ~1e-8 (relative to

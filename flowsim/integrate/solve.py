@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from flowsim.data import Dataset, separable
+from flowsim.data import Dataset
 from flowsim.errors import IntegrationError, NonSeparableError, ReachabilityWarning
 from flowsim.integrate.backends import backend_for
 from flowsim.integrate.balanced import lift, reduction
@@ -142,7 +142,7 @@ def _integrate(system, data, be, clock, theta0, L1, u1, points, rtol, atol, max_
 
 def _warn_if_unreachable(system, data, theta0):
     signs = reachable_signs(system.model, theta0, system.flow)
-    if np.all(np.isnan(signs)) or separable(data.z, signs):
+    if np.all(np.isnan(signs)) or data.separable_with(signs):
         return
     fixed = {1.0: ">= 0", -1.0: "<= 0", 0.0: "= 0"}
     kept = ", ".join(f"beta_{j + 1} {fixed[s]}" for j, s in enumerate(signs) if not np.isnan(s))

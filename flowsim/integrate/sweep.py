@@ -131,9 +131,8 @@ def sweep(
     points = [dict(zip(keys, combo)) for combo in product(*axes.values())]
     base_rho = float(system.flow.rho)
     rhos = np.array([p.get(RHO, base_rho) for p in points])
-    inits = [_point_init(init, p, data.d) for p in points]
-    for a in inits:
-        initial_params(system, data, a)  # every init valid before anything runs
+    # every init valid before anything runs; the chunks get the parameters themselves, (layers, d) each
+    inits = [initial_params(system, data, _point_init(init, p, data.d)) for p in points]
     # neighbours of similar cost share a chunk: order by rho, then by the size of the init
     order = np.lexsort((np.array([np.abs(a).max() for a in inits]), rhos))
     chunks = [order[i:i + chunk_size] for i in range(0, len(order), chunk_size)]
@@ -239,17 +238,14 @@ def _with_rho(flow, rho):
 
 def _vmapped(system, data, inits, rhos, opts):
     """The per-point solves of :func:`flowsim.solve` for a smooth flow (one segment each), as one vmap."""
-    import jax.numpy as jnp
-
-    from flowsim.integrate.backends._diffrax import kernel
-    from flowsim.integrate.backends._events import armed, event_functions
-    from flowsim.integrate.vector_field import SCHEDULE, jax_field, numpy_field
+    from flowsim.integrate.backends._diffrax import host_arguments, kernel
+    from flowsim.integrate.vector_field import SCHEDULE, jax_field
 
     flow = system.flow
     clock = SCHEDULE if getattr(flow, "clock", None) == SCHEDULE else opts["clock"]
     L1, u1 = log10_horizon(opts["t1"], opts["log10_t1"])
     be = backend_for(opts["backend"], L1)
-    theta0 = np.stack([system.model.init_params(a, data.d) for a in inits])  # validated by sweep
+    theta0 = np.stack(inits)  # parameters, validated by sweep
     speedup = 1.0
     reduced = reduction(system, theta0[0]) if np.all(theta0 == theta0[:, :1]) else None
     if reduced:  # balanced products: as the tied net, like solve
@@ -270,17 +266,13 @@ def _vmapped(system, data, inits, rhos, opts):
     sigma = signs[0] if all(np.array_equal(s, signs[0]) for s in signs) else np.zeros((K, d))
     pinned, leaders = np.zeros((K, d), bool), np.zeros(0, np.int64)
     log_ceiling = math.log(opts["blowup_size"])
-    vf_np = numpy_field(system, K, d)
-    fns = event_functions(vf_np, clock, False)
-    arm = np.stack([armed(fns, 0.0, y0[i], (Z, rhos[i], sigma, pinned, u1, floors[i], log_ceiling, leaders))
-                    for i in range(m)])
     run, names = kernel(jax_field(system, K, d), structure_key(system), clock, False, False, be.solver,
                         opts["max_steps"], len(targets), (), batched=True)
-    args = tuple(jnp.asarray(a) for a in (Z, rhos, sigma, pinned, u1, floors, log_ceiling, leaders, arm))
+    arm = np.ones((m, len(names)), bool)  # the kernel disarms what is not positive at each member's start
+    args = (Z, rhos, sigma, pinned, u1, floors, log_ceiling, leaders, arm)
     s_t, y_t, ok, s_end, y_end, (fired, maxed, failed), stats = (
         np.asarray(x) if not isinstance(x, tuple) else tuple(np.asarray(v) for v in x)
-        for x in run(jnp.asarray(y0), jnp.float64(0.0), jnp.float64(s_max), args, jnp.asarray(run_targets),
-                     jnp.asarray([opts["rtol"], opts["atol"]])))
+        for x in run(*host_arguments(y0, 0.0, s_max, args, run_targets, [opts["rtol"], opts["atol"]])))
     status = np.array([_status(names, fired[i], maxed[i], failed[i], clock) for i in range(m)], dtype=object)
     # a completed point saves its end at the targets within the horizon event's precision of it (close_records)
     end = y_end[:, -1] if clock == "tau" else s_end

@@ -22,9 +22,11 @@ from flowsim.integrate.backends._stored import StoredKernel
 SOLVERS = {"Tsit5": _unrolled.Tsit5, "Dopri5": _unrolled.Dopri5, "Dopri8": diffrax.Dopri8, "Kvaerno5": diffrax.Kvaerno5}
 
 _CACHE: dict = {}
-#: step-size controller gains: diffrax's PI suggestion for mildly stiff problems; long horizons make
-#: explicit steps stability-limited, where it rejects 5x fewer steps than the default I controller (README)
-CONTROLLER = {"pcoeff": 0.4, "icoeff": 0.3}
+#: step-size controller gains: diffrax's default (integral) controller. Its PI suggestion for mildly stiff
+#: problems (pcoeff 0.4, icoeff 0.3) rejects fewer steps where long horizons make explicit steps
+#: stability-limited, but takes 20-25% more steps in all (GD and l2-SAM to 1e30-1e100, log10 t1 = 1e4,
+#: sweeps) and was slower everywhere we measured, at errors well inside rtol either way (benchmarks/, README)
+CONTROLLER: dict = {}
 
 
 class _IntervalBisection(optx.Bisection):
@@ -45,6 +47,10 @@ def _build(vf, clock, uses_sign, sliding, solver_name, max_steps, n_targets, tra
     bisect = _IntervalBisection(rtol=1e-14, atol=1e-14, flip=True)  # events fall through 0
 
     def run(y0, s0, s_max, args, u_targets, tol):
+        # an event not positive at the segment's start stays disarmed (``_events``): the caller's flags
+        # and'ed with that check made here, where a vmapped sweep's members get it in one pass
+        start = jnp.stack([events[k](s0, y0, args) for k in names]) > 0
+        args = (*args[:8], args[8] & start, *args[9:])
         if clock == "tau":  # targets are values of u, a state: found on the dense output
             saveat = diffrax.SaveAt(t1=True, dense=True)
         else:  # targets are values of s itself: saved as the solver passes them (no dense buffer)
@@ -103,6 +109,13 @@ def kernel(vf, key, clock, uses_sign, sliding, solver, max_steps, n_targets, tra
     return _CACHE[ck]
 
 
+def host_arguments(y0, s0, s_max, args, targets, tol):
+    """A kernel's arguments as NumPy arrays (scalars 0-d float64, typed as before): jit moves them to the
+    device in its C++ dispatch, where a ``jnp.asarray`` per argument cost ~15 us each (0.2 ms a solve)."""
+    return (np.asarray(y0, np.float64), np.float64(s0), np.float64(s_max), tuple(np.asarray(a) for a in args),
+            np.asarray(targets, np.float64), np.asarray(tol, np.float64))
+
+
 def target_slots(n) -> int:
     """Save slots of a compiled solve for n save targets: the next power of two (at least 16), the rest
     padded with inf, so a new number of saves (``Solution.evaluate``, another ``saves=``) seldom compiles."""
@@ -139,10 +152,8 @@ class DiffraxBackend:
         run, names = kernel(vf, key, clock, uses_sign, sliding, self.solver, max_steps, n_targets, track)
         targets = np.full(n_targets, np.inf)
         targets[: len(u_targets)] = u_targets
-        jargs = tuple(jnp.asarray(a) for a in args)
-        s_t, y_t, ok, s_end, y_end, (fired, maxed, failed), stats = run(
-            jnp.asarray(y0), jnp.float64(s0), jnp.float64(s_max), jargs, jnp.asarray(targets), jnp.asarray([rtol, atol])
-        )
+        s_t, y_t, ok, s_end, y_end, (fired, maxed, failed), stats = run(*host_arguments(
+            y0, s0, s_max, args, targets, [rtol, atol]))
         ok = np.asarray(ok) & np.isfinite(targets)
         why = reason(names, fired, maxed, failed)
         n_steps, n_acc, n_rej = (int(x) for x in stats)

@@ -23,7 +23,7 @@ from importlib import metadata
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
+import numpy as np
 
 #: kernels kept at most (each ~100 KB): every change of flowsim's source or a shape makes new ones
 KEEP = 1000
@@ -78,7 +78,7 @@ class StoredKernel:
         self._run, self._vf, self._structure, self._calls = run, vf, structure, {}
 
     def __call__(self, *args):
-        shapes = repr(jax.tree_util.tree_map(lambda a: (jnp.shape(a), str(jnp.result_type(a))), args))
+        shapes = repr(jax.tree_util.tree_map(lambda a: (np.shape(a), np.result_type(a).str), args))
         call = self._calls.get(shapes)
         if call is not None:
             return call(*args)
