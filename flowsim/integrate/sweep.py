@@ -131,10 +131,19 @@ def sweep(
     points = [dict(zip(keys, combo)) for combo in product(*axes.values())]
     base_rho = float(system.flow.rho)
     rhos = np.array([p.get(RHO, base_rho) for p in points])
-    # every init valid before anything runs; the chunks get the parameters themselves, (layers, d) each
-    inits = [initial_params(system, data, _point_init(init, p, data.d)) for p in points]
+    # every init valid before anything runs; the chunks get the parameters themselves, (layers, d) each,
+    # made once per distinct init (a rho axis repeats each)
+    made = {}
+    inits = []
+    for p in points:
+        a = _point_init(init, p, data.d)
+        key = (np.asarray(a, np.float64).tobytes(), np.shape(a))
+        if key not in made:
+            made[key] = initial_params(system, data, a)
+        inits.append(made[key])
     # neighbours of similar cost share a chunk: order by rho, then by the size of the init
-    order = np.lexsort((np.array([np.abs(a).max() for a in inits]), rhos))
+    sizes = {id(th): np.abs(th).max() for th in made.values()}
+    order = np.lexsort((np.array([sizes[id(th)] for th in inits]), rhos))
     chunks = [order[i:i + chunk_size] for i in range(0, len(order), chunk_size)]
     # every chunk the same size (the last padded with copies of its last point): one compile per sweep
     padded = [np.concatenate([c, np.repeat(c[-1:], len(chunks[0]) - len(c))]) for c in chunks]
@@ -273,7 +282,8 @@ def _vmapped(system, data, inits, rhos, opts):
     s_t, y_t, ok, s_end, y_end, (fired, maxed, failed), stats = (
         np.asarray(x) if not isinstance(x, tuple) else tuple(np.asarray(v) for v in x)
         for x in run(*host_arguments(y0, 0.0, s_max, args, run_targets, [opts["rtol"], opts["atol"]])))
-    status = np.array([_status(names, fired[i], maxed[i], failed[i], clock) for i in range(m)], dtype=object)
+    ends = {e: _status(names, *e, clock) for e in set(zip(fired.tolist(), maxed.tolist(), failed.tolist()))}
+    status = np.array([ends[e] for e in zip(fired.tolist(), maxed.tolist(), failed.tolist())], dtype=object)
     # a completed point saves its end at the targets within the horizon event's precision of it (close_records)
     end = y_end[:, -1] if clock == "tau" else s_end
     at_end = ~ok & (status == "completed")[:, None] & (run_targets[None, :] <= (end + 1e-9 * (1.0 + np.abs(end)))[:, None])
