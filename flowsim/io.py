@@ -11,6 +11,7 @@ on every exit Python sees, SIGTERM included.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import signal
@@ -120,11 +121,12 @@ def save(sol, path) -> Path:
     if path.is_dir():
         raise ValueError(f"{path} is a folder; give a file name for the run, e.g. {path / 'run.nc'}.")
     path.parent.mkdir(parents=True, exist_ok=True)
-    with _sigterm_raises():  # before the temporary exists: a kill in between would leave it behind
+    with _sigterm_raises() as killed:  # before the temporary exists: a kill in between would leave it behind
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         os.close(fd)
         try:
             ds.to_netcdf(tmp, engine="netcdf4")
+            killed.check()
             os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a run is shared like any file
             os.replace(tmp, path)
         finally:
@@ -178,20 +180,41 @@ def _solution(ds, system, path):
         stats=json.loads(ds.attrs["stats"]), config=json.loads(ds.attrs["config"]), events=json.loads(ds.attrs["events"]))
 
 
+class _Kill:
+    """The SIGTERM received while a file is written, if any."""
+
+    def __init__(self):
+        self.signum = None
+
+    def check(self):
+        """Raise the SystemExit of a kill whose exception was swallowed (see ``_sigterm_raises``)."""
+        if self.signum is not None:
+            raise SystemExit(128 + self.signum)
+
+
 @contextlib.contextmanager
 def _sigterm_raises():
-    """SIGTERM (a kill) raises SystemExit while a file is written, so ``finally`` removes the temporary."""
+    """SIGTERM (a kill) raises SystemExit while a file is written, so ``finally`` removes the temporary.
+    A handler's exception is ignored where Python runs it inside a garbage-collection callback (JAX
+    registers one) or a ``__del__``: collection is paused meanwhile, and the kill is remembered, for
+    ``check()`` to raise once the write returns (the kill was lost, and the test of it hung, 1 run in 3)."""
+    kill = _Kill()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield kill
         return
 
     def stop(signum, frame):
+        kill.signum = signum
         raise SystemExit(128 + signum)
 
     old = signal.signal(signal.SIGTERM, stop)
+    collecting = gc.isenabled()
+    gc.disable()
     try:
-        yield
+        yield kill
     finally:
+        if collecting:
+            gc.enable()
         signal.signal(signal.SIGTERM, old)
 
 

@@ -183,6 +183,23 @@ def test_a_kill_during_save_leaves_no_temporary(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the swallowed SystemExit
+def test_a_kill_whose_exception_is_swallowed_is_still_raised_after_the_write():
+    # Python runs a signal handler at its next chance, which can be inside a __del__ or a gc callback
+    # (JAX has one), where its SystemExit is printed and dropped: the kill must not be lost
+    class Victim:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGTERM)
+            sum(range(1000))  # bytecodes: the handler runs here, inside __del__
+
+    with io._sigterm_raises() as killed:
+        Victim()
+        assert killed.signum == signal.SIGTERM  # delivered, and swallowed: we are still here
+        with pytest.raises(SystemExit) as exit_:
+            killed.check()
+    assert exit_.value.code == 128 + signal.SIGTERM
+
+
 def test_git_revision_is_this_checkout():
     rev = io._git_revision()
     assert rev == "unknown" or len(rev.split("+")[0]) == 40

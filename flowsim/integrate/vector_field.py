@@ -82,8 +82,9 @@ class VectorField:
             N = xp.where(N > 0, N, 1.0)  # G = 0 (beta at a critical point): no perturbation
         return self.compiled.perturbed(theta, r, N, S, rho, sigma), N
 
-    def field_and_scale(self, theta, Z, rho, sigma):
-        """F = dtheta/dtau at theta and the log scale S~ at the evaluation point."""
+    def field_and_scale(self, theta, Z, rho, sigma, pinned=None):
+        """F = dtheta/dtau at theta and the log scale S~ at the evaluation point (``pinned``: unused, the
+        signature of ``sliding_field_and_scale``)."""
         theta_t, N = self.evaluation_point(theta, Z, rho, sigma)
         _, _, S_t, e, total = self._unnormalised_weights(theta_t, Z)
         r_t = (e @ Z) / total
@@ -112,7 +113,7 @@ class VectorField:
     def rhs(self, clock: str, sliding: bool):
         """dy/ds for the flat state under ``clock``; ``args = (Z, rho, sigma, pinned)``."""
         xp, K, d = self.xp, self.K, self.d
-        fs = self.sliding_field_and_scale if sliding else (lambda th, Z, rho, sg, pn: self.field_and_scale(th, Z, rho, sg))
+        fs = self.sliding_field_and_scale if sliding else self.field_and_scale
 
         def f(s, y, args):
             Z, rho, sigma, pinned = args[:4]

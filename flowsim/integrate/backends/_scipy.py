@@ -119,27 +119,32 @@ class ScipyBackend:
 
     def integrate(self, vf, key, clock, uses_sign, sliding, y0, s0, s_max, args, u_targets, rtol, atol,
                   max_steps, progress=None, track=(), resume=None):
-        if resume is not None:
-            return self._run(*resume, s0, y0, args, u_targets, max_steps, progress)
+        # an implicit method's trial point can overflow the clock rate; the step is then rejected, or the
+        # state is non-finite and the segment fails (checked after every step). Set once here: per field
+        # evaluation the context manager cost a tenth of a NumPy field
+        with np.errstate(over="ignore", invalid="ignore"):
+            if resume is not None:
+                return self._run(*resume, s0, y0, args, u_targets, max_steps, progress)
+            return self._start(vf, clock, uses_sign, sliding, y0, s0, s_max, args, u_targets, rtol, atol, max_steps,
+                               progress, track)
+
+    def _start(self, vf, clock, uses_sign, sliding, y0, s0, s_max, args, u_targets, rtol, atol, max_steps, progress,
+               track):
         rhs = vf.rhs(clock, sliding)
         nfev = [0]
 
         def fun(s, y):
             nfev[0] += 1
-            # an implicit method's trial point can overflow the clock rate; the step is then rejected, or the
-            # state is non-finite and the segment fails (checked after every step)
-            with np.errstate(over="ignore", invalid="ignore"):
-                return rhs(s, y, args)
+            return rhs(s, y, args)
 
         kwargs = {}
         if self.method in IMPLICIT:
             jac = FieldJacobian(vf).rhs_jacobian(clock, sliding)
             njev = [0]
 
-            def jac_fn(s, y):
+            def jac_fn(s, y):  # (a non-finite Jacobian fails the step)
                 njev[0] += 1
-                with np.errstate(over="ignore", invalid="ignore"):  # a non-finite Jacobian fails the step
-                    return jac(s, y, args)
+                return jac(s, y, args)
 
             kwargs["jac"] = jac_fn
         solver = METHODS[self.method](fun, s0, np.asarray(y0, float), s_max, rtol=rtol, atol=atol, **kwargs)
