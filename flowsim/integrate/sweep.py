@@ -335,7 +335,8 @@ def _dataset(system, data, axes, out, grid_t, attrs):
     dims = list(axes)
     beta = out["beta"].reshape(shape + (saves, data.d))
     reached = np.isfinite(beta).all(axis=-1)
-    leader = np.where(reached, np.argmax(np.nan_to_num(np.abs(beta), nan=-1.0), axis=-1) + 1, 0)  # a label
+    # a label; saves not reached (NaN, where argmax is meaningless) are 0
+    leader = np.where(reached, np.abs(beta).argmax(axis=-1) + 1, 0)
     ds = xr.Dataset(
         {
             "beta": (dims + ["log10_t", "coordinate"], beta),
