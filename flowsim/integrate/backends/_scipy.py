@@ -6,9 +6,12 @@ root-found with ``brentq`` on each step's dense output."""
 
 from __future__ import annotations
 
+import bisect
+import functools
+
 import numpy as np
 from scipy import integrate, optimize
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from flowsim.integrate.backends._base import Segment
 from flowsim.integrate.jacobian import FieldJacobian
@@ -42,9 +45,13 @@ def _times_of(dense, targets, lo, hi):
     holds a few targets, where NumPy's per-call overhead on tiny arrays costs more than the arithmetic).
     Before: false position on the interpolant, ~8 interpolant calls a step, a third of an LSODA solve."""
     mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
-    c = (_TO_CHEB @ dense(mid + half * _X)[-1]).tolist()
+    u_nodes = dense(mid + half * _X)[-1]
+    c = (_TO_CHEB @ u_nodes).tolist()
     dc = _derivative(c)
     u_lo, u_hi = _clenshaw(c, -1.0), _clenshaw(c, 1.0)
+    # the nodes in increasing order with the step's ends: each target's first guess interpolates
+    # between the two around it (a Newton step or two fewer than from the ends)
+    xs, us = [-1.0, *_X[::-1].tolist(), 1.0], [u_lo, *u_nodes[::-1].tolist(), u_hi]
     out = []
     for target in targets.tolist():
         if u_hi - target <= 0:  # at the step's end (or, in rounding, beyond it)
@@ -53,11 +60,16 @@ def _times_of(dense, targets, lo, hi):
         if u_lo - target >= 0:
             out.append(lo)
             continue
-        a, b = -1.0, 1.0
-        x = -1.0 + 2.0 * (target - u_lo) / (u_hi - u_lo)
+        k = bisect.bisect_left(us, target)
+        if 0 < k < len(us) and us[k - 1] < target <= us[k]:
+            a, b = xs[k - 1], xs[k]
+            x = a + (b - a) * (target - us[k - 1]) / (us[k] - us[k - 1])
+        else:  # u not increasing across the nodes (rounding, where it barely moves): the whole step
+            a, b = -1.0, 1.0
+            x = -1.0 + 2.0 * (target - u_lo) / (u_hi - u_lo)
         for _ in range(100):
             f = _clenshaw(c, x) - target
-            if f == 0:
+            if abs(f) <= _EPS4 * abs(target):  # u at its target to rounding
                 break
             a, b = (x, b) if f < 0 else (a, x)
             slope = _clenshaw(dc, x)
@@ -105,6 +117,13 @@ def _root(f, lo, hi):
     except RuntimeError:
         # 2000 halvings reach any float bracket's resolution; bisection cannot fail to converge
         return optimize.bisect(f, lo, hi, xtol=1e-14, rtol=1e-15, maxiter=2000)
+
+
+@functools.lru_cache(maxsize=None)
+def _blas() -> ThreadpoolController:
+    """The process's thread pools, found once (finding them, as ``threadpool_limits`` does on each call,
+    cost 1 ms a segment: 5% of an LSODA solve at 20 x 10)."""
+    return ThreadpoolController()
 
 
 class ScipyBackend:
@@ -167,7 +186,7 @@ class ScipyBackend:
         s_end, y_end = s0, np.asarray(y0, float)
         # one BLAS thread for the implicit methods' LU: the matrices are small, and OpenBLAS threads
         # competing with XLA's for two cores made BDF 3x slower at n = d = 100 (benchmarks/bench_core.py)
-        blas = threadpool_limits(limits=1, user_api="blas")
+        blas = _blas().limit(limits=1, user_api="blas")
         try:
             while True:
                 if solver.status == "finished":
