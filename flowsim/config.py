@@ -7,6 +7,7 @@ pydantic does the validation; this module only turns its first error into one re
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -295,9 +296,18 @@ def _fields_at(loc, root) -> list[str]:
     return list(model.model_fields)
 
 
+#: how pydantic names the members of a union in an error's path (``float``, ``list[float]``,
+#: ``function-after[...]``, ``constrained-float``): not keys of the config
+_TYPE_TAG = re.compile(r"^(float|int|str|bool|none)$|[\[\-]")
+
+
 def _message(err: ValidationError, root) -> str:
     e = err.errors()[0]
-    loc = [p for p in e["loc"] if isinstance(p, str) and not p.startswith(("list[", "float", "int"))]
+    path = [p for p in e["loc"] if isinstance(p, str)]
+    # the last part of an unknown or missing key is the key itself, whatever it is called (a prefix test
+    # had dropped 'intial' and 'floatx', and crashed)
+    named = e["type"] in ("extra_forbidden", "missing") and path
+    loc = [p for p in (path[:-1] if named else path) if not _TYPE_TAG.search(p)] + (path[-1:] if named else [])
     key = ".".join(loc) or "(top level)"
     if e["type"] == "extra_forbidden":
         close = difflib.get_close_matches(loc[-1], _fields_at(loc, root), n=1)

@@ -109,6 +109,10 @@ def test_config_builds_your_own_model_loss_and_flow(tmp_path):
      (CONFIG.replace('rho = 0.05', 'rho = 0.05\nbatch = 2'), "name = 'sam' takes rho, norm; drop batch"),
      (CONFIG.replace("t1 = 1e20", "t1 = 1e20\nhorizon = 3"), "unknown key 'horizon'"),
      (CONFIG.replace("rho = 0.05", "rh0 = 0.1"), "unknown key 'flow.rh0'; did you mean 'flow.rho'?"),
+     # keys that begin like pydantic's type names ('int', 'float') are still keys
+     (CONFIG.replace("init = 0.3", "intial = 0.3"), "unknown key 'intial'; did you mean 'init'?"),
+     (CONFIG.replace("t1 = 1e20", "t1 = 1e20\nfloatx = 1"), "unknown key 'floatx'"),
+     (CONFIG.replace("rho = 0.05", "rho = 0.05\nintegrator = 'x'"), "unknown key 'flow.integrator'"),
      (CONFIG.replace("depth = 2", "depth = 2.7"), "key 'model.depth': Input should be a valid integer; got 2.7"),
      (CONFIG.replace("depth = 2", 'depth = "two"'), "key 'model.depth'"),
      ("model = 3\n" + CONFIG.replace('[model]\nform = "product"\ndepth = 2\n', ""), "key 'model'"),
