@@ -30,7 +30,9 @@ def shares(sol) -> np.ndarray:
 
 def switch_times(sol, by: str = "magnitude") -> list[dict]:
     """Every change of the leading coordinate, located by a solver event (root-found on the dense
-    solution): dicts with ``log10_t``, ``tau``, ``from`` and ``to``. ``by="magnitude"`` (argmax
+    solution): dicts with ``log10_t``, ``tau``, ``from`` and ``to`` (0-based indices into ``sol.beta``'s
+    columns, as NumPy counts; the report and a sweep's ``leader`` label coordinates from 1, as the papers
+    do). ``by="magnitude"`` (argmax
     |beta_j|) or ``"growth"`` (argmax of the relative growth rate); solve with ``track=`` to record
     the latter."""
     kind = f"lead_{by}"
