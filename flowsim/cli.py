@@ -56,7 +56,9 @@ def reproduce(
     except ValueError as err:
         _user_error(err)
     path = run_suite(suite, out, quick=quick, progress=typer.echo)
-    typer.echo(f"wrote {path}")
+    figures = len(list(path.parent.glob("*.png")))
+    typer.echo(f"wrote {path} ({path.with_suffix('.html').name}, {path.with_suffix('.json').name} and {figures} "
+               f"figures beside it)")
 
 
 @app.command()
