@@ -197,7 +197,8 @@ def _sigterm_raises():
     """SIGTERM (a kill) raises SystemExit while a file is written, so ``finally`` removes the temporary.
     A handler's exception is ignored where Python runs it inside a garbage-collection callback (JAX
     registers one) or a ``__del__``: collection is paused meanwhile, and the kill is remembered, for
-    ``check()`` to raise once the write returns (the kill was lost, and the test of it hung, 1 run in 3)."""
+    ``check()`` to raise once the write returns, and raised on leaving in any case (the kill was lost,
+    and the test of it hung, 1 run in 3)."""
     kill = _Kill()
     if threading.current_thread() is not threading.main_thread():
         yield kill
@@ -207,11 +208,12 @@ def _sigterm_raises():
         kill.signum = signum
         raise SystemExit(128 + signum)
 
-    old = signal.signal(signal.SIGTERM, stop)
     collecting = gc.isenabled()
-    gc.disable()
+    old = signal.signal(signal.SIGTERM, stop)
     try:
+        gc.disable()
         yield kill
+        kill.check()  # one swallowed anywhere in the body (after its own checks)
     finally:
         if collecting:
             gc.enable()
