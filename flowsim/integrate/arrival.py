@@ -66,13 +66,19 @@ def arrivals(vf, theta, Z, rho, sigma, planes, tol) -> np.ndarray:
     return out
 
 
-def sliding(vf, theta, Z, rho, sigma, rtol, atol) -> np.ndarray:
+def sliding(vf, theta, Z, rho, sigma, rtol, atol, planes=()) -> np.ndarray:
     """(K, d) bool: entries whose field points into their current value from both sides, a distance of
     the solver's resolution (atol + rtol |w|) away, and does not shrink as that distance does: a
-    discontinuity surface the state sits on (see the module docstring)."""
+    discontinuity surface the state sits on (see the module docstring). An entry that close to an
+    invariant plane (``planes``: per layer) is probed about the plane, the field's own zero: about its
+    value, a field vanishing linearly at the plane looked sub-linear (l2-SAM decaying to a critical point
+    at rate 2e5: Tsit5 dithered at 1e-12..1e-8 and was called sliding)."""
     out = np.zeros(theta.shape, bool)
+    planes = np.broadcast_to(np.asarray(planes, bool) if len(planes) else False, (theta.shape[0],))
     # every entry is probed: near a critical point all of g is small, and which g_k is "near 0" is not
     # told by its size against max |g| (0.5-1% on two entries sliding together, issue 12)
     for k in zip(*np.nonzero(theta != 0)):
-        out[k] = _reached(vf, theta, Z, rho, sigma, k, theta[k], atol + rtol * abs(theta[k]))
+        delta = atol + rtol * abs(theta[k])
+        center = 0.0 if planes[k[0]] and abs(theta[k]) <= delta else theta[k]
+        out[k] = _reached(vf, theta, Z, rho, sigma, k, center, delta)
     return out

@@ -84,7 +84,7 @@ def _sliding(run) -> bool:
     if run.log_loss_change > LOSS_STILL:  # (probing costs 3 field evaluations an entry)
         run.sliding = None
         return False
-    on = sliding(run.vf, run.theta, run.Z, run.rho, run.sigma, run.rtol, run.atol)
+    on = sliding(run.vf, run.theta, run.Z, run.rho, run.sigma, run.rtol, run.atol, run.planes)
     before, run.sliding = run.sliding, on
     if not (on.any() and before is not None and (on == before).all()):
         return False
