@@ -97,6 +97,8 @@ def _read_config(path: Path, schema):
     """A validated config (``flowsim.config``) from a TOML file; a bad one ends in ``_user_error``."""
     from flowsim import config
 
+    if not path.is_file():  # here, not click's exists=True: its message spans several lines
+        _user_error(ValueError(f"no config file at {path}" + (" (a folder)" if path.is_dir() else "")))
     try:
         return config.parse(tomllib.loads(path.read_text()), schema)
     except (ValueError, tomllib.TOMLDecodeError) as err:
@@ -127,7 +129,7 @@ def _save(result, out: Path):
         _user_error(err)
 
 
-CONFIG = typer.Argument(..., exists=True, dir_okay=False, help="experiment TOML file")
+CONFIG = typer.Argument(..., help="experiment TOML file")
 
 
 @app.command()

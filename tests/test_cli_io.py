@@ -137,6 +137,14 @@ def test_cli_bad_config_names_the_key(tmp_path, text, message):
     assert r.exception is None or isinstance(r.exception, SystemExit)  # no traceback
 
 
+@pytest.mark.parametrize("command", ["run", "sweep", "iterate"])
+def test_a_missing_config_file_is_one_line(tmp_path, command):
+    for path in (tmp_path / "nope.toml", tmp_path):
+        r = runner.invoke(app, [command, str(path)])
+        lines = [ln for ln in r.output.splitlines() if ln.strip()]
+        assert r.exit_code == 2 and len(lines) == 1 and "no config file at" in lines[0], r.output
+
+
 def test_reproduce_quick_preset(tmp_path):
     """The main job end to end: every claim holds with every control failing (depth 3 is open), and
     the three reports agree."""
