@@ -204,7 +204,7 @@ def iterate(config: Path = CONFIG,
 
 @app.command()
 def plot(
-    run_file: Path = typer.Argument(..., exists=True, dir_okay=False, help="a saved run (netCDF)"),
+    run_file: Path = typer.Argument(..., help="a saved run (netCDF)"),  # io.load says what is wrong, in one line
     out: Path = typer.Option(Path("run.png"), help="figure file: .png, .svg or .pdf (the format follows the extension)"),
 ):
     """Plot a saved run: |beta_j|, its direction beta/||beta||, the shares |beta_j|/||beta||_1 and the loss against log10 t."""

@@ -145,6 +145,13 @@ def test_a_missing_config_file_is_one_line(tmp_path, command):
         assert r.exit_code == 2 and len(lines) == 1 and "no config file at" in lines[0], r.output
 
 
+def test_plot_of_a_missing_run_is_one_line(tmp_path):
+    for path, message in ((tmp_path / "nope.nc", "no saved run at"), (tmp_path, "is a folder")):
+        r = runner.invoke(app, ["plot", str(path), "--out", str(tmp_path / "x.png")])
+        lines = [ln for ln in r.output.splitlines() if ln.strip()]
+        assert r.exit_code == 2 and len(lines) == 1 and message in lines[0], r.output
+
+
 def test_reproduce_quick_preset(tmp_path):
     """The main job end to end: every claim holds with every control failing (depth 3 is open), and
     the three reports agree."""
