@@ -1,8 +1,9 @@
 """scipy backend: ``scipy.integrate`` OdeSolver classes stepped one at a time (so max_steps,
 progress and Ctrl-C are honoured), the NumPy-compiled field as right-hand side, and for the
 implicit methods (Radau, BDF, LSODA) the exact Jacobian of that same field, assembled from sympy's
-partial derivatives by the chain rule (:mod:`flowsim.integrate.jacobian`). Events and save targets are
-root-found with ``brentq`` on each step's dense output."""
+partial derivatives by the chain rule (:mod:`flowsim.integrate.jacobian`). Events are root-found with
+``brentq`` on each step's dense output; save targets of the tau clock by Newton on that output's
+polynomial (``_times_of``)."""
 
 from __future__ import annotations
 
