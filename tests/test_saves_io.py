@@ -54,6 +54,19 @@ def test_save_at_saves_exactly_there_and_appends_t1():
     assert sol.config["saves"] == 4
 
 
+def test_the_save_finders_chebyshev_sums_are_numpys():
+    from numpy.polynomial import chebyshev
+
+    from flowsim.integrate.backends._scipy import _clenshaw, _derivative
+
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 5, 13):
+        c = rng.normal(size=n).tolist()
+        np.testing.assert_allclose(_derivative(c), chebyshev.chebder(c) if n > 1 else [], rtol=1e-14, atol=1e-14)
+        for x in (-1.0, -0.3, 0.7, 1.0):
+            assert _clenshaw(c, x) == pytest.approx(chebyshev.chebval(x, c), rel=1e-13, abs=1e-14)
+
+
 @pytest.mark.parametrize("method", ["LSODA", "BDF", "Radau", "DOP853", "RK45"])
 def test_tau_clock_saves_land_on_the_grid_to_rounding(method):
     # under the tau clock the save targets are values of the state u, found on each step's dense output

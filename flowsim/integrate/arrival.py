@@ -74,7 +74,7 @@ def sliding(vf, theta, Z, rho, sigma, rtol, atol, planes=()) -> np.ndarray:
     value, a field vanishing linearly at the plane looked sub-linear (l2-SAM decaying to a critical point
     at rate 2e5: Tsit5 dithered at 1e-12..1e-8 and was called sliding)."""
     out = np.zeros(theta.shape, bool)
-    planes = np.broadcast_to(np.asarray(planes, bool) if len(planes) else False, (theta.shape[0],))
+    planes = np.asarray(planes, bool) if len(planes) else np.zeros(theta.shape[0], bool)
     # every entry is probed: near a critical point all of g is small, and which g_k is "near 0" is not
     # told by its size against max |g| (0.5-1% on two entries sliding together, issue 12)
     for k in zip(*np.nonzero(theta != 0)):

@@ -86,6 +86,8 @@ def _times_of(dense, targets, lo, hi):
     return np.array(out)
 
 
+# numpy.polynomial.chebyshev's chebval and chebder, on Python floats: 13 coefficients a call, ~15 calls
+# a step, where NumPy's versions cost 2x (chebval, 2.7 us) and 7x (chebder, 11 us), 20% of an LSODA solve
 def _clenshaw(c, x):
     """sum_k c_k T_k(x)."""
     b1 = b2 = 0.0
@@ -97,9 +99,9 @@ def _clenshaw(c, x):
 def _derivative(c):
     """Chebyshev coefficients of the derivative of sum_k c_k T_k."""
     n = len(c) - 1
-    d = [0.0] * (n + 1)
+    d = [0.0] * (n + 2)  # d[n], d[n + 1] stay 0: the recurrence's start
     for k in range(n, 0, -1):
-        d[k - 1] = (d[k + 1] if k + 1 <= n else 0.0) + 2.0 * k * c[k]
+        d[k - 1] = d[k + 1] + 2.0 * k * c[k]
     d[0] /= 2
     return d[:n]
 
