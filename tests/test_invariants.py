@@ -203,26 +203,34 @@ def test_sam_rest_point_where_the_evaluation_point_is_critical_is_held_by_every_
 def test_l2_sam_at_a_saddle_of_the_loss_says_so_and_gd_converges_past_it():
     """Gaussian data that beta = w^2 >= 0 cannot separate: l2-SAM reaches a saddle of the loss, where its
     field is discontinuous and the exact flow slides while tiny entries grow back; flowsim says so
-    (status "chattering", the growth rate) on every backend. An independent Hessian (jax) confirms the
-    saddle. GD from the same init converges to a minimum, which must not be called a saddle."""
+    (status "chattering", the growth rate). An independent Hessian (jax) confirms the saddle. GD from
+    the same init converges to a minimum, which must not be called a saddle. A backend whose steps carry
+    it through the sliding stretch (scipy:BDF at rtol 1e-8 does, or not, with the field's last digits)
+    must end where the exact flow goes on to: that minimum, held as "converged", never anywhere else."""
     import jax
     import jax.numpy as jnp
 
     data = fs.datasets.iid_gaussian(20, 10, 0)
     sam = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, 2))
-    ends = [fs.solve(sam, data, 0.1, t1=1e30, backend=be, throw=False)
-            for be in ("auto", "scipy:BDF", "diffrax:Tsit5")]
-    for sol in ends:
-        assert sol.status == "chattering" and "saddle of the loss" in sol.message, (sol.config["backend"], sol.message)
-    w = jnp.asarray(ends[1].params[-1, 0])  # balanced: w1 = w2 = w, beta = w^2
-    assert np.array_equal(ends[1].params[-1, 0], ends[1].params[-1, 1])
-    loss = lambda v: jnp.mean(jnp.logaddexp(0.0, -jnp.asarray(data.z) @ (v * v)))  # noqa: E731
-    assert float(jnp.linalg.norm(jax.grad(loss)(w))) < 1e-6
-    assert np.linalg.eigvalsh(np.asarray(jax.hessian(loss)(w))).min() < -1e-3  # a saddle, not a minimum
     gd = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.GD()), data, 0.1, t1=1e30)
     assert gd.status == "converged" and "saddle" not in gd.message
-    w = jnp.asarray(gd.params[-1, 0])
-    assert np.linalg.eigvalsh(np.asarray(jax.hessian(loss)(w))).min() > -1e-9
+    loss = lambda v: jnp.mean(jnp.logaddexp(0.0, -jnp.asarray(data.z) @ (v * v)))  # noqa: E731
+    lowest = lambda w: np.linalg.eigvalsh(np.asarray(jax.hessian(loss)(jnp.asarray(w)))).min()  # noqa: E731
+    assert lowest(gd.params[-1, 0]) > -1e-9
+    ends = {be: fs.solve(sam, data, 0.1, t1=1e30, backend=be, throw=False)
+            for be in ("auto", "scipy:BDF", "scipy:Radau", "diffrax:Tsit5")}
+    at_saddle = [sol for sol in ends.values() if sol.status == "chattering"]
+    assert len(at_saddle) >= 3, {be: sol.message for be, sol in ends.items()}
+    w = ends["scipy:Radau"].params[-1, 0]  # balanced: w1 = w2 = w, beta = w^2
+    assert np.array_equal(w, ends["scipy:Radau"].params[-1, 1])
+    assert float(jnp.linalg.norm(jax.grad(loss)(jnp.asarray(w)))) < 1e-6
+    assert lowest(w) < -1e-3  # a saddle, not a minimum
+    for be, sol in ends.items():
+        if sol.status == "chattering":
+            assert "saddle of the loss" in sol.message, (be, sol.message)
+        else:
+            assert sol.status == "converged", (be, sol.message)
+            np.testing.assert_allclose(sol.beta[-1], gd.beta[-1], rtol=1e-6, atol=1e-9)
 
 
 SWITCHES_X = [[0.3768728947978823, -0.5456091014622259, 0.6483384560494839, 0.0008651318587030127],

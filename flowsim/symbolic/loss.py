@@ -86,6 +86,21 @@ def _softplus_form(e):
     return e.replace(is_softplus, to_softplus)
 
 
+def _fold_softplus(e):
+    """a - softplus(x) -> (a - x) - softplus(-x) where that has fewer operations (softplus(x) - x =
+    softplus(-x)): the logistic loss's log q = -m - softplus(-m) becomes -softplus(m), one array
+    operation instead of three in every field evaluation."""
+    if not isinstance(e, sp.Add):
+        return e
+    for t in e.args:
+        if isinstance(-t, softplus):
+            x = (-t).args[0]
+            folded = (e - t - x) - softplus(-x)
+            if sp.count_ops(folded) < sp.count_ops(e):
+                return folded
+    return e
+
+
 def log_domain(e):
     """log(e) written so that no intermediate over- or underflows: products become sums, exponentials
     their exponents, sums of positive terms a log-sum-exp, log(softplus) the log-softplus."""
@@ -158,7 +173,7 @@ class Loss:
     @cached_property
     def log_q(self) -> sp.Expr:
         """log q(m) in log-domain form."""
-        return sp.expand(log_domain(self.q))
+        return _fold_softplus(sp.expand(log_domain(self.q)))
 
     @property
     def tail_rate(self) -> float:

@@ -153,31 +153,19 @@ class ScipyBackend:
     def _start(self, vf, clock, uses_sign, sliding, y0, s0, s_max, args, u_targets, rtol, atol, max_steps, progress,
                track):
         rhs = vf.rhs(clock, sliding)
-        nfev = [0]
-
-        def fun(s, y):
-            nfev[0] += 1
-            return rhs(s, y, args)
-
         kwargs = {}
-        if self.method in IMPLICIT:
+        if self.implicit:  # (a non-finite Jacobian fails the step)
             jac = FieldJacobian(vf).rhs_jacobian(clock, sliding)
-            njev = [0]
-
-            def jac_fn(s, y):  # (a non-finite Jacobian fails the step)
-                njev[0] += 1
-                return jac(s, y, args)
-
-            kwargs["jac"] = jac_fn
-        solver = METHODS[self.method](fun, s0, np.asarray(y0, float), s_max, rtol=rtol, atol=atol, **kwargs)
+            kwargs["jac"] = lambda s, y: jac(s, y, args)
+        solver = METHODS[self.method](lambda s, y: rhs(s, y, args), s0, np.asarray(y0, float), s_max, rtol=rtol,
+                                      atol=atol, **kwargs)
         events = event_functions(vf, clock, uses_sign, track)
         on = dict(zip(events, args[8]))
         events = {k: f for k, f in events.items() if on[k]}
         ev_val = {k: f(s0, solver.y, args) for k, f in events.items()}
-        counts = {"nfev": nfev, "njev": njev if self.method in IMPLICIT else None}
-        return self._run(solver, fun, events, ev_val, counts, clock, s0, y0, args, u_targets, max_steps, progress)
+        return self._run(solver, events, ev_val, clock, s0, y0, args, u_targets, max_steps, progress)
 
-    def _run(self, solver, fun, events, ev_val, counts, clock, s0, y0, args, u_targets, max_steps, progress):
+    def _run(self, solver, events, ev_val, clock, s0, y0, args, u_targets, max_steps, progress):
         """Step ``solver`` (already at (s0, y0)) for at most ``max_steps`` steps."""
         # log-time and schedule clocks: targets are values of s itself; tau: of the state u
         u_of = (lambda s, y: y[-1]) if clock == "tau" else (lambda s, y: s)
@@ -187,58 +175,33 @@ class ScipyBackend:
         steps = 0
         reason, message = "end", ""
         s_end, y_end = s0, np.asarray(y0, float)
+        counted = (solver.nfev, solver.njev)  # scipy counts evaluations; a resumed solver's counts go on
         # one BLAS thread for the implicit methods' LU: the matrices are small, and OpenBLAS threads
         # competing with XLA's for two cores made BDF 3x slower at n = d = 100 (benchmarks/bench_core.py)
         blas = _blas().limit(limits=1, user_api="blas")
         try:
             while True:
                 if solver.status == "finished":
-                    reason = "end"
                     break
                 if steps >= max_steps:
                     reason, message = "max_steps", f"max_steps={max_steps} reached"
                     break
                 s_old = solver.t
-                try:
-                    msg = solver.step()
-                except (ValueError, np.linalg.LinAlgError) as err:  # a non-finite Jacobian or iterate inside the step
-                    reason, message = "failed", f"scipy {self.method} at s = {s_old:.6g}: {err}"
-                    break
                 steps += 1
-                if solver.status == "failed":
-                    reason, message = "failed", f"scipy {self.method}: {msg}"
+                failure = self._step(solver, clock)
+                if failure:
+                    reason, message = "failed", failure
                     break
-                if not np.isfinite(solver.y).all():  # LSODA can accept such a step; nothing after it is kept
-                    reason, message = "failed", (f"scipy {self.method}: the state became non-finite in the step from "
-                                                 f"s = {s_old:.6g} to {solver.t:.6g}")
-                    break
-                if clock == "log_time":
-                    # the rate is the field's last entry; RK45, DOP853 and Radau keep the field at the new point
-                    f_new = solver.f if hasattr(solver, "f") else fun(solver.t, solver.y)
-                    if not f_new[-1] > RATE_FLOOR:
-                        reason, message = "failed", RATE_UNDERFLOW.format(method=self.method, s_old=s_old, s=solver.t)
-                        break
-                dense = solver.dense_output()
-                s_new, y_new = solver.t, solver.y
-                # earliest event inside the step
-                hit, hit_s = None, np.inf
-                new_val = {}
-                for k, f in events.items():
-                    v0, v1 = ev_val[k], f(s_new, y_new, args)
-                    new_val[k] = v1
-                    if v0 > 0 >= v1:
-                        root = _root(lambda s: f(s, dense(s), args), s_old, s_new)
-                        if root < hit_s:
-                            hit, hit_s = k, root
-                ev_val = new_val
-                s_stop = hit_s if hit is not None else s_new
-                y_stop = dense(s_stop) if hit is not None else y_new
+                # dense output only where a step holds an event or a save (DOP853's costs 3 field evaluations)
+                dense = functools.cache(solver.dense_output)
+                hit, s_stop, ev_val = _first_event(events, ev_val, s_old, solver.t, solver.y, args, dense)
+                y_stop = solver.y if hit is None else dense()(s_stop)
                 u_stop = u_of(s_stop, y_stop)
                 k = ti + int(np.searchsorted(targets[ti:], u_stop, side="right"))
                 if k > ti:  # earlier targets were saved in earlier steps, so u(s_old) < target <= u(s_stop)
-                    s_k = targets[ti:k] if clock != "tau" else _times_of(dense, targets[ti:k], s_old, s_stop)
+                    s_k = targets[ti:k] if clock != "tau" else _times_of(dense(), targets[ti:k], s_old, s_stop)
                     s_saves.extend(s_k.tolist())
-                    y_saves.extend(np.atleast_2d(dense(s_k).T))
+                    y_saves.extend(np.atleast_2d(dense()(s_k).T))
                     ti = k
                 s_end, y_end = s_stop, y_stop.copy()
                 if progress is not None:
@@ -250,12 +213,43 @@ class ScipyBackend:
             reason, message = "interrupted", "interrupted by the user (KeyboardInterrupt)"
         finally:
             blas.restore_original_limits()
-        stats = {"steps": steps, "nfev": counts["nfev"][0]}
-        counts["nfev"][0] = 0
-        if counts["njev"] is not None:
-            stats["njev"], counts["njev"][0] = counts["njev"][0], 0
-        resume = (solver, fun, events, ev_val, counts, clock) if reason == "max_steps" else None
+        stats = {"steps": steps, "nfev": int(solver.nfev - counted[0])}
+        if self.implicit:
+            stats["njev"] = int(solver.njev - counted[1])
+        resume = (solver, events, ev_val, clock) if reason == "max_steps" else None
         return Segment(
             s_saves=np.asarray(s_saves), y_saves=np.asarray(y_saves).reshape(len(s_saves), len(y0)),
             s_end=float(s_end), y_end=np.asarray(y_end), reason=reason, message=message, stats=stats, resume=resume,
         )
+
+    def _step(self, solver, clock) -> str:
+        """One step of ``solver``; a message if it failed (nothing of that step is kept), else ''."""
+        s_old = solver.t
+        try:
+            msg = solver.step()
+        except (ValueError, np.linalg.LinAlgError) as err:  # a non-finite Jacobian or iterate inside the step
+            return f"scipy {self.method} at s = {s_old:.6g}: {err}"
+        if solver.status == "failed":
+            return f"scipy {self.method}: {msg}"
+        if not np.isfinite(solver.y).all():  # LSODA can accept such a step
+            return f"scipy {self.method}: the state became non-finite in the step from s = {s_old:.6g} to {solver.t:.6g}"
+        if clock == "log_time":
+            # the rate is the field's last entry; RK45, DOP853 and Radau keep the field at the new point
+            f_new = solver.f if hasattr(solver, "f") else solver.fun(solver.t, solver.y)
+            if not f_new[-1] > RATE_FLOOR:
+                return RATE_UNDERFLOW.format(method=self.method, s_old=s_old, s=solver.t)
+        return ""
+
+
+def _first_event(events, ev_val, s_old, s_new, y_new, args, dense):
+    """(event, where it fires, the events' values at the step's end) for the earliest event in the step
+    from ``s_old`` to ``s_new`` (None, s_new, ... if none fires): root-found on the step's dense output."""
+    hit, hit_s = None, s_new
+    new_val = {}
+    for k, f in events.items():
+        new_val[k] = v1 = f(s_new, y_new, args)
+        if ev_val[k] > 0 >= v1:
+            root = _root(lambda s: f(s, dense()(s), args), s_old, s_new)
+            if hit is None or root < hit_s:
+                hit, hit_s = k, root
+    return hit, hit_s, new_val
