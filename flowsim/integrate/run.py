@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from flowsim.integrate.backends._diffrax import DiffraxBackend
-from flowsim.integrate.backends._events import armed, event_functions, scores, watched
+from flowsim.integrate.backends._events import scores, watched
 from flowsim.integrate.backends._scipy import ScipyBackend
 from flowsim.integrate.filippov import classify
 from flowsim.integrate.handlers import RATE_OVERFLOW
@@ -103,11 +103,9 @@ class Run:
 
     def integrate(self):
         """One backend call from the current state, at most ``chunk`` steps; its saves are recorded."""
-        args = (self.Z, self.rho, self.sigma, self.pinned, self.u1, self.log_floor, self.log_ceiling,
-                self.leaders.copy())
         watch = watched(self.vf, self.y, self.Z, self.sigma, self.pinned) if self.uses_sign else ~self.pinned
-        fns = event_functions(self.vf, self.clock, self.uses_sign, self.track)
-        args = args + (armed(fns, self.s, self.y, (*args, None, watch)), watch)
+        args = (self.Z, self.rho, self.sigma, self.pinned, self.u1, self.log_floor, self.log_ceiling,
+                self.leaders.copy(), watch)
         if isinstance(self.be, ScipyBackend):
             extra = {"progress": self.bar.to_u if self.bar else None, "track": self.track}
         else:

@@ -277,8 +277,7 @@ def _vmapped(system, data, inits, rhos, opts):
     log_ceiling = math.log(opts["blowup_size"])
     run, names = kernel(jax_field(system, K, d), structure_key(system), clock, False, False, be.solver,
                         opts["max_steps"], len(targets), (), batched=True)
-    arm = np.ones((m, len(names)), bool)  # the kernel disarms what is not positive at each member's start
-    args = (Z, rhos, sigma, pinned, u1, floors, log_ceiling, leaders, arm)
+    args = (Z, rhos, sigma, pinned, u1, floors, log_ceiling, leaders)
     s_t, y_t, ok, s_end, y_end, (fired, maxed, failed), stats = (
         np.asarray(x) if not isinstance(x, tuple) else tuple(np.asarray(v) for v in x)
         for x in run(*host_arguments(y0, 0.0, s_max, args, run_targets, [opts["rtol"], opts["atol"]])))

@@ -6,7 +6,8 @@ independent variable (``s_max``), an event, ``max_steps``, a failure or an inter
 - evaluate the state at the save targets (values of u = log(1+t)) that the segment passes, on its
   dense output (under the tau clock by root-finding u(tau) = target, under the log-time clock
   directly, since there s = u);
-- locate events (see ``_events.py``) by root-finding on the dense output, not at step ends;
+- locate events (see ``_events.py``) by root-finding on the dense output, not at step ends, arming only
+  those positive at the segment's start;
 - count steps, accepted/rejected steps and right-hand-side evaluations;
 - accept ``resume`` (``Segment.resume`` of the previous call, or None) and may ignore it.
 

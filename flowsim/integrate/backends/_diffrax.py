@@ -47,10 +47,9 @@ def _build(vf, clock, uses_sign, sliding, solver_name, max_steps, n_targets, tra
     bisect = _IntervalBisection(rtol=1e-14, atol=1e-14, flip=True)  # events fall through 0
 
     def run(y0, s0, s_max, args, u_targets, tol):
-        # an event not positive at the segment's start stays disarmed (``_events``): the caller's flags
-        # and'ed with that check made here, where a vmapped sweep's members get it in one pass
-        start = jnp.stack([events[k](s0, y0, args) for k in names]) > 0
-        args = (*args[:8], args[8] & start, *args[9:])
+        # an event not positive at the segment's start stays disarmed (``_events``); a vmapped sweep's
+        # members are armed each from its own start
+        armed = jnp.stack([events[k](s0, y0, args) for k in names]) > 0
         if clock == "tau":  # targets are values of u, a state: found on the dense output
             saveat = diffrax.SaveAt(t1=True, dense=True)
         else:  # targets are values of s itself: saved as the solver passes them (no dense buffer)
@@ -59,7 +58,8 @@ def _build(vf, clock, uses_sign, sliding, solver_name, max_steps, n_targets, tra
             diffrax.ODETerm(rhs), solver, s0, s_max, None, y0, args,
             saveat=saveat,
             stepsize_controller=diffrax.PIDController(rtol=tol[0], atol=tol[1], **CONTROLLER),
-            event=diffrax.Event(lambda t, y, args, **kw: combined(t, y, args), root_finder=bisect, direction=False),
+            event=diffrax.Event(lambda t, y, args, **kw: combined(t, y, args, armed), root_finder=bisect,
+                                direction=False),
             max_steps=max_steps, throw=False,
         )
         # an event ends the saves early: the end state follows the last target reached, inf after it
@@ -97,12 +97,12 @@ def _build(vf, clock, uses_sign, sliding, solver_name, max_steps, n_targets, tra
 def kernel(vf, key, clock, uses_sign, sliding, solver, max_steps, n_targets, track=(), batched=False):
     """The jitted segment solve ``run(y0, s0, s_max, args, u_targets)`` and its event names, compiled
     once per structure. ``batched=True``: vmapped over y0 and the per-member arguments rho
-    (``args[1]``), log_floor (``args[5]``) and the armed events (``args[8]``), the rest shared (for :func:`flowsim.sweep`)."""
+    (``args[1]``) and log_floor (``args[5]``), the rest shared (for :func:`flowsim.sweep`)."""
     ck = (key, clock, uses_sign, sliding, solver, max_steps, n_targets, vf.K, vf.d, track, batched)
     if ck not in _CACHE:
         run, names = _build(vf, clock, uses_sign, sliding, solver, max_steps, n_targets, track)
         if batched:
-            axes = (None, 0, None, None, None, 0, None, None, 0)
+            axes = (None, 0, None, None, None, 0, None, None)
             run = jax.vmap(run, in_axes=(0, None, None, axes, None, None))
         _CACHE[ck] = StoredKernel(jax.jit(run), vf, (clock, uses_sign, sliding, solver, max_steps, n_targets, track,
                                                      batched)), names

@@ -17,9 +17,9 @@ falls through zero:
   minus the best other score: another coordinate is about to lead in |beta_j| or in the relative
   growth rate d log|beta_j| / dtau (clock-free: every clock rescales all rates alike).
 
-``args = (Z, rho, sigma, pinned, u_end, log_floor, log_ceiling, leaders, armed, watched)``; ``armed``
-(one bool per event, in ``event_functions`` order) disarms an event that is not positive at the
-segment's start (say two coordinates tied for ever by symmetry), so it cannot blind the others.
+``args = (Z, rho, sigma, pinned, u_end, log_floor, log_ceiling, leaders, watched)``. A backend arms only
+the events that are positive at the segment's start: one that is not (say two coordinates tied for ever
+by symmetry) would end the segment at once, or, as part of one minimum, blind the others.
 ``watched`` (sign flows) does the same per entry for ``switch``: an entry that has just switched starts
 its segment at sigma_k G_k = 0, and as part of one minimum it would disarm every other entry's switch
 (a missed switch leaves a stale sign in the field: l_inf-SAM then follows a trajectory the exact flow
@@ -77,7 +77,7 @@ def event_functions(vf, clock: str, uses_sign: bool, track=()) -> dict:
             G, _ = vf.direction(xp.reshape(y[:-1], (K, d)), Z)
             # an entry that has just switched (unwatched) is re-examined once |G_k| has grown out of 0
             settle = SETTLE * xp.max(xp.abs(G)) - xp.abs(G)
-            return xp.min(xp.where(pinned, 1.0, xp.where(args[9], sigma * G, settle)))
+            return xp.min(xp.where(pinned, 1.0, xp.where(args[8], sigma * G, settle)))
 
         fns["switch"] = switch
     for i, kind in enumerate(track):
@@ -94,13 +94,6 @@ def event_functions(vf, clock: str, uses_sign: bool, track=()) -> dict:
     return fns
 
 
-def armed(fns: dict, s, y, args):
-    """Which events are positive at the segment's start (numpy)."""
-    import numpy as np
-
-    return np.array([float(f(s, y, args)) > 0 for f in fns.values()])
-
-
 def watched(vf, y, Z, sigma, pinned):
     """The entries whose sign switch is watched in a segment starting at y: sigma_k G_k > 0 there."""
     import numpy as np
@@ -110,10 +103,11 @@ def watched(vf, y, Z, sigma, pinned):
 
 
 def first_event(fns: dict, xp):
-    """One continuous function, the minimum of the armed events: it crosses zero when the first does."""
+    """One continuous function, the minimum of the ``armed`` events (a mask in ``fns`` order): it crosses
+    zero when the first does."""
 
-    def combined(s, y, args):
+    def combined(s, y, args, armed):
         vals = xp.stack([f(s, y, args) for f in fns.values()])
-        return xp.min(xp.where(args[8], vals, xp.inf))
+        return xp.min(xp.where(armed, vals, xp.inf))
 
     return combined

@@ -159,10 +159,10 @@ class ScipyBackend:
             kwargs["jac"] = lambda s, y: jac(s, y, args)
         solver = METHODS[self.method](lambda s, y: rhs(s, y, args), s0, np.asarray(y0, float), s_max, rtol=rtol,
                                       atol=atol, **kwargs)
-        events = event_functions(vf, clock, uses_sign, track)
-        on = dict(zip(events, args[8]))
-        events = {k: f for k, f in events.items() if on[k]}
-        ev_val = {k: f(s0, solver.y, args) for k, f in events.items()}
+        # an event not positive at the segment's start stays disarmed (``_events``)
+        at_start = {k: (f, f(s0, solver.y, args)) for k, f in event_functions(vf, clock, uses_sign, track).items()}
+        events = {k: f for k, (f, v) in at_start.items() if v > 0}
+        ev_val = {k: v for k, (f, v) in at_start.items() if v > 0}
         return self._run(solver, events, ev_val, clock, s0, y0, args, u_targets, max_steps, progress)
 
     def _run(self, solver, events, ev_val, clock, s0, y0, args, u_targets, max_steps, progress):
