@@ -74,6 +74,24 @@ def test_converged_limit_is_a_critical_point_of_the_loss(gaussian):
     assert sol.log_loss[-1] == pytest.approx(float(jnp.log(loss(w))), abs=1e-12)
 
 
+def test_above_the_dense_limit_no_critical_point_test_runs_and_the_budget_message_says_so(gaussian, monkeypatch):
+    """The critical-point test is dense O((Kd)^3) linear algebra: above DENSE_MAX entries it is skipped
+    everywhere (it had been guarded on every cold path but this one), and a spent budget says why."""
+    from flowsim.integrate import critical, handlers
+
+    def refuse(*a, **k):
+        raise AssertionError("a dense critical-point test ran above DENSE_MAX")
+
+    monkeypatch.setattr(handlers, "DENSE_MAX", 4)  # the tied net here has 10 entries
+    monkeypatch.setattr(critical, "find", refuse)
+    monkeypatch.setattr(critical, "rest_point", refuse)
+    # (the same runs converge at 2,048 steps below the limit)
+    assert _plateau(gaussian, fs.GD(), "scipy:LSODA", t1=1e30).status == "completed"
+    sol = _plateau(gaussian, fs.GD(), "diffrax:Tsit5", log10_t1=1e4, max_steps=4096, throw=False)
+    assert sol.status == "max_steps"
+    assert "With 10 parameter entries integrated (over 4) flowsim does not test whether the flow has converged" in sol.message
+
+
 def test_a_flow_that_only_slows_down_is_not_converged():
     # depth-2 GD on one sample: beta_2/beta_1 ~ (log t)^-0.1, still moving at t = 1e100 (docs/theory.md 4)
     data = fs.Dataset(np.array([[1.0, 0.9]]), [1])

@@ -69,6 +69,8 @@ def _on_chunk_end(run, seg):
         _hand_over(run, IMPLICIT_FALLBACK)
     elif run.segment_steps >= run.max_steps:
         run.status = "max_steps"
+        if _too_large(run):
+            run.message = TOO_LARGE.format(size=run.K * run.d, most=DENSE_MAX, log10_t=run.log10_t_asked)
         _stability_limited(run)
         _at_saddle(run, "the step budget ran out")
 
@@ -259,7 +261,7 @@ def _signs_at(run, i):
 def _converged(run, loss_still=False) -> bool:
     """Hold the limit as "converged" if the state has converged to a critical point (``_critical``).
     Unless ``loss_still``, only where the loss has stopped decreasing (the test costs O((Kd)^3))."""
-    if not critical.stops_at_minima(run.system.flow):
+    if not critical.stops_at_minima(run.system.flow) or _too_large(run):
         return False
     own = _has_own_rest_points(run)
     if own and _earlier_rest_point(run):
@@ -306,6 +308,12 @@ SADDLE = ("at log10 t = {log10_t:.6g} the flow reached a saddle of the loss (its
           "the loss has unstable directions there (growth rate {rate:.3g} per unit tau, along entries that are tiny "
           "but not 0), so the exact flow leaves it, sliding meanwhile where its field -grad L(theta + rho g/|g|) is "
           "discontinuous (g = 0), a sliding mode flowsim does not integrate ({reason}); the trajectory up to it is kept")
+
+
+TOO_LARGE = ("the step budget max_steps ran out at log10 t = {log10_t:.6g}. With {size} parameter entries integrated "
+             "(over {most}) flowsim does not test whether the flow has converged to a critical point (a dense O(n^3) "
+             "test): where the loss has stopped decreasing the flow may have; plot sol.log_loss. Otherwise raise "
+             "max_steps or loosen rtol/atol")
 
 
 STIFF = ("{backend} ran out of its step budget at log10 t = {log10_t:.6g} with steps limited by stability, not "
