@@ -109,7 +109,7 @@ def solve(
                      blowup_size=blowup_size, allow_nonseparable=bool(allow_nonseparable))
     config = dict(arguments, clock=clock, saves=len(points), rho=float(system.flow.rho), track=track,
                   arguments=dict(arguments, save_at=points.tolist()))
-    floors = (log_floor_of(theta0, collapse_tol, atol), math.log(blowup_size))
+    floors = (float(log_floor_of(theta0, collapse_tol, atol)), math.log(blowup_size))
     # a balanced product network is integrated on its invariant manifold, as the tied net
     reduced = reduction(system, theta0)
     run_system, speedup = reduced or (system, 1.0)

@@ -234,9 +234,11 @@ def _chunk(spec, data, inits, rhos, opts):
 
 
 def _plateau_at_end(log_loss):
-    """Per point: the loss stood still over its last two saves (``critical.LOSS_STILL``)."""
-    last = [row[np.isfinite(row)][-2:] for row in log_loss]
-    return np.array([len(v) == 2 and abs(v[1] - v[0]) <= LOSS_STILL for v in last], bool)
+    """Per point: the loss stood still over its last two saves (``critical.LOSS_STILL``). A point's
+    saves are a prefix of the grid (NaN past its end)."""
+    k = np.isfinite(log_loss).sum(axis=1) - 1
+    rows = np.arange(len(log_loss))
+    return (k >= 1) & (np.abs(log_loss[rows, k] - log_loss[rows, np.maximum(k - 1, 0)]) <= LOSS_STILL)
 
 
 def _with_rho(flow, rho):
@@ -267,7 +269,7 @@ def _vmapped(system, data, inits, rhos, opts):
     m, K, d = theta0.shape
     to_s, to_u, targets, run_targets, s_max = clock_plan(clock, flow, u1, opts["save_at"], math.log10(speedup))
     Z = data.z
-    floors = np.array([log_floor_of(th, opts["collapse_tol"], opts["atol"]) for th in theta0])
+    floors = log_floor_of(theta0, opts["collapse_tol"], opts["atol"])
     y0 = np.concatenate([theta0.reshape(m, -1), np.zeros((m, 1))], axis=1)
     # the crossing event, shared by all members: the signs each keeps depend on the signs of its init only
     patterns = np.unique(np.sign(theta0), axis=0)

@@ -92,8 +92,9 @@ def resolve_clock(clock, be):
 
 
 def log_floor_of(theta0, collapse_tol, atol):
+    """log of the collapse floor of an init (K, d), or of each of a stack of them (m, K, d)."""
     # below ~atol the solver no longer resolves the state, and the l2-SAM field is discontinuous at 0
-    return math.log(max(collapse_tol * float(np.abs(theta0).max()), 1e3 * atol))
+    return np.log(np.maximum(collapse_tol * np.abs(theta0).max(axis=(-2, -1)), 1e3 * atol))
 
 
 def clock_plan(clock, flow, u1, points, shift=0.0):
