@@ -92,6 +92,58 @@ def test_above_the_dense_limit_no_critical_point_test_runs_and_the_budget_messag
     assert "With 10 parameter entries integrated (over 4) flowsim does not test whether the flow has converged" in sol.message
 
 
+@pytest.mark.parametrize("backend", ["diffrax:Tsit5", "scipy:DOP853"])
+@pytest.mark.parametrize("clock", ["tau", "log_time"])
+def test_a_disarmed_event_is_never_named_as_the_ending(backend, clock):
+    # blowup_size below the init disarms the blow-up event (negative from the start); the compiled solve
+    # named the lowest of all events at the end, so a tau-clock run that reached its horizon said 'blew_up'
+    data = fs.Dataset(np.array([[1.0, 2.0, 3.0]]), [1])
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
+    sol = fs.solve(system, data, 0.1, t1=1e30, backend=backend, clock=clock, blowup_size=0.05, throw=False)
+    assert sol.status == "completed" and sol.log10_t[-1] == pytest.approx(30.0), sol.message
+
+
+@pytest.mark.parametrize("backend", ["scipy:BDF", "scipy:Radau", "scipy:LSODA", "scipy:DOP853"])
+def test_scipy_counts_every_field_and_jacobian_evaluation(gaussian, backend, monkeypatch):
+    """stats['nfev'] / ['njev'] are the solver's own counters over all segments, start-up evaluations
+    included, against a count kept by wrapping the field and Jacobian each segment hands its solver (a
+    plateau: several chunks, each resuming the last one's solver)."""
+    from flowsim.integrate import jacobian, vector_field
+    from flowsim.integrate.backends._scipy import ScipyBackend
+
+    calls, building = {"f": 0, "J": 0}, [False]
+
+    def counted(original, key):
+        def build(self, *a):
+            f = original(self, *a)
+            if not building[0]:  # the driver's own evaluations (arrivals, checks) are not the solver's
+                return f
+
+            def g(*b):
+                calls[key] += 1
+                return f(*b)
+            return g
+        return build
+
+    def start(self, *a):
+        building[0] = True
+        try:
+            return original_start(self, *a)
+        finally:
+            building[0] = False
+
+    original_start = ScipyBackend._start
+    monkeypatch.setattr(ScipyBackend, "_start", start)
+    monkeypatch.setattr(vector_field.VectorField, "rhs", counted(vector_field.VectorField.rhs, "f"))
+    monkeypatch.setattr(jacobian.FieldJacobian, "rhs_jacobian", counted(jacobian.FieldJacobian.rhs_jacobian, "J"))
+    sol = _plateau(gaussian, fs.GD(), backend, t1=1e30, max_steps=4096, throw=False)
+    assert sol.stats["segments"] >= 2
+    assert sol.stats["nfev"] == calls["f"], (calls, sol.stats)
+    if backend != "scipy:DOP853":
+        assert sol.stats["njev"] == calls["J"], (calls, sol.stats)
+    assert all(type(sol.stats[k]) is int for k in ("steps", "nfev"))
+
+
 def test_a_flow_that_only_slows_down_is_not_converged():
     # depth-2 GD on one sample: beta_2/beta_1 ~ (log t)^-0.1, still moving at t = 1e100 (docs/theory.md 4)
     data = fs.Dataset(np.array([[1.0, 0.9]]), [1])

@@ -69,7 +69,7 @@ def _on_chunk_end(run, seg):
         _hand_over(run, IMPLICIT_FALLBACK)
     elif run.segment_steps >= run.max_steps:
         run.status = "max_steps"
-        if _too_large(run):
+        if _too_large(run) and critical.stops_at_minima(run.system.flow):
             run.message = TOO_LARGE.format(size=run.K * run.d, most=DENSE_MAX, log10_t=run.log10_t_asked)
         _stability_limited(run)
         _at_saddle(run, "the step budget ran out")

@@ -61,7 +61,7 @@ class VectorField:
     def couplings(self, theta, Z):
         """Margins m, log gradient scale S, and r = Z^T softmax(log q(m)) at theta."""
         beta, m, S, e, total = self._unnormalised_weights(theta, Z)
-        # p @ Z, not Z.T @ p: inside a while loop XLA copies the transpose on every call; and
+        # e Z, not Z^T e: inside a while loop XLA copies the transpose on every call; and
         # normalising after the product saves a pass over the samples
         return beta, m, S, self.xp.dot(e, Z) / total
 
@@ -92,7 +92,7 @@ class VectorField:
         _, _, S_t, e, total = self._unnormalised_weights(theta_t, Z)
         r_t = self.xp.dot(e, Z) / total
         # P = sum_i p_i^2 z_ij^2: the per-sample second moment the Adam proxy needs
-        P_t = (e / total) ** 2 @ Z**2 if self.needs_P else r_t
+        P_t = self.xp.dot((e / total) ** 2, Z**2) if self.needs_P else r_t
         return self.compiled.field(theta_t, r_t, P_t, float(Z.shape[0]), N, sigma), S_t
 
     def sliding_field_and_scale(self, theta, Z, rho, sigma, pinned):
@@ -157,8 +157,6 @@ def at_theta(rho) -> bool:
 
 def numpy_field(system, K, d) -> VectorField:
     """The field of a derived ``System`` on NumPy (scipy backend, events, Filippov checks)."""
-    import numpy as np
-
     return VectorField(system.numpy, np, K, d, system.flow.dual_exponent, system.flow.needs_P, _signed(system.flow))
 
 

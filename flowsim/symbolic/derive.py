@@ -162,14 +162,15 @@ def _rows(K):
     return (lambda W: (get(W),)) if K == 1 else get
 
 
-def _shaped(xp, fn, of, n_out, arrays, K):
+def _shaped(xp, fn, of, n_out, arrays, K, fresh=False):
     """The lambdified ``fn`` with the signature ``of`` and outputs of the input's shape. Which outputs
     need broadcasting is decided here, once: an expression of an array argument already has its shape,
     only constants and expressions of scalars (N, S, rho, n) do not. Per-call shape checks had cost
-    more than the formulas on the small arrays of a NumPy solve."""
+    more than the formulas on the small arrays of a NumPy solve. ``fresh``: every output is a new array
+    (no argument passed through as it is), so one row may be returned as a view of it."""
     call = _UNPACK[of](fn, _rows(K))
-    # np.array of same-shape arrays: np.stack at a third of its cost; one row (one layer): a view
-    stack = (lambda rows: rows[0][None]) if n_out == 1 else np.array if xp is np else xp.stack
+    # np.array of same-shape arrays: np.stack at a third of its cost; one new row (one layer): a view
+    stack = (lambda rows: rows[0][None]) if n_out == 1 and fresh else np.array if xp is np else xp.stack
     if n_out is None:
         return call if arrays else lambda *a: _fit(xp, call(*a), a[0].shape[1:] if of != "margin" else a[0].shape)
     if all(arrays):
@@ -225,8 +226,10 @@ def _compile(system_parts, modules, xp) -> Compiled:
     raw, fns = {}, {}
     for name, (e, of, n_out) in exprs.items():
         raw[name] = fn = sp.lambdify(signatures[of], e, modules=modules, cse=True)
-        of_array = [bool(sp.sympify(o).free_symbols & arrays[of]) for o in (e if n_out else [e])]
-        fns[name] = _shaped(xp, fn, of, n_out, of_array if n_out else of_array[0], K)
+        outs = [sp.sympify(o) for o in (e if n_out else [e])]
+        of_array = [bool(o.free_symbols & arrays[of]) for o in outs]
+        fresh = all(of_array) and not any(o.is_Symbol for o in outs)
+        fns[name] = _shaped(xp, fn, of, n_out, of_array if n_out else of_array[0], K, fresh)
     main = {k: fns.pop(k) for k in ("beta", "direction", "perturbed", "field", "normed", "log_q", "log_l")}
     return Compiled(**main, raw=raw, partials=fns)
 

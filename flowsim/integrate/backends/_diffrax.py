@@ -84,7 +84,8 @@ def _build(vf, clock, uses_sign, sliding, solver_name, max_steps, n_targets, tra
             y_t = jax.vmap(sol.evaluate)(s_t)
         values = jnp.stack([events[k](s_end, y_end, args) for k in names])
         flags = (
-            jnp.where(sol.result == diffrax.RESULTS.event_occurred, jnp.argmin(values), -1),
+            # the event that fired is the lowest of the armed ones (a disarmed one may be lower still)
+            jnp.where(sol.result == diffrax.RESULTS.event_occurred, jnp.argmin(jnp.where(armed, values, jnp.inf)), -1),
             sol.result == diffrax.RESULTS.max_steps_reached,
             (sol.result != diffrax.RESULTS.successful) & (sol.result != diffrax.RESULTS.event_occurred),
         )

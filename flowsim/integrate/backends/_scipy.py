@@ -154,7 +154,7 @@ class ScipyBackend:
                track):
         rhs = vf.rhs(clock, sliding)
         kwargs = {}
-        if self.implicit:  # (a non-finite Jacobian fails the step)
+        if self.implicit:
             jac = FieldJacobian(vf).rhs_jacobian(clock, sliding)
             kwargs["jac"] = lambda s, y: jac(s, y, args)
         solver = METHODS[self.method](lambda s, y: rhs(s, y, args), s0, np.asarray(y0, float), s_max, rtol=rtol,
@@ -163,10 +163,11 @@ class ScipyBackend:
         at_start = {k: (f, f(s0, solver.y, args)) for k, f in event_functions(vf, clock, uses_sign, track).items()}
         events = {k: f for k, (f, v) in at_start.items() if v > 0}
         ev_val = {k: v for k, (f, v) in at_start.items() if v > 0}
-        return self._run(solver, events, ev_val, clock, s0, y0, args, u_targets, max_steps, progress)
+        return self._run(solver, events, ev_val, clock, s0, y0, args, u_targets, max_steps, progress, fresh=True)
 
-    def _run(self, solver, events, ev_val, clock, s0, y0, args, u_targets, max_steps, progress):
-        """Step ``solver`` (already at (s0, y0)) for at most ``max_steps`` steps."""
+    def _run(self, solver, events, ev_val, clock, s0, y0, args, u_targets, max_steps, progress, fresh=False):
+        """Step ``solver`` (already at (s0, y0)) for at most ``max_steps`` steps; ``fresh``: the solver was
+        made for this segment (its start-up evaluations count here), else it resumes the last one's."""
         # log-time and schedule clocks: targets are values of s itself; tau: of the state u
         u_of = (lambda s, y: y[-1]) if clock == "tau" else (lambda s, y: s)
         targets = np.asarray(u_targets, float)
@@ -175,7 +176,7 @@ class ScipyBackend:
         steps = 0
         reason, message = "end", ""
         s_end, y_end = s0, np.asarray(y0, float)
-        counted = (solver.nfev, solver.njev)  # scipy counts evaluations; a resumed solver's counts go on
+        counted = (0, 0) if fresh else (solver.nfev, solver.njev)  # scipy counts evaluations
         # one BLAS thread for the implicit methods' LU: the matrices are small, and OpenBLAS threads
         # competing with XLA's for two cores made BDF 3x slower at n = d = 100 (benchmarks/bench_core.py)
         blas = _blas().limit(limits=1, user_api="blas")
@@ -187,8 +188,8 @@ class ScipyBackend:
                     reason, message = "max_steps", f"max_steps={max_steps} reached"
                     break
                 s_old = solver.t
-                steps += 1
-                failure = self._step(solver, clock)
+                stepped, failure = self._step(solver, clock)
+                steps += stepped
                 if failure:
                     reason, message = "failed", failure
                     break
@@ -222,23 +223,25 @@ class ScipyBackend:
             s_end=float(s_end), y_end=np.asarray(y_end), reason=reason, message=message, stats=stats, resume=resume,
         )
 
-    def _step(self, solver, clock) -> str:
-        """One step of ``solver``; a message if it failed (nothing of that step is kept), else ''."""
+    def _step(self, solver, clock) -> tuple[bool, str]:
+        """One step of ``solver``: whether it returned (a step to count), and a message if it failed
+        (nothing of that step is kept), else ''."""
         s_old = solver.t
         try:
             msg = solver.step()
         except (ValueError, np.linalg.LinAlgError) as err:  # a non-finite Jacobian or iterate inside the step
-            return f"scipy {self.method} at s = {s_old:.6g}: {err}"
+            return False, f"scipy {self.method} at s = {s_old:.6g}: {err}"
         if solver.status == "failed":
-            return f"scipy {self.method}: {msg}"
+            return True, f"scipy {self.method}: {msg}"
         if not np.isfinite(solver.y).all():  # LSODA can accept such a step
-            return f"scipy {self.method}: the state became non-finite in the step from s = {s_old:.6g} to {solver.t:.6g}"
+            return True, (f"scipy {self.method}: the state became non-finite in the step from s = {s_old:.6g} to "
+                          f"{solver.t:.6g}")
         if clock == "log_time":
             # the rate is the field's last entry; RK45, DOP853 and Radau keep the field at the new point
             f_new = solver.f if hasattr(solver, "f") else solver.fun(solver.t, solver.y)
             if not f_new[-1] > RATE_FLOOR:
-                return RATE_UNDERFLOW.format(method=self.method, s_old=s_old, s=solver.t)
-        return ""
+                return True, RATE_UNDERFLOW.format(method=self.method, s_old=s_old, s=solver.t)
+        return True, ""
 
 
 def _first_event(events, ev_val, s_old, s_new, y_new, args, dense):
