@@ -135,3 +135,19 @@ def test_rho_grid_needs_a_radius_and_executor_must_be_known():
         fs.sweep(L2SAM, MU3, {"alpha": [0.1]}, t1=1e10, executor="ray")
     with pytest.raises(ValueError, match="chunk_size"):
         fs.sweep(L2SAM, MU3, {"alpha": [0.1]}, t1=1e10, chunk_size=0)
+
+
+def test_plateau_at_end_reads_each_points_last_two_finite_saves():
+    """The vectorised test against a plain per-point reading, on saves with NaN and inf anywhere."""
+    from flowsim.integrate.critical import LOSS_STILL
+    from flowsim.integrate.sweep import _plateau_at_end
+
+    def plain(log_loss):
+        last = [row[np.isfinite(row)][-2:] for row in log_loss]
+        return np.array([len(v) == 2 and abs(v[1] - v[0]) <= LOSS_STILL for v in last], bool)
+
+    rng = np.random.default_rng(1)
+    for _ in range(500):
+        a = rng.choice([1.0, 1.0 + 1e-7, 2.0, np.nan, np.inf], size=(6, 5))
+        np.testing.assert_array_equal(_plateau_at_end(a), plain(a))
+    assert _plateau_at_end(np.array([[3.0, 2.0, 2.0 + 1e-9, np.nan]])).tolist() == [True]

@@ -234,11 +234,14 @@ def _chunk(spec, data, inits, rhos, opts):
 
 
 def _plateau_at_end(log_loss):
-    """Per point: the loss stood still over its last two saves (``critical.LOSS_STILL``). A point's
-    saves are a prefix of the grid (NaN past its end)."""
-    k = np.isfinite(log_loss).sum(axis=1) - 1
+    """Per point: the loss stood still over its last two finite saves (``critical.LOSS_STILL``)."""
+    at = np.where(np.isfinite(log_loss), np.arange(log_loss.shape[1]), -1)
+    last = at.max(axis=1)
+    before = np.where(at == last[:, None], -1, at).max(axis=1)
     rows = np.arange(len(log_loss))
-    return (k >= 1) & (np.abs(log_loss[rows, k] - log_loss[rows, np.maximum(k - 1, 0)]) <= LOSS_STILL)
+    with np.errstate(invalid="ignore"):  # (rows with fewer than two are not plateaus whatever the difference)
+        still = np.abs(log_loss[rows, last] - log_loss[rows, before]) <= LOSS_STILL
+    return (before >= 0) & still
 
 
 def _with_rho(flow, rho):
