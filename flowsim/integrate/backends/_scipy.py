@@ -193,16 +193,16 @@ class ScipyBackend:
                 if failure:
                     reason, message = "failed", failure
                     break
-                # dense output only where a step holds an event or a save (DOP853's costs 3 field evaluations)
-                dense = functools.cache(solver.dense_output)
-                hit, s_stop, ev_val = _first_event(events, ev_val, s_old, solver.t, solver.y, args, dense)
-                y_stop = solver.y if hit is None else dense()(s_stop)
+                hit, s_stop, ev_val, dense = _first_event(events, ev_val, s_old, solver, args)
+                y_stop = solver.y if hit is None else dense(s_stop)
                 u_stop = u_of(s_stop, y_stop)
                 k = ti + int(np.searchsorted(targets[ti:], u_stop, side="right"))
                 if k > ti:  # earlier targets were saved in earlier steps, so u(s_old) < target <= u(s_stop)
-                    s_k = targets[ti:k] if clock != "tau" else _times_of(dense(), targets[ti:k], s_old, s_stop)
+                    # dense output only where a step holds an event or a save (DOP853's costs 3 field evaluations)
+                    dense = dense if dense is not None else solver.dense_output()
+                    s_k = targets[ti:k] if clock != "tau" else _times_of(dense, targets[ti:k], s_old, s_stop)
                     s_saves.extend(s_k.tolist())
-                    y_saves.extend(np.atleast_2d(dense()(s_k).T))
+                    y_saves.extend(np.atleast_2d(dense(s_k).T))
                     ti = k
                 s_end, y_end = s_stop, y_stop.copy()
                 if progress is not None:
@@ -244,15 +244,18 @@ class ScipyBackend:
         return True, ""
 
 
-def _first_event(events, ev_val, s_old, s_new, y_new, args, dense):
-    """(event, where it fires, the events' values at the step's end) for the earliest event in the step
-    from ``s_old`` to ``s_new`` (None, s_new, ... if none fires): root-found on the step's dense output."""
-    hit, hit_s = None, s_new
+def _first_event(events, ev_val, s_old, solver, args):
+    """(event, where it fires, the events' values at the step's end, the step's dense output) for the
+    earliest event in the step from ``s_old`` to ``solver.t``, root-found on the dense output, which is
+    made only then (None, solver.t, ..., None if no event fires)."""
+    s_new, y_new = solver.t, solver.y
+    hit, hit_s, dense = None, s_new, None
     new_val = {}
     for k, f in events.items():
         new_val[k] = v1 = f(s_new, y_new, args)
         if ev_val[k] > 0 >= v1:
-            root = _root(lambda s: f(s, dense()(s), args), s_old, s_new)
+            dense = dense if dense is not None else solver.dense_output()
+            root = _root(lambda s: f(s, dense(s), args), s_old, s_new)
             if hit is None or root < hit_s:
                 hit, hit_s = k, root
-    return hit, hit_s, new_val
+    return hit, hit_s, new_val, dense
