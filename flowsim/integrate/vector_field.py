@@ -117,7 +117,7 @@ class VectorField:
         """dy/ds for the flat state under ``clock``; ``args = (Z, rho, sigma, pinned)``."""
         xp, K, d = self.xp, self.K, self.d
         fs = self.sliding_field_and_scale if sliding else self.field_and_scale
-        flat = _flat_numpy if xp.__name__ == "numpy" else functools.partial(_flat, xp)
+        flat = _flat_numpy if xp is np else functools.partial(_flat, xp)
 
         def f(s, y, args):
             Z, rho, sigma, pinned = args[:4]

@@ -160,9 +160,9 @@ class ScipyBackend:
         solver = METHODS[self.method](lambda s, y: rhs(s, y, args), s0, np.asarray(y0, float), s_max, rtol=rtol,
                                       atol=atol, **kwargs)
         # an event not positive at the segment's start stays disarmed (``_events``)
-        at_start = {k: (f, f(s0, solver.y, args)) for k, f in event_functions(vf, clock, uses_sign, track).items()}
-        events = {k: f for k, (f, v) in at_start.items() if v > 0}
-        ev_val = {k: v for k, (f, v) in at_start.items() if v > 0}
+        fns = event_functions(vf, clock, uses_sign, track)
+        ev_val = {k: v for k, f in fns.items() if (v := f(s0, solver.y, args)) > 0}
+        events = {k: fns[k] for k in ev_val}
         return self._run(solver, events, ev_val, clock, s0, y0, args, u_targets, max_steps, progress, fresh=True)
 
     def _run(self, solver, events, ev_val, clock, s0, y0, args, u_targets, max_steps, progress, fresh=False):
