@@ -7,6 +7,7 @@ pydantic does the validation; this module only turns its first error into one re
 from __future__ import annotations
 
 import difflib
+import inspect
 import re
 from pathlib import Path
 from typing import Literal
@@ -33,6 +34,10 @@ def make_flow(name: str, **params):
     unused = sorted(set(params) - set(FLOW_KEYS[name]))
     if unused:
         raise ValueError(f"flow {name!r} takes {list(FLOW_KEYS[name]) or 'no keys'}; drop {unused}.")
+    missing = [p.name for p in inspect.signature(makers[name]).parameters.values()
+               if p.default is p.empty and p.name not in params]
+    if missing:  # (the constructor's TypeError reached the command line as a traceback)
+        raise ValueError(f"flow {name!r} needs {', '.join(missing)} (rho: the perturbation radius, e.g. 0.05).")
     return makers[name](**params)
 
 

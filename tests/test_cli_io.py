@@ -152,6 +152,14 @@ def test_plot_of_a_missing_run_is_one_line(tmp_path):
         assert r.exit_code == 2 and len(lines) == 1 and message in lines[0], r.output
 
 
+@pytest.mark.parametrize("flow", ["sam", "usam", "asam"])
+def test_derive_without_the_radius_a_flow_needs_is_one_line(flow):
+    # the constructor's TypeError had reached the command line as a traceback with exit code 1
+    r = runner.invoke(app, ["derive", "--flow", flow])
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert r.exit_code == 2 and len(lines) == 1 and f"flow '{flow}' needs rho" in lines[0], r.output
+
+
 def test_reproduce_quick_preset(tmp_path):
     """The main job end to end: every claim holds with every control failing (depth 3 is open), and
     the three reports agree."""
