@@ -183,8 +183,11 @@ class Flow(_Strict):
             raise ValueError(f"name = '{self.name}' takes {takes}; drop {', '.join(unused)}")
         return self
 
-    def params(self) -> dict:
-        return {k: getattr(self, k) for k in FLOW_KEYS[self.name]}
+    def params(self, **fallback) -> dict:
+        """The keys the config gives, over ``fallback`` (a sweep's first rho): a key given nowhere is left to
+        the constructor, so SAM without rho is an error, not gradient flow run as SAM with rho = 0."""
+        return {k: getattr(self, k) if k in self.model_fields_set else fallback[k]
+                for k in FLOW_KEYS[self.name] if k in self.model_fields_set | set(fallback)}
 
 
 class _Problem(_Strict):
@@ -218,6 +221,9 @@ class Experiment(_Problem):
             raise ValueError("give saves (a number of default save points) or save_at (the log10 t of each), not both")
         return self
 
+    def flow_params(self) -> dict:
+        return self.flow.params()
+
     def solve_options(self) -> dict:
         return self.model_dump(include={"t1", "log10_t1", "backend", "clock", "rtol", "atol", "saves", "save_at",
                                         "allow_nonseparable"}, exclude_none=True)
@@ -243,6 +249,10 @@ class SweepExperiment(Experiment):
     """``flowsim sweep``: an experiment over a grid of inits and radii."""
 
     sweep: Grid
+
+    def flow_params(self) -> dict:
+        # every point of a rho axis replaces the flow's rho: the axis alone is enough
+        return self.flow.params(**({"rho": self.sweep.rho[0]} if self.sweep.rho else {}))
 
 
 #: each discrete optimizer a config can name, with the keys it takes (``flowsim.optimizers``)
@@ -353,5 +363,5 @@ def build(exp: Experiment, base: Path = Path(".")):
     import flowsim as fs
 
     model, loss, data, init = problem(exp, base)
-    system = fs.derive(model, loss, make_flow(exp.flow.name, **exp.flow.params()))
+    system = fs.derive(model, loss, make_flow(exp.flow.name, **exp.flow_params()))
     return system, data, init, exp.solve_options()

@@ -107,6 +107,8 @@ def test_config_builds_your_own_model_loss_and_flow(tmp_path):
      (CONFIG.replace('depth = 2', 'depth = 2\nbeta = "a*b"'), "beta defines the model; drop form and depth"),
      (CONFIG.replace('loss = "logistic"\n', "") + '[loss]\nexpr = "exp(m)"\n', "must be > 0 for every margin"),
      (CONFIG.replace('rho = 0.05', 'rho = 0.05\nbatch = 2'), "name = 'sam' takes rho, norm; drop batch"),
+     # SAM without rho ran as SAM with rho = 0 (gradient flow under SAM's name)
+     (CONFIG.replace("rho = 0.05\n", ""), "flow 'sam' needs rho"),
      (CONFIG.replace("t1 = 1e20", "t1 = 1e20\nhorizon = 3"), "unknown key 'horizon'"),
      (CONFIG.replace("rho = 0.05", "rh0 = 0.1"), "unknown key 'flow.rh0'; did you mean 'flow.rho'?"),
      # keys that begin like pydantic's type names ('int', 'float') are still keys
@@ -222,6 +224,15 @@ def test_cli_sweep_writes_the_same_sweep_as_python(tmp_path):
                       {"alpha": [0.05, 0.3], "rho": [0.05, 0.2]}, init=0.3, t1=1e20, saves=30)
     np.testing.assert_array_equal(ds["beta"].values, direct["beta"].values)
     assert "4 points" in r.output
+    # the rho axis alone gives the flow its radius; without the axis, SAM without rho is one line
+    cfg.write_text(SWEEP.replace("[flow]\nname = \"sam\"\nrho = 0.05\n", "[flow]\nname = \"sam\"\n"))
+    assert "rho = 0.05" not in cfg.read_text()
+    r = runner.invoke(app, ["sweep", str(cfg), "--out", str(tmp_path / "s2.nc")])
+    assert r.exit_code == 0, r.output
+    np.testing.assert_array_equal(io.load(tmp_path / "s2.nc")["beta"].values, direct["beta"].values)
+    cfg.write_text(cfg.read_text().replace("rho = [0.05, 0.2]\n", ""))
+    r = runner.invoke(app, ["sweep", str(cfg), "--out", str(tmp_path / "s3.nc")])
+    assert r.exit_code == 2 and "flow 'sam' needs rho" in r.output, r.output
 
 
 def test_cli_iterate_runs_a_discrete_optimizer(tmp_path):
