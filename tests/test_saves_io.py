@@ -54,17 +54,70 @@ def test_save_at_saves_exactly_there_and_appends_t1():
     assert sol.config["saves"] == 4
 
 
-def test_the_save_finders_chebyshev_sums_are_numpys():
+def test_the_save_finders_chebyshev_basis_and_roots_are_numpys_and_brentqs():
     from numpy.polynomial import chebyshev
+    from scipy.optimize import brentq
 
-    from flowsim.integrate.backends._scipy import _clenshaw, _derivative
+    from flowsim.integrate.backends._tau_saves import NODES, chebyshev_basis, roots
 
-    rng = np.random.default_rng(0)
-    for n in (1, 2, 5, 13):
-        c = rng.normal(size=n).tolist()
-        np.testing.assert_allclose(_derivative(c), chebyshev.chebder(c) if n > 1 else [], rtol=1e-14, atol=1e-14)
-        for x in (-1.0, -0.3, 0.7, 1.0):
-            assert _clenshaw(c, x) == pytest.approx(chebyshev.chebval(x, c), rel=1e-13, abs=1e-14)
+    x = np.concatenate([[-1.0, 1.0, -1 + 1e-9, 1 - 1e-9], np.random.default_rng(0).uniform(-1, 1, 50)])
+    T, dT = chebyshev_basis(x)
+    np.testing.assert_allclose(T, chebyshev.chebvander(x, NODES - 1), rtol=1e-13, atol=1e-13)
+    eye = np.eye(NODES)
+    np.testing.assert_allclose(dT, np.stack([chebyshev.chebval(x, chebyshev.chebder(eye[k])) for k in range(NODES)], 1),
+                               rtol=1e-12, atol=1e-11)  # (the trigonometric form was off by 300 at x = -1)
+    # increasing u of every degree up to 12 over [-1, 1] (a positive derivative), targets inside, at the
+    # ends and beyond them (rounding), one u so flat that its values at the nodes do not increase
+    rng = np.random.default_rng(1)
+    rows, targets, want = [], [], []
+    for degree in range(1, NODES):
+        slope = chebyshev.chebfit(np.linspace(-1, 1, 40), np.exp(rng.normal(size=40) * 0.3), degree - 1)
+        c = np.pad(chebyshev.chebint(slope), (0, NODES - degree - 1)) + eye[0] * 50.0
+        lo, hi = chebyshev.chebval(-1.0, c), chebyshev.chebval(1.0, c)
+        for t in (lo, hi, lo - 1e-12, hi + 1e-12, *rng.uniform(lo, hi, 5)):
+            rows.append(c)
+            targets.append(t)
+            want.append(-1.0 if t <= lo else 1.0 if t >= hi else brentq(lambda z: chebyshev.chebval(z, c) - t, -1, 1,
+                                                                          xtol=1e-15, rtol=1e-15))
+    flat = np.zeros(NODES)
+    flat[0], flat[1], flat[5] = 50.0, 1e-15, 2e-15  # increasing by rounding only, wiggling across the nodes
+    rows.append(flat)
+    targets.append(50.0)
+    got = roots(np.array(rows), np.array(targets))
+    np.testing.assert_allclose(got[:-1], want, rtol=0, atol=1e-12)
+    assert -1.0 <= got[-1] <= 1.0
+    np.testing.assert_allclose(chebyshev.chebval(got[-1], flat), 50.0, rtol=1e-15)
+
+
+@pytest.mark.parametrize("method", ["LSODA", "BDF", "Radau", "DOP853"])
+def test_batched_tau_saves_are_the_dense_outputs_roots_and_values(method):
+    """The saves of each step, found later in one batch from 13 samples of its dense output, are that
+    dense output's roots of u = target and its values there, to rounding."""
+    from scipy import integrate
+
+    from flowsim.integrate.backends._tau_saves import TauSaves, values
+
+    solver = getattr(integrate, method)(lambda s, y: np.array([-y[0] * np.cos(y[1]), 1.0 + 0.5 * np.sin(3 * s)]),
+                                        0.0, np.array([1.0, 0.0]), 20.0, rtol=1e-9, atol=1e-12)
+    saves, kept, done = TauSaves(), [], 0  # targets 0.05 k, k = 1, 2, ...
+    while solver.status == "running" and len(kept) < 40:
+        s_old = solver.t
+        solver.step()
+        dense = solver.dense_output()
+        k = np.arange(done + 1, int(solver.y[1] / 0.05) + 1)
+        if len(k):
+            saves.add(dense, k * 0.05, s_old, solver.t)
+            kept.append((dense, k * 0.05))
+            done = k[-1]
+        np.testing.assert_allclose(values(dense, np.array([s_old, solver.t])), dense(np.array([s_old, solver.t])),
+                                   rtol=1e-14, atol=1e-15)
+    s, y = saves.take()
+    dense_at = np.concatenate([[k for _ in t] for k, t in kept])
+    targets = np.concatenate([t for _, t in kept])
+    assert len(s) == len(targets) >= 40 and np.all(np.diff(s) > 0)
+    np.testing.assert_allclose(y[:, 1], targets, rtol=1e-14)
+    np.testing.assert_allclose(y, [d(si) for d, si in zip(dense_at, s)], rtol=1e-13, atol=1e-15)
+    assert saves.take()[0].size == 0 and saves.nbytes == 0
 
 
 @pytest.mark.parametrize("method", ["LSODA", "BDF", "Radau", "DOP853", "RK45"])

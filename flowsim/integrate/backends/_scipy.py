@@ -2,12 +2,10 @@
 progress and Ctrl-C are honoured), the NumPy-compiled field as right-hand side, and for the
 implicit methods (Radau, BDF, LSODA) the exact Jacobian of that same field, assembled from sympy's
 partial derivatives by the chain rule (:mod:`flowsim.integrate.jacobian`). Events are root-found with
-``brentq`` on each step's dense output; save targets of the tau clock by Newton on that output's
-polynomial (``_times_of``)."""
+``brentq`` on each step's dense output; save targets of the tau clock in batches (``_tau_saves``)."""
 
 from __future__ import annotations
 
-import bisect
 import functools
 
 import numpy as np
@@ -17,6 +15,7 @@ from threadpoolctl import ThreadpoolController
 from flowsim.integrate.backends._base import Segment
 from flowsim.integrate.jacobian import FieldJacobian
 from flowsim.integrate.backends._events import event_functions
+from flowsim.integrate.backends._tau_saves import MAX_BYTES, TauSaves
 
 METHODS = {"RK45": integrate.RK45, "DOP853": integrate.DOP853, "Radau": integrate.Radau, "BDF": integrate.BDF, "LSODA": integrate.LSODA}
 IMPLICIT = {"Radau", "BDF", "LSODA"}
@@ -27,83 +26,6 @@ RATE_FLOOR = 1e-300
 RATE_UNDERFLOW = ("scipy {method}: the step from s = {s_old:.6g} to {s:.6g} reached a state whose log-time rate "
                   "t e^{{S~}} underflows (a loss no flow reaches by that time); nothing after it is kept. "
                   "clock='tau' (the default for implicit methods) has no such factor")
-
-
-#: scipy's dense outputs are polynomials in s over a step, of degree at most 12 (LSODA's Adams order;
-#: BDF <= 5, DOP853 7, RK45 4, Radau 3): sampled at 13 Chebyshev points, they are interpolated exactly
-_NODES = 13
-_X = np.cos(np.pi * (np.arange(_NODES) + 0.5) / _NODES)
-#: Chebyshev coefficients from the values at _X (a discrete cosine transform, well conditioned)
-_TO_CHEB = (2.0 / _NODES) * np.cos(np.outer(np.arange(_NODES), np.arccos(_X)))
-_TO_CHEB[0] /= 2
-_EPS4 = 4 * float(np.finfo(float).eps)
-
-
-def _times_of(dense, targets, lo, hi):
-    """The s in [lo, hi] where u = dense(s)[-1] reaches each target (u increases over a step). One
-    vectorised interpolant call gives u's polynomial over the step exactly (Chebyshev interpolation),
-    and each target is its root by safeguarded Newton on that polynomial, in Python scalars (a step
-    holds a few targets, where NumPy's per-call overhead on tiny arrays costs more than the arithmetic).
-    Before: false position on the interpolant, ~8 interpolant calls a step, a third of an LSODA solve."""
-    mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
-    u_nodes = dense(mid + half * _X)[-1]
-    c = (_TO_CHEB @ u_nodes).tolist()
-    dc = _derivative(c)
-    u_lo, u_hi = _clenshaw(c, -1.0), _clenshaw(c, 1.0)
-    # the nodes in increasing order with the step's ends: each target's first guess interpolates
-    # between the two around it (a Newton step or two fewer than from the ends)
-    xs, us = [-1.0, *_X[::-1].tolist(), 1.0], [u_lo, *u_nodes[::-1].tolist(), u_hi]
-    out = []
-    for target in targets.tolist():
-        if u_hi - target <= 0:  # at the step's end (or, in rounding, beyond it)
-            out.append(hi)
-            continue
-        if u_lo - target >= 0:
-            out.append(lo)
-            continue
-        k = bisect.bisect_left(us, target)
-        if 0 < k < len(us) and us[k - 1] < target <= us[k]:
-            a, b = xs[k - 1], xs[k]
-            x = a + (b - a) * (target - us[k - 1]) / (us[k] - us[k - 1])
-        else:  # u not increasing across the nodes (rounding, where it barely moves): the whole step
-            a, b = -1.0, 1.0
-            x = -1.0 + 2.0 * (target - u_lo) / (u_hi - u_lo)
-        for _ in range(100):
-            f = _clenshaw(c, x) - target
-            if abs(f) <= _EPS4 * abs(target):  # u at its target to rounding
-                break
-            a, b = (x, b) if f < 0 else (a, x)
-            slope = _clenshaw(dc, x)
-            step = f / slope if slope > 0 else np.inf
-            x_new = x - step
-            if not a < x_new < b:  # Newton left the bracket: bisect
-                x_new = 0.5 * (a + b)
-            if abs(x_new - x) <= _EPS4 or b - a <= _EPS4:
-                x = x_new
-                break
-            x = x_new
-        out.append(mid + half * x)
-    return np.array(out)
-
-
-# numpy.polynomial.chebyshev's chebval and chebder, on Python floats: 13 coefficients a call, ~15 calls
-# a step, where NumPy's versions cost 2x (chebval, 2.7 us) and 7x (chebder, 11 us), 20% of an LSODA solve
-def _clenshaw(c, x):
-    """sum_k c_k T_k(x)."""
-    b1 = b2 = 0.0
-    for ck in c[:0:-1]:
-        b1, b2 = 2.0 * x * b1 - b2 + ck, b1
-    return x * b1 - b2 + c[0]
-
-
-def _derivative(c):
-    """Chebyshev coefficients of the derivative of sum_k c_k T_k."""
-    n = len(c) - 1
-    d = [0.0] * (n + 2)  # d[n], d[n + 1] stay 0: the recurrence's start
-    for k in range(n, 0, -1):
-        d[k - 1] = d[k + 1] + 2.0 * k * c[k]
-    d[0] /= 2
-    return d[:n]
 
 
 def _root(f, lo, hi):
@@ -170,6 +92,7 @@ class ScipyBackend:
         made for this segment (its start-up evaluations count here), else it resumes the last one's."""
         # log-time and schedule clocks: targets are values of s itself; tau: of the state u
         u_of = (lambda s, y: y[-1]) if clock == "tau" else (lambda s, y: s)
+        tau_saves = TauSaves() if clock == "tau" else None
         targets = np.asarray(u_targets, float)
         ti = 0
         s_saves, y_saves = [], []
@@ -200,9 +123,13 @@ class ScipyBackend:
                 if k > ti:  # earlier targets were saved in earlier steps, so u(s_old) < target <= u(s_stop)
                     # dense output only where a step holds an event or a save (DOP853's costs 3 field evaluations)
                     dense = dense if dense is not None else solver.dense_output()
-                    s_k = targets[ti:k] if clock != "tau" else _times_of(dense, targets[ti:k], s_old, s_stop)
-                    s_saves.extend(s_k.tolist())
-                    y_saves.extend(np.atleast_2d(dense(s_k).T))
+                    if tau_saves is None:
+                        s_saves.extend(targets[ti:k].tolist())
+                        y_saves.extend(np.atleast_2d(dense(targets[ti:k]).T))
+                    else:
+                        tau_saves.add(dense, targets[ti:k], s_old, s_stop)
+                        if tau_saves.nbytes > MAX_BYTES:
+                            _take(tau_saves, s_saves, y_saves)
                     ti = k
                 s_end, y_end = s_stop, y_stop.copy()
                 if progress is not None:
@@ -214,6 +141,8 @@ class ScipyBackend:
             reason, message = "interrupted", "interrupted by the user (KeyboardInterrupt)"
         finally:
             blas.restore_original_limits()
+            if tau_saves is not None:  # (also those of an interrupted segment)
+                _take(tau_saves, s_saves, y_saves)
         stats = {"steps": steps, "nfev": int(solver.nfev - counted[0])}
         if self.implicit:
             stats["njev"] = int(solver.njev - counted[1])
@@ -259,3 +188,9 @@ def _first_event(events, ev_val, s_old, solver, args):
             if hit is None or root < hit_s:
                 hit, hit_s = k, root
     return hit, hit_s, new_val, dense
+
+
+def _take(tau_saves, s_saves, y_saves):
+    s, y = tau_saves.take()
+    s_saves.extend(s.tolist())
+    y_saves.extend(y)
