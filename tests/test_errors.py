@@ -60,7 +60,7 @@ def test_bad_input(make, match):
 def test_non_separable_is_refused_unless_asked():
     xor = fs.Dataset(np.array([[1.0, 1.0], [1.0, 1.0]]), [1, -1])
     assert not xor.is_separable and GOOD.is_separable
-    with pytest.raises(fs.NonSeparableError, match="allow_nonseparable=True"):
+    with pytest.raises(fs.NonSeparableError, match=r"allow_nonseparable=True \(in a config file: allow_nonseparable = true\)"):
         fs.solve(SYSTEM, xor, 0.1, t1=10)
     sol = fs.solve(SYSTEM, xor, 0.1, t1=10, allow_nonseparable=True, backend="scipy:DOP853")
     assert sol.status == "completed"

@@ -284,11 +284,13 @@ def test_auto_hands_stability_limited_stepping_to_an_implicit_method(gaussian):
     ref = _plateau(gaussian, fs.SAM(0.05, 2), "scipy:Radau", t1=1e30)
     (event,) = [e for e in sol.events if e["kind"] == "backend"]
     assert (event["from"], event["to"]) == ("diffrax:Tsit5", "scipy:BDF")
+    # what ran, where "auto" was asked (the re-run arguments keep "auto")
+    assert sol.config["backend"] == "diffrax:Tsit5 -> scipy:BDF" and sol.config["arguments"]["backend"] == "auto"
     assert sol.status == "converged" and np.all(np.diff(sol.log10_t[1:]) > 0) and np.all(np.diff(sol.tau) >= 0)
     np.testing.assert_allclose(sol.beta[-1], ref.beta[-1], rtol=1e-6, atol=1e-6 * np.abs(ref.beta[-1]).max())
     before = sol.log10_t <= event["log10_t"]
     forced = _plateau(gaussian, fs.SAM(0.05, 2), "diffrax:Tsit5", t1=1e30)  # a named backend is kept
-    assert not [e for e in forced.events if e["kind"] == "backend"]
+    assert not [e for e in forced.events if e["kind"] == "backend"] and forced.config["backend"] == "diffrax:Tsit5"
     np.testing.assert_allclose(sol.beta[before], forced.beta[: before.sum()], rtol=1e-12, atol=1e-14)
 
 

@@ -47,7 +47,9 @@ class Solution:
     Arrays are indexed by save point (first axis): ``log10_t``, ``tau`` (loss-normalised clock),
     ``params`` (saves, layers, d), ``beta`` (saves, d), ``log_loss`` (saves,), ``margins`` (saves, n).
     ``status`` is one of ``flowsim.STATUSES``; ``message`` says why; ``stats`` counts work
-    (steps, segments, sign switches, right-hand-side evaluations where the backend reports them).
+    (steps, segments, sign switches, right-hand-side evaluations where the backend reports them);
+    ``config`` how it ran (``config["backend"]``: the backends that ran, e.g. ``"diffrax:Tsit5 ->
+    scipy:BDF"`` after an ``"auto"`` hand-over; ``config["arguments"]``: what was asked, to solve again).
     """
 
     system: object

@@ -137,7 +137,9 @@ def _integrate(system, data, be, clock, theta0, L1, u1, points, rtol, atol, max_
     finally:
         if run.bar:
             run.bar.close()
-    return run.solution(dict(config, rho=run.rho))
+    # the backends that ran (an "auto" solve may hand over); ``arguments`` keeps what was asked
+    ran = " -> ".join([be.name] + [e["to"] for e in run.events if e["kind"] == "backend"])
+    return run.solution(dict(config, rho=run.rho, backend=ran))
 
 
 def _warn_if_unreachable(system, data, theta0):
@@ -171,7 +173,7 @@ def check_common(system, data, clock, rtol, atol, max_steps, allow_nonseparable,
     if not allow_nonseparable and not data.is_separable:
         raise NonSeparableError(
             "data are not linearly separable (the LP Z beta >= 1 is infeasible), so there is no max-margin "
-            "limit; pass allow_nonseparable=True to integrate anyway."
+            "limit; pass allow_nonseparable=True (in a config file: allow_nonseparable = true) to integrate anyway."
         )
     if clock not in CLOCKS:
         raise ValueError(f"clock must be one of {(*CLOCKS, 'auto')}; got {clock!r}.")
