@@ -120,6 +120,9 @@ class ScipyBackend:
                 y_stop = solver.y if hit is None else dense(s_stop)
                 u_stop = u_of(s_stop, y_stop)
                 k = ti + int(np.searchsorted(targets[ti:], u_stop, side="right"))
+                # the end state first: a Ctrl-C while this step's saves are taken may drop some, never
+                # leave saves past the state the segment reports it ended at
+                s_end, y_end = s_stop, y_stop.copy()
                 if k > ti:  # earlier targets were saved in earlier steps, so u(s_old) < target <= u(s_stop)
                     # dense output only where a step holds an event or a save (DOP853's costs 3 field evaluations)
                     dense = dense if dense is not None else solver.dense_output()
@@ -131,7 +134,6 @@ class ScipyBackend:
                         if tau_saves.nbytes > MAX_BYTES:
                             _take(tau_saves, s_saves, y_saves)
                     ti = k
-                s_end, y_end = s_stop, y_stop.copy()
                 if progress is not None:
                     progress(u_stop)
                 if hit is not None:
@@ -141,8 +143,11 @@ class ScipyBackend:
             reason, message = "interrupted", "interrupted by the user (KeyboardInterrupt)"
         finally:
             blas.restore_original_limits()
-            if tau_saves is not None:  # (also those of an interrupted segment)
+        while tau_saves is not None and tau_saves.nbytes:  # (also those of an interrupted segment)
+            try:
                 _take(tau_saves, s_saves, y_saves)
+            except KeyboardInterrupt:  # a second Ctrl-C: the batch is still whole, take it again
+                reason, message = "interrupted", "interrupted by the user (KeyboardInterrupt)"
         stats = {"steps": steps, "nfev": int(solver.nfev - counted[0])}
         if self.implicit:
             stats["njev"] = int(solver.njev - counted[1])
@@ -192,5 +197,6 @@ def _first_event(events, ev_val, s_old, solver, args):
 
 def _take(tau_saves, s_saves, y_saves):
     s, y = tau_saves.take()
-    s_saves.extend(s.tolist())
+    s, y = s.tolist(), list(y)
+    s_saves.extend(s)
     y_saves.extend(y)

@@ -108,11 +108,11 @@ class TauSaves:
         self.nbytes += at_nodes.nbytes
 
     def take(self) -> tuple[np.ndarray, np.ndarray]:
-        """(s (m,), y (m, n)) of every target added since the last call."""
+        """(s (m,), y (m, n)) of every target added since the last call; the batch is emptied only once
+        they are computed (a Ctrl-C on the way leaves it whole, to be taken again)."""
         if not self._steps:
             return np.empty(0), np.empty((0, 0))
         lo, hi, targets, at_nodes = zip(*self._steps)
-        self._steps, self.nbytes = [], 0
         at_nodes = np.stack(at_nodes)  # (steps, NODES, n)
         step = np.repeat(np.arange(len(targets)), [len(t) for t in targets])
         c = at_nodes[:, :, -1] @ _TO_CHEB.T  # u's Chebyshev coefficients, per step
@@ -125,4 +125,5 @@ class TauSaves:
         y = np.zeros((len(x), at_nodes.shape[2]))
         for j in range(NODES):
             y += weights[:, j, None] * at_nodes[step, j]
+        self._steps, self.nbytes = [], 0
         return s, y
