@@ -286,6 +286,7 @@ def test_auto_hands_stability_limited_stepping_to_an_implicit_method(gaussian):
     assert (event["from"], event["to"]) == ("diffrax:Tsit5", "scipy:BDF")
     # what ran, where "auto" was asked (the re-run arguments keep "auto")
     assert sol.config["backend"] == "diffrax:Tsit5 -> scipy:BDF" and sol.config["arguments"]["backend"] == "auto"
+    assert sol.config["clock"] == "log_time -> tau" and sol.config["arguments"]["clock"] == "auto"
     assert sol.status == "converged" and np.all(np.diff(sol.log10_t[1:]) > 0) and np.all(np.diff(sol.tau) >= 0)
     np.testing.assert_allclose(sol.beta[-1], ref.beta[-1], rtol=1e-6, atol=1e-6 * np.abs(ref.beta[-1]).max())
     before = sol.log10_t <= event["log10_t"]

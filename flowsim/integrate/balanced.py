@@ -47,5 +47,6 @@ def lift(sol, system, speedup, config):
     return dataclasses.replace(
         sol, system=system, log10_t=sol.log10_t + shift, tau=sol.tau * speedup,
         params=np.repeat(sol.params, system.model.n_layers, axis=1), events=events,
-        config={**config, "backend": sol.config["backend"], "rho": system.flow.rho, "integrated_as": f"{sol.system} with {sol.system.flow}, {speedup:g}x faster"},
+        config={**config, "backend": sol.config["backend"], "clock": sol.config["clock"], "rho": system.flow.rho,
+                "integrated_as": f"{sol.system} with {sol.system.flow}, {speedup:g}x faster"},
     )

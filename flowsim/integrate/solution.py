@@ -48,8 +48,9 @@ class Solution:
     ``params`` (saves, layers, d), ``beta`` (saves, d), ``log_loss`` (saves,), ``margins`` (saves, n).
     ``status`` is one of ``flowsim.STATUSES``; ``message`` says why; ``stats`` counts work
     (steps, segments, sign switches, right-hand-side evaluations where the backend reports them);
-    ``config`` how it ran (``config["backend"]``: the backends that ran, e.g. ``"diffrax:Tsit5 ->
-    scipy:BDF"`` after an ``"auto"`` hand-over; ``config["arguments"]``: what was asked, to solve again).
+    ``config`` how it ran (``config["backend"]`` and ``config["clock"]``: the backends and clocks that
+    ran, e.g. ``"diffrax:Tsit5 -> scipy:BDF"`` and ``"log_time -> tau"`` after an ``"auto"`` hand-over;
+    ``config["arguments"]``: what was asked, to solve again).
     """
 
     system: object

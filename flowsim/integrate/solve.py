@@ -137,9 +137,9 @@ def _integrate(system, data, be, clock, theta0, L1, u1, points, rtol, atol, max_
     finally:
         if run.bar:
             run.bar.close()
-    # the backends that ran (an "auto" solve may hand over); ``arguments`` keeps what was asked
+    # the backends and clocks that ran (an "auto" solve may hand over); ``arguments`` keeps what was asked
     ran = " -> ".join([be.name] + [e["to"] for e in run.events if e["kind"] == "backend"])
-    return run.solution(dict(config, rho=run.rho, backend=ran))
+    return run.solution(dict(config, rho=run.rho, backend=ran, clock=" -> ".join(dict.fromkeys([clock, run.clock]))))
 
 
 def _warn_if_unreachable(system, data, theta0):
