@@ -39,7 +39,7 @@ def reduction(system, theta0):
     return derive(DiagonalNet(model.depth, "tied"), system.loss, flow), speedup
 
 
-def lift(sol, system, speedup, config):
+def lift(sol, system, speedup):
     """The product network's solution from the tied one's: every layer equal to w, time and tau
     ``speedup`` times longer (the tied flow is that much faster)."""
     shift = math.log10(speedup)
@@ -47,6 +47,6 @@ def lift(sol, system, speedup, config):
     return dataclasses.replace(
         sol, system=system, log10_t=sol.log10_t + shift, tau=sol.tau * speedup,
         params=np.repeat(sol.params, system.model.n_layers, axis=1), events=events,
-        config={**config, "backend": sol.config["backend"], "clock": sol.config["clock"], "rho": system.flow.rho,
+        config={**sol.config, "rho": system.flow.rho,
                 "integrated_as": f"{sol.system} with {sol.system.flow}, {speedup:g}x faster"},
     )

@@ -115,7 +115,7 @@ def solve(
     run_system, speedup = reduced or (system, 1.0)
     sol = _integrate(run_system, data, be, clock, theta0[: run_system.model.n_layers], L1, u1, points, rtol, atol,
                      max_steps, floors, track, progress, config, speedup, adaptive)
-    sol = lift(sol, system, speedup, config) if reduced else sol
+    sol = lift(sol, system, speedup) if reduced else sol
     return _raise_failure(sol) if throw else sol
 
 

@@ -26,6 +26,7 @@ RATE_FLOOR = 1e-300
 RATE_UNDERFLOW = ("scipy {method}: the step from s = {s_old:.6g} to {s:.6g} reached a state whose log-time rate "
                   "t e^{{S~}} underflows (a loss no flow reaches by that time); nothing after it is kept. "
                   "clock='tau' (the default for implicit methods) has no such factor")
+INTERRUPTED = "interrupted by the user (KeyboardInterrupt)"
 
 
 def _root(f, lo, hi):
@@ -140,14 +141,14 @@ class ScipyBackend:
                     reason = hit
                     break
         except KeyboardInterrupt:
-            reason, message = "interrupted", "interrupted by the user (KeyboardInterrupt)"
+            reason, message = "interrupted", INTERRUPTED
         finally:
             blas.restore_original_limits()
         while tau_saves is not None and tau_saves.nbytes:  # (also those of an interrupted segment)
             try:
                 _take(tau_saves, s_saves, y_saves)
             except KeyboardInterrupt:  # a second Ctrl-C: the batch is still whole, take it again
-                reason, message = "interrupted", "interrupted by the user (KeyboardInterrupt)"
+                reason, message = "interrupted", INTERRUPTED
         stats = {"steps": steps, "nfev": int(solver.nfev - counted[0])}
         if self.implicit:
             stats["njev"] = int(solver.njev - counted[1])
