@@ -41,24 +41,24 @@ class _IntervalBisection(optx.Bisection):
 def _build(vf, clock, uses_sign, sliding, solver_name, max_steps, n_targets, track):
     rhs = vf.rhs(clock, sliding)
     events = event_functions(vf, clock, uses_sign, track)
-    names = list(events)
-    combined = first_event(events, jnp)
     solver = SOLVERS[solver_name]()
     bisect = _IntervalBisection(rtol=1e-14, atol=1e-14, flip=True)  # events fall through 0
 
     def run(y0, s0, s_max, args, u_targets, tol):
         # an event not positive at the segment's start stays disarmed (``_events``); a vmapped sweep's
         # members are armed each from its own start
-        armed = jnp.stack([events[k](s0, y0, args) for k in names]) > 0
+        values = events.at(args)
+        armed = values(s0, y0) > 0
         if clock == "tau":  # targets are values of u, a state: found on the dense output
             saveat = diffrax.SaveAt(t1=True, dense=True)
         else:  # targets are values of s itself: saved as the solver passes them (no dense buffer)
             saveat = diffrax.SaveAt(ts=jnp.clip(u_targets, s0, s_max), t1=True)
+        first = first_event(values, armed, jnp)
         sol = diffrax.diffeqsolve(
             diffrax.ODETerm(rhs), solver, s0, s_max, None, y0, args,
             saveat=saveat,
             stepsize_controller=diffrax.PIDController(rtol=tol[0], atol=tol[1], **CONTROLLER),
-            event=diffrax.Event(lambda t, y, args, **kw: combined(t, y, args, armed), root_finder=bisect,
+            event=diffrax.Event(lambda t, y, args, **kw: first(t, y), root_finder=bisect,
                                 direction=False),
             max_steps=max_steps, throw=False,
         )
@@ -82,17 +82,17 @@ def _build(vf, clock, uses_sign, sliding, solver_name, max_steps, n_targets, tra
 
             s_t = jax.vmap(find)(jnp.clip(u_targets, None, u_end))
             y_t = jax.vmap(sol.evaluate)(s_t)
-        values = jnp.stack([events[k](s_end, y_end, args) for k in names])
+        at_end = values(s_end, y_end)
         flags = (
             # the event that fired is the lowest of the armed ones (a disarmed one may be lower still)
-            jnp.where(sol.result == diffrax.RESULTS.event_occurred, jnp.argmin(jnp.where(armed, values, jnp.inf)), -1),
+            jnp.where(sol.result == diffrax.RESULTS.event_occurred, jnp.argmin(jnp.where(armed, at_end, jnp.inf)), -1),
             sol.result == diffrax.RESULTS.max_steps_reached,
             (sol.result != diffrax.RESULTS.successful) & (sol.result != diffrax.RESULTS.event_occurred),
         )
         stats = (sol.stats["num_steps"], sol.stats["num_accepted_steps"], sol.stats["num_rejected_steps"])
         return s_t, y_t, u_targets <= u_end, s_end, y_end, flags, stats
 
-    return run, names
+    return run, events.names
 
 
 def kernel(vf, key, clock, uses_sign, sliding, solver, max_steps, n_targets, track=(), batched=False):

@@ -83,17 +83,17 @@ class ScipyBackend:
         solver = METHODS[self.method](lambda s, y: rhs(s, y, args), s0, np.asarray(y0, float), s_max, rtol=rtol,
                                       atol=atol, **kwargs)
         # an event not positive at the segment's start stays disarmed (``_events``)
-        fns = event_functions(vf, clock, uses_sign, track)
-        ev_val = {k: v for k, f in fns.items() if (v := f(s0, solver.y, args)) > 0}
-        events = {k: fns[k] for k in ev_val}
-        return self._run(solver, events, ev_val, clock, s0, y0, args, u_targets, max_steps, progress, fresh=True)
+        events = event_functions(vf, clock, uses_sign, track)
+        armed = np.flatnonzero(events.at(args)(s0, solver.y) > 0).tolist()
+        return self._run(solver, events, armed, clock, s0, y0, args, u_targets, max_steps, progress, fresh=True)
 
-    def _run(self, solver, events, ev_val, clock, s0, y0, args, u_targets, max_steps, progress, fresh=False):
+    def _run(self, solver, events, armed, clock, s0, y0, args, u_targets, max_steps, progress, fresh=False):
         """Step ``solver`` (already at (s0, y0)) for at most ``max_steps`` steps; ``fresh``: the solver was
         made for this segment (its start-up evaluations count here), else it resumes the last one's."""
         # log-time and schedule clocks: targets are values of s itself; tau: of the state u
         u_of = (lambda s, y: y[-1]) if clock == "tau" else (lambda s, y: s)
         tau_saves = TauSaves() if clock == "tau" else None
+        values = events.at(args)
         targets = np.asarray(u_targets, float)
         ti = 0
         s_saves, y_saves = [], []
@@ -117,7 +117,7 @@ class ScipyBackend:
                 if failure:
                     reason, message = "failed", failure
                     break
-                hit, s_stop, ev_val, dense = _first_event(events, ev_val, s_old, solver, args)
+                hit, s_stop, dense = _first_event(events.names, values, armed, s_old, solver)
                 y_stop = solver.y if hit is None else dense(s_stop)
                 u_stop = u_of(s_stop, y_stop)
                 k = ti + int(np.searchsorted(targets[ti:], u_stop, side="right"))
@@ -152,7 +152,7 @@ class ScipyBackend:
         stats = {"steps": steps, "nfev": int(solver.nfev - counted[0])}
         if self.implicit:
             stats["njev"] = int(solver.njev - counted[1])
-        resume = (solver, events, ev_val, clock) if reason == "max_steps" else None
+        resume = (solver, events, armed, clock) if reason == "max_steps" else None
         return Segment(
             s_saves=np.asarray(s_saves), y_saves=np.asarray(y_saves).reshape(len(s_saves), len(y0)),
             s_end=float(s_end), y_end=np.asarray(y_end), reason=reason, message=message, stats=stats, resume=resume,
@@ -179,21 +179,20 @@ class ScipyBackend:
         return True, ""
 
 
-def _first_event(events, ev_val, s_old, solver, args):
-    """(event, where it fires, the events' values at the step's end, the step's dense output) for the
-    earliest event in the step from ``s_old`` to ``solver.t``, root-found on the dense output, which is
-    made only then (None, solver.t, ..., None if no event fires)."""
-    s_new, y_new = solver.t, solver.y
-    hit, hit_s, dense = None, s_new, None
-    new_val = {}
-    for k, f in events.items():
-        new_val[k] = v1 = f(s_new, y_new, args)
-        if ev_val[k] > 0 >= v1:
+def _first_event(names, values, armed, s_old, solver):
+    """(event, where it fires, the step's dense output) for the earliest of the ``armed`` events (their
+    indices) in the step from ``s_old`` to ``solver.t``, root-found on the dense output, which is made
+    only then (None, solver.t, None if no event fires). An armed event is positive up to the step that
+    ends the segment, so one that is not positive at the step's end fires in it (a NaN does not)."""
+    at_end = values(solver.t, solver.y).tolist()  # Python floats: cheaper to scan than NumPy's
+    hit, hit_s, dense = None, solver.t, None
+    for k in armed:
+        if at_end[k] <= 0:
             dense = dense if dense is not None else solver.dense_output()
-            root = _root(lambda s: f(s, dense(s), args), s_old, s_new)
+            root = _root(lambda s, k=k: values(s, dense(s))[k], s_old, solver.t)
             if hit is None or root < hit_s:
-                hit, hit_s = k, root
-    return hit, hit_s, new_val, dense
+                hit, hit_s = names[k], root
+    return hit, hit_s, dense
 
 
 def _take(tau_saves, s_saves, y_saves):
