@@ -95,7 +95,7 @@ def test_batched_tau_saves_are_the_dense_outputs_roots_and_values(method):
     dense output's roots of u = target and its values there, to rounding."""
     from scipy import integrate
 
-    from flowsim.integrate.backends._tau_saves import TauSaves, values
+    from flowsim.integrate.backends._tau_saves import _X, TauSaves, at_nodes
 
     solver = getattr(integrate, method)(lambda s, y: np.array([-y[0] * np.cos(y[1]), 1.0 + 0.5 * np.sin(3 * s)]),
                                         0.0, np.array([1.0, 0.0]), 20.0, rtol=1e-9, atol=1e-12)
@@ -109,8 +109,9 @@ def test_batched_tau_saves_are_the_dense_outputs_roots_and_values(method):
             saves.add(dense, k * 0.05, s_old, solver.t)
             kept.append((dense, k * 0.05))
             done = k[-1]
-        np.testing.assert_allclose(values(dense, np.array([s_old, solver.t])), dense(np.array([s_old, solver.t])),
-                                   rtol=1e-14, atol=1e-15)
+        for lo, hi in [(s_old, solver.t), (s_old, 0.3 * s_old + 0.7 * solver.t)]:  # a whole step, a part
+            mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
+            np.testing.assert_allclose(at_nodes(dense, lo, hi), dense(mid + half * _X).T, rtol=1e-14, atol=1e-15)
     s, y = saves.take()
     dense_at = np.concatenate([[k for _ in t] for k, t in kept])
     targets = np.concatenate([t for _, t in kept])

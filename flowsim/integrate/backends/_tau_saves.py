@@ -84,13 +84,26 @@ def roots(c, targets):
     return x
 
 
-def values(dense, s):
-    """``dense(s)``, (n, len(s)). LSODA's dense output raises (s - t) / h to each power with np.power,
-    7.5 of its 8.5 us at 13 points (more than the rest of a save); its Nordsieck polynomial (the
-    attributes it evaluates) by a Vandermonde matrix costs 4."""
-    if type(dense) is LsodaDenseOutput:
-        return dense.yh @ np.vander((s - dense.t) / dense.h, dense.yh.shape[1], increasing=True).T
-    return dense(s)
+#: powers ((X - 1) / 2)^j (rows j) of the Chebyshev nodes X, for LSODA's steps (``at_nodes``)
+_WHOLE_STEP_POWERS = np.vander((_X - 1.0) / 2.0, NODES, increasing=True).T
+_J = np.arange(NODES)
+
+
+def at_nodes(dense, lo, hi):
+    """``dense`` at the Chebyshev nodes of [lo, hi], (NODES, n). LSODA's dense output raises (s - t) / h
+    to each power with np.power, 7.5 of its 8.5 us at 13 points (more than the rest of a save); its
+    Nordsieck polynomial (the attributes it evaluates) by a Vandermonde matrix costs 4, and 1.5 over a
+    step that ends at t, where x = (s - t) / h = c (X - 1) / 2 with c = (t - t_old) / h (h is the scale
+    of the Nordsieck array, which LSODA may already have set for its next step), so that the powers are
+    the fixed ones times c^j."""
+    mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
+    if type(dense) is not LsodaDenseOutput:
+        return dense(mid + half * _X).T
+    yh = dense.yh
+    if hi == dense.t:
+        q = yh.shape[1]
+        return ((yh * ((hi - lo) / dense.h) ** _J[:q]) @ _WHOLE_STEP_POWERS[:q]).T
+    return (yh @ np.vander((mid + half * _X - dense.t) / dense.h, yh.shape[1], increasing=True).T).T
 
 
 class TauSaves:
@@ -102,28 +115,27 @@ class TauSaves:
         self.nbytes = 0
 
     def add(self, dense, targets, lo, hi):
-        mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
-        at_nodes = values(dense, mid + half * _X).T
-        self._steps.append((lo, hi, targets, at_nodes))
-        self.nbytes += at_nodes.nbytes
+        values = at_nodes(dense, lo, hi)
+        self._steps.append((lo, hi, targets, values))
+        self.nbytes += values.nbytes
 
     def take(self) -> tuple[np.ndarray, np.ndarray]:
         """(s (m,), y (m, n)) of every target added since the last call; the batch is emptied only once
         they are computed (a Ctrl-C on the way leaves it whole, to be taken again)."""
         if not self._steps:
             return np.empty(0), np.empty((0, 0))
-        lo, hi, targets, at_nodes = zip(*self._steps)
-        at_nodes = np.stack(at_nodes)  # (steps, NODES, n)
+        lo, hi, targets, node_values = zip(*self._steps)
+        node_values = np.stack(node_values)  # (steps, NODES, n)
         step = np.repeat(np.arange(len(targets)), [len(t) for t in targets])
-        c = at_nodes[:, :, -1] @ _TO_CHEB.T  # u's Chebyshev coefficients, per step
+        c = node_values[:, :, -1] @ _TO_CHEB.T  # u's Chebyshev coefficients, per step
         x = roots(c[step], np.concatenate(targets))
         mid, half = 0.5 * (np.add(lo, hi)), 0.5 * (np.subtract(hi, lo))
         s = np.where(x == 1.0, np.asarray(hi)[step], np.where(x == -1.0, np.asarray(lo)[step], mid[step] + half[step] * x))
         # each state is the same interpolant's value: weights on the node values, node by node (a gather
         # of all 13 at once would hold 13 copies of the saves)
         weights = chebyshev_basis(x)[0] @ _TO_CHEB
-        y = np.zeros((len(x), at_nodes.shape[2]))
+        y = np.zeros((len(x), node_values.shape[2]))
         for j in range(NODES):
-            y += weights[:, j, None] * at_nodes[step, j]
+            y += weights[:, j, None] * node_values[step, j]
         self._steps, self.nbytes = [], 0
         return s, y
