@@ -30,7 +30,7 @@ from flowsim.integrate.handlers import ENDINGS, end_status
 from flowsim.integrate.run import structure_key
 from flowsim.integrate.solve import check_common, initial_params, solve
 from flowsim.integrate.solution import FAILURES, log10_t_from_u
-from flowsim.integrate.timeline import (beta_margins_loss, clock_plan, log10_horizon, log_floor_of,
+from flowsim.integrate.timeline import (clock_plan, log10_horizon, log_floor_of,
                                         resolve_clock, save_points, u_of)
 
 #: grid keys: "alpha" (every entry), "alpha_<j>" (coordinate j, 1-based as in the papers), "rho"
@@ -252,6 +252,8 @@ def _with_rho(flow, rho):
 
 def _vmapped(system, data, inits, rhos, opts):
     """The per-point solves of :func:`flowsim.solve` for a smooth flow (one segment each), as one vmap."""
+    import jax
+
     from flowsim.integrate.backends._diffrax import host_arguments, kernel
     from flowsim.integrate.vector_field import SCHEDULE, jax_field
 
@@ -283,22 +285,18 @@ def _vmapped(system, data, inits, rhos, opts):
     run, names = kernel(jax_field(system, K, d), structure_key(system), clock, False, False, be.solver,
                         opts["max_steps"], len(targets), (), batched=True)
     args = (Z, rhos, sigma, pinned, u1, floors, log_ceiling, leaders)
-    s_t, y_t, ok, s_end, y_end, (fired, maxed, failed), stats = (
-        np.asarray(x) if not isinstance(x, tuple) else tuple(np.asarray(v) for v in x)
-        for x in run(*host_arguments(y0, 0.0, s_max, args, run_targets, [opts["rtol"], opts["atol"]])))
+    s_t, (beta, log_loss), ok, s_end, (y_end, beta_end, loss_end), (fired, maxed, failed), stats = jax.tree.map(
+        np.asarray, run(*host_arguments(y0, 0.0, s_max, args, run_targets, [opts["rtol"], opts["atol"]])))
     ends = {e: _status(names, *e, clock) for e in set(zip(fired.tolist(), maxed.tolist(), failed.tolist()))}
     status = np.array([ends[e] for e in zip(fired.tolist(), maxed.tolist(), failed.tolist())], dtype=object)
     # a completed point saves its end at the targets within the horizon event's precision of it (close_records)
     end = y_end[:, -1] if clock == "tau" else s_end
     at_end = ~ok & (status == "completed")[:, None] & (run_targets[None, :] <= (end + 1e-9 * (1.0 + np.abs(end)))[:, None])
-    states = np.where(at_end[..., None], y_end[:, None, :], y_t)[..., :-1].reshape(-1, K, d)
-    beta, _, log_loss = beta_margins_loss(system, data, states)
-    beta, log_loss = beta.reshape(m, -1, d), log_loss.reshape(m, -1)
     saved = ok | at_end
     u_end = end if clock == "tau" else to_u(s_end)
-    beta_end, _, _ = beta_margins_loss(system, data, y_end[:, :-1].reshape(m, K, d))
     return {
-        "beta": np.where(saved[..., None], beta, np.nan), "log_loss": np.where(saved, log_loss, np.nan),
+        "beta": np.where(at_end[..., None], beta_end[:, None, :], np.where(saved[..., None], beta, np.nan)),
+        "log_loss": np.where(at_end, loss_end[:, None], np.where(saved, log_loss, np.nan)),
         "status": status, "steps": np.asarray(stats[0], np.int64),
         "log10_t_end": log10_t_from_u(u_end) + math.log10(speedup), "beta_end": beta_end,
     }
@@ -338,9 +336,11 @@ def _dataset(system, data, axes, out, grid_t, attrs):
     shape = tuple(len(v) for v in axes.values())
     dims = list(axes)
     beta = out["beta"].reshape(shape + (saves, data.d))
-    reached = np.isfinite(beta).all(axis=-1)
-    # a label; saves not reached (NaN, where argmax is meaningless) are 0
-    leader = np.where(reached, np.abs(beta).argmax(axis=-1) + 1, 0)
+    # a label; saves not reached (NaN, where argmax is meaningless) are 0. argmax takes the first NaN or
+    # inf of a row, so the row is finite where the entry it points at is (half the cost of isfinite.all)
+    size = np.abs(beta)
+    top = size.argmax(axis=-1)
+    leader = np.where(np.isfinite(np.take_along_axis(size, top[..., None], axis=-1)[..., 0]), top + 1, 0)
     ds = xr.Dataset(
         {
             "beta": (dims + ["log10_t", "coordinate"], beta),

@@ -10,7 +10,7 @@ import numpy as np
 
 from flowsim.integrate.backends._scipy import IMPLICIT, ScipyBackend
 from flowsim.integrate.solution import HELD, Solution, log10_t_from_u
-from flowsim.integrate.vector_field import SCHEDULE
+from flowsim.integrate.vector_field import SCHEDULE, numpy_field
 
 #: upper bound on the number of saves (each holds the whole state)
 MAX_SAVES = 1_000_000
@@ -188,16 +188,9 @@ def assemble(system, data, clock, to_u, s, Y, K, d, status, message, stats, even
 
 def beta_margins_loss(system, data, params):
     """beta (m, d), margins (m, n) and the log of the mean loss (m,) of parameters (m, K, d), all at once
-    (the derived formulas are elementwise)."""
-    c = system.numpy
-    m, _, d = params.shape
-    beta = np.asarray(c.beta(np.moveaxis(params, 1, 0)), float).reshape(m, d)
-    margins = beta @ data.z.T
+    (``VectorField.observe`` on NumPy)."""
     with np.errstate(all="ignore"):  # states past a sweep member's end are not finite
-        ll = np.asarray(c.log_l(margins), float).reshape(m, data.n)
-        mx = ll.max(axis=1, keepdims=True)
-        log_loss = (mx[:, 0] + np.log(np.exp(ll - mx).sum(axis=1))) - math.log(data.n)
-    return beta, margins, log_loss
+        return numpy_field(system, params.shape[1], params.shape[2]).observe(params, data.z)
 
 
 def positive(name, value):

@@ -114,6 +114,17 @@ class VectorField:
         S = mx + xp.log(0.5 * (a + b))
         return xp.where(pinned, 0.0, F), S
 
+    def observe(self, params, Z):
+        """beta (m, d), margins (m, n) and the log of the mean loss (m,) at parameters (m, K, d), all at
+        once (the derived formulas are elementwise)."""
+        xp = self.xp
+        m, n = params.shape[0], Z.shape[0]
+        beta = xp.reshape(xp.asarray(self.compiled.beta(xp.moveaxis(params, 1, 0)), dtype=xp.float64), (m, self.d))
+        margins = beta @ Z.T
+        ll = xp.reshape(xp.asarray(self.compiled.log_l(margins), dtype=xp.float64), (m, n))
+        mx = ll.max(axis=1, keepdims=True)
+        return beta, margins, (mx[:, 0] + xp.log(xp.exp(ll - mx).sum(axis=1))) - math.log(n)
+
     def rhs(self, clock: str, sliding: bool):
         """dy/ds for the flat state under ``clock``; ``args = (Z, rho, sigma, pinned)``."""
         xp, K, d = self.xp, self.K, self.d
