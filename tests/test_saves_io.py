@@ -364,3 +364,16 @@ def test_ctrl_c_during_a_compiled_solve_keeps_what_it_computed(tmp_path):
     # the first segment ends at the first switch (log10 t = 0.46); the second call's saves are kept too
     first = np.searchsorted(fs.solve(L2SAM, MU3, 0.05, t1=1e100).log10_t, 0.46)
     assert first < int(kept) < int(total) and float(diff) == 0.0
+
+
+def test_the_step_error_holds_the_parameters_to_the_tolerance_and_the_clock_on_its_own():
+    """diffrax's RMS over every state entry averaged the clock's ~0 scaled error in, loosening the
+    parameters' tolerance by sqrt((n + 1) / n); the clock is held to the tolerance by itself."""
+    import jax.numpy as jnp
+
+    from flowsim.integrate.backends._diffrax import error_norm
+
+    params = np.array([0.3, -1.2, 0.7])
+    assert float(error_norm(jnp.array([*params, 0.0]))) == pytest.approx(np.sqrt(np.mean(params**2)), rel=1e-15)
+    assert float(error_norm(jnp.array([0.0, 0.0, 0.0, 5.0]))) == 5.0
+    assert float(error_norm(jnp.array([2.0, 0.0]))) == 2.0  # one parameter: 2, where the RMS of both said 1.41

@@ -26,9 +26,27 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def _run(cache):
+SWEEP = textwrap.dedent("""
+    import json
+    import numpy as np, jax, flowsim as fs
+    from flowsim.integrate import sweep
+    exports = []
+    real = jax.export.export
+    def counting(*a, **k):
+        exports.append(1)
+        return real(*a, **k)
+    jax.export.export = counting
+    sweep._cores = lambda: 3  # the three chunks below start together, each on its thread
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, 2))
+    ds = fs.sweep(system, fs.Dataset(np.array([[1.0, 2.0, 3.0]]), [1]), {"alpha": [0.01, 0.05, 0.3], "rho": [0.05, 0.2]},
+                  t1=1e30, saves=50, chunk_size=2)
+    print(json.dumps({"exports": len(exports), "chunks": int(ds.attrs["chunks"])}))
+""")
+
+
+def _run(cache, script=SCRIPT):
     env = {**os.environ, "FLOWSIM_JAX_CACHE": str(cache)}
-    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=600)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -40,6 +58,14 @@ def test_a_second_process_loads_the_kernels_the_first_exported(tmp_path):
     assert first["exports"] == 2 and second["exports"] == 0
     assert len(list((tmp_path / "kernels").glob("*.jaxexport"))) == 2
     assert first["beta"] == second["beta"]
+
+
+def test_chunks_that_arrive_together_export_their_kernel_once(tmp_path):
+    """A sweep's chunks run on threads and make their first call of the one kernel together: one of them
+    exports it (and compiles), the others wait and use it (without the lock each exported it)."""
+    out = _run(tmp_path, SWEEP)
+    assert out["chunks"] == 3 and out["exports"] == 1
+    assert len(list((tmp_path / "kernels").glob("*.jaxexport"))) == 1
 
 
 def test_a_changed_formula_makes_a_new_kernel_not_a_stale_one():

@@ -87,6 +87,19 @@ def test_dask_local_cluster_equals_local_path(l2_sweep):
     assert (ds["status"].values == l2_sweep["status"].values).all()
 
 
+def test_chunks_on_threads_equal_chunks_one_after_another(l2_sweep, monkeypatch):
+    """Vmapped chunks run a thread per core (here three at once): the same numbers as one at a time."""
+    from flowsim.integrate import sweep
+
+    monkeypatch.setattr(sweep, "_cores", lambda: 3)
+    ds = fs.sweep(L2SAM, MU3, {"alpha": ALPHAS, "rho": RHOS}, t1=1e30, saves=120, chunk_size=2)
+    monkeypatch.setattr(sweep, "_cores", lambda: 1)
+    one = fs.sweep(L2SAM, MU3, {"alpha": ALPHAS, "rho": RHOS}, t1=1e30, saves=120, chunk_size=2)
+    assert ds.attrs["chunks"] == 3
+    for var in ("beta", "log_loss", "beta_end", "steps", "status", "leader"):
+        np.testing.assert_array_equal(ds[var].values, one[var].values)
+
+
 @pytest.mark.parametrize("depth", [2, 3])
 def test_linf_sam_phase_matches_cor_3_5(depth):
     # off the boundaries alpha_j = rho and (for L = 3) mu_1 (alpha_1 - rho) = mu_2 (alpha_2 - rho)
