@@ -101,7 +101,9 @@ def _read_config(path: Path, schema):
         _user_error(ValueError(f"no config file at {path}" + (" (a folder)" if path.is_dir() else "")))
     try:
         return config.parse(tomllib.loads(path.read_text()), schema)
-    except (ValueError, tomllib.TOMLDecodeError) as err:
+    except tomllib.TOMLDecodeError as err:
+        _user_error(ValueError(f"{path} is not valid TOML: {err}"))
+    except ValueError as err:
         _user_error(err)
 
 

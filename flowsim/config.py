@@ -10,7 +10,7 @@ import difflib
 import inspect
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -232,8 +232,8 @@ class Experiment(_Problem):
 class Grid(_Strict):
     """``[sweep]``: the axes of the grid (each a list) and the chunk size."""
 
-    alpha: list[float] | None = None
-    rho: list[float] | None = None
+    alpha: list[float] | None = Field(None, min_length=1)
+    rho: list[Annotated[float, Field(ge=0.0)]] | None = Field(None, min_length=1)
     alpha_j: dict[str, list[float]] | None = None  # {1 = [...], 2 = [...]}: the axes alpha_<j>
     chunk_size: int = Field(256, ge=1)
 

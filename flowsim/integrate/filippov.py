@@ -46,8 +46,8 @@ def classify(vf, theta, Z, rho, sigma, pinned, tol=1e-9):
             mirror = on_plane and _mirror_on_plane(vf, theta, Z, rho, sigma, cand, k)
             if not (on_plane and mirror):
                 return sigma, pinned, theta, (
-                    f"sliding mode on G[{k}] = 0 away from the plane w = 0 (|w| = {abs(theta[k]):.3g}) "
-                    "or with one-sided fields that are not mirror images"
+                    f"sliding mode on G = 0 of entry ({k[0]}, {k[1] + 1}) (layer, 1-based coordinate) away from the "
+                    f"plane w = 0 (|w| = {abs(theta[k]):.3g}) or with one-sided fields that are not mirror images"
                 )
             sigma[k], pinned[k], theta[k] = 0.0, True, 0.0
     return _jointly(vf, theta, Z, rho, sigma, pinned, cand & ~pinned, h)
