@@ -37,7 +37,8 @@ b) raw ``scipy.integrate.solve_ivp`` on a NumPy field in log-time, ``t_eval`` on
    (flowsim does that inside its scipy backend; the peer gets the same).
 c) a 1,024-point (alpha, rho) grid of l2-SAM (32 x 32: alpha log-spaced in [0.01, 1], rho in
    [0, 0.3]), one example mu = (1, 2, 3), t1 = 1e30, saves 200 (as benchmarks/bench_sweep.py):
-   ``fs.sweep`` (chunk_size 256, its default) against the vmapped peer with a collapse event
+   ``fs.sweep`` (chunk_size 256, its default; its chunks run on a thread per core) against the vmapped
+   peer with a collapse event
    (boolean: max|w| < 1e-7, flowsim's collapse floor here, 1000 atol), all 1,024 points in one vmap,
    and in chunks of 256 in the same order. Target <= 1.0.
 

@@ -4,7 +4,7 @@ Smooth flows (GD, lp-SAM with p < inf, USAM, the Adam proxy) on diffrax run as o
 the same compiled segment solve that :func:`flowsim.solve` uses: alpha and rho are run-time
 arguments, so one compile serves the grid. vmap runs in lockstep (a chunk costs as many steps as its
 slowest member), so the grid is cut into chunks of ``chunk_size`` points, ordered by rho then alpha
-so that neighbours of similar cost share a chunk. Sign flows (l_inf-SAM, the sign flow) restart at
+so that neighbours of similar cost share a chunk; the chunks run on a thread per core. Sign flows (l_inf-SAM, the sign flow) restart at
 every sign switch, at different times for different members, so they are solved point by point.
 
 With ``executor=`` (a ``dask.distributed`` Client, an address, or ``"dask"`` for a LocalCluster) the
@@ -107,8 +107,9 @@ def sweep(
             (coordinates of the init, 1-based; the others come from ``init``), and/or ``{"rho": [...]}``.
         init: the base initialisation that ``alpha_<j>`` keys write into.
         chunk_size: grid points per vmapped solve (and per Dask task).
-        executor: None (this process), a ``dask.distributed.Client``, a scheduler address
-            (``"tcp://host:8786"``), or ``"dask"`` for a ``LocalCluster`` started and closed here.
+        executor: None (this process: vmapped chunks on a thread per core), a
+            ``dask.distributed.Client``, a scheduler address (``"tcp://host:8786"``), or ``"dask"`` for a
+            ``LocalCluster`` started and closed here.
         saves: the number of default save points shared by every point (200 when neither this nor
             ``save_at`` is given), as in :func:`flowsim.solve`.
         save_at: the log10 t of each save instead, as in :func:`flowsim.solve`.
