@@ -4,8 +4,9 @@ Smooth flows (GD, lp-SAM with p < inf, USAM, the Adam proxy) on diffrax run as o
 the same compiled segment solve that :func:`flowsim.solve` uses: alpha and rho are run-time
 arguments, so one compile serves the grid. vmap runs in lockstep (a chunk costs as many steps as its
 slowest member), so the grid is cut into chunks of ``chunk_size`` points, ordered by rho then alpha
-so that neighbours of similar cost share a chunk; the chunks run on a thread per core. Sign flows (l_inf-SAM, the sign flow) restart at
-every sign switch, at different times for different members, so they are solved point by point.
+so that neighbours of similar cost share a chunk; the chunks run on a thread per core. Sign flows
+(l_inf-SAM, the sign flow) restart at every sign switch, at different times for different members,
+so they are solved point by point.
 
 With ``executor=`` (a ``dask.distributed`` Client, an address, or ``"dask"`` for a LocalCluster) the
 chunks become Dask tasks, each a vmapped solve on a worker; the worker derives the system itself
