@@ -377,3 +377,26 @@ def test_the_step_error_holds_the_parameters_to_the_tolerance_and_the_clock_on_i
     assert float(error_norm(jnp.array([*params, 0.0]))) == pytest.approx(np.sqrt(np.mean(params**2)), rel=1e-15)
     assert float(error_norm(jnp.array([0.0, 0.0, 0.0, 5.0]))) == 5.0
     assert float(error_norm(jnp.array([2.0, 0.0]))) == 2.0  # one parameter: 2, where the RMS of both said 1.41
+
+
+def test_blas_is_held_at_one_thread_while_any_solve_runs_and_restored_after_the_last():
+    """Solves in several threads (a sweep's chunks) limit BLAS together: each restoring the limits it
+    found left BLAS at one thread for good when two overlapped."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from flowsim.integrate.backends._scipy import _OneBlasThread
+
+    def blas():
+        return {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        if blas() != {2}:
+            pytest.skip("this BLAS runs on one thread only")
+        one = _OneBlasThread()
+        one.enter()
+        one.enter()  # a second solve, from another thread
+        assert blas() == {1}
+        one.leave()
+        assert blas() == {1}  # the other still runs
+        one.leave()
+        assert blas() == {2}

@@ -100,6 +100,57 @@ def test_chunks_on_threads_equal_chunks_one_after_another(l2_sweep, monkeypatch)
         np.testing.assert_array_equal(ds[var].values, one[var].values)
 
 
+@pytest.mark.parametrize("cores", [1, 3])
+def test_a_ctrl_c_keeps_the_chunks_finished_and_marks_the_rest_interrupted(l2_sweep, monkeypatch, cores):
+    """A Ctrl-C during the second of three chunks (one after another, or on threads): the sweep returns,
+    the first chunk's points as in a whole sweep, the second's "interrupted" with NaN, and the third's
+    either finished (a thread had it) or "interrupted"; never anything else."""
+    from flowsim.integrate import sweep
+
+    real, calls = sweep._chunk, []
+
+    def chunk(spec, data, inits, rhos, opts):
+        calls.append(1)
+        if rhos[0] == RHOS[0] and inits[0][0, 0] == ALPHAS[2]:  # the second chunk (rho, then alpha order)
+            raise KeyboardInterrupt
+        return real(spec, data, inits, rhos, opts)
+
+    monkeypatch.setattr(sweep, "_chunk", chunk)
+    monkeypatch.setattr(sweep, "_cores", lambda: cores)
+    ds = fs.sweep(L2SAM, MU3, {"alpha": ALPHAS, "rho": RHOS}, t1=1e30, saves=120, chunk_size=2)
+    status = ds["status"].values
+    assert status[0, 0] != "interrupted" and status[1, 0] != "interrupted"  # the first chunk
+    assert status[2, 0] == "interrupted" and status[0, 1] == "interrupted"  # the second
+    assert np.isnan(ds["beta"].values[2, 0]).all() and (ds["leader"].values[2, 0] == 0).all()
+    done = status != "interrupted"
+    np.testing.assert_array_equal(ds["beta"].values[done], l2_sweep["beta"].values[done])
+    assert cores > 1 or len(calls) == 2  # one after another: the third is never started
+
+
+def test_a_point_interrupted_inside_a_per_point_chunk_ends_the_sweep(monkeypatch):
+    """Sign flows run point by point: a solve that a Ctrl-C stopped ("interrupted", its saves kept) ends
+    its chunk, and the sweep, there; the points after it are "interrupted"."""
+    from dataclasses import replace
+
+    from flowsim.integrate import sweep
+
+    real, calls = sweep.solve, []
+
+    def solve(*args, **kw):
+        calls.append(1)
+        sol = real(*args, **kw)
+        return replace(sol, status="interrupted") if len(calls) == 2 else sol
+
+    monkeypatch.setattr(sweep, "solve", solve)
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, float("inf")))
+    ds = fs.sweep(system, fs.Dataset(np.array([[1.0, 2.0]]), [1]), {"alpha_1": [0.05, 0.1, 0.2, 0.3]}, init=0.1,
+                  t1=1e20, saves=50, chunk_size=2)
+    status = ds["status"].values.tolist()
+    assert status[0] in ("completed", "stalled") and status[1:] == ["interrupted"] * 3
+    assert len(calls) == 2 and np.isfinite(ds["beta"].values[1, 0]).all()  # its saves kept
+    assert np.isnan(ds["beta"].values[2:]).all()
+
+
 @pytest.mark.parametrize("depth", [2, 3])
 def test_linf_sam_phase_matches_cor_3_5(depth):
     # off the boundaries alpha_j = rho and (for L = 3) mu_1 (alpha_1 - rho) = mu_2 (alpha_2 - rho)

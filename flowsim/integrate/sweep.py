@@ -162,6 +162,7 @@ def sweep(
     wall = time.perf_counter() - t0
 
     n = len(points)
+    results = [r if r is not None else _interrupted(len(c), len(grid_t), data.d) for c, r in zip(padded, results)]
     out = {k: np.empty((n,) + results[0][k].shape[1:], results[0][k].dtype) for k in results[0]}
     for c, r in zip(chunks, results):
         for k in out:
@@ -175,27 +176,68 @@ def sweep(
 def _execute(tasks, executor, progress, concurrent=False):
     """Each task's ``_chunk``, in order: on Dask (``executor``), or here, on a thread per core where
     ``concurrent`` (vmapped chunks: each is one XLA computation, which runs on one core and releases
-    the GIL, so two chunks at a time took half the time on two cores), else one after another."""
+    the GIL, so two chunks at a time took half the time on two cores), else one after another. After a
+    Ctrl-C here the chunks not finished are None."""
     if executor is not None:
         return _on_dask(tasks, executor, progress)
-    from concurrent.futures import ThreadPoolExecutor
-
     from flowsim.progress import progress_bar
 
     bar = progress_bar(len(tasks), "chunks", "sweep") if progress else None
-    pool = ThreadPoolExecutor(min(len(tasks), _cores()) if concurrent else 1)
+    workers = min(len(tasks), _cores()) if concurrent else 1
     try:
-        futures = [pool.submit(_chunk, *t) for t in tasks]
+        return (_in_threads(tasks, workers, bar) if workers > 1 else _in_turn(tasks, bar)), "local"
+    finally:
+        if bar:
+            bar.close()
+
+
+def _in_turn(tasks, bar):
+    """One chunk after another, here: a Ctrl-C, or a point it interrupted, ends the sweep there."""
+    out = [None] * len(tasks)
+    try:
+        for i, task in enumerate(tasks):
+            out[i] = _chunk(*task)
+            if bar:
+                bar.update(1)
+            if "interrupted" in out[i]["status"]:
+                break
+    except KeyboardInterrupt:
+        pass
+    return out
+
+
+def _in_threads(tasks, workers, bar):
+    """The chunks on ``workers`` threads. A Ctrl-C ends the sweep with the chunks finished; those
+    running finish in the background (a compiled solve cannot be stopped midway)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(workers)
+    futures = [pool.submit(_chunk, *task) for task in tasks]
+    try:
         for f in futures:  # (in order: a bar that counts chunks done in order is honest, if late)
             f.result()
             if bar:
                 bar.update(1)
-        return [f.result() for f in futures], "local"
+    except KeyboardInterrupt:
+        pass
     finally:
-        # a Ctrl-C or a failed chunk: the chunks not started are dropped; a running one cannot be stopped
         pool.shutdown(wait=False, cancel_futures=True)
-        if bar:
-            bar.close()
+    return [_finished(f) for f in futures]
+
+
+def _finished(future):
+    """A chunk's result, None if it did not finish (not started, running, or stopped by a Ctrl-C); a
+    chunk's error goes on up."""
+    if not future.done() or future.cancelled() or isinstance(future.exception(), KeyboardInterrupt):
+        return None
+    return future.result()
+
+
+def _interrupted(m, saves, d):
+    """The result of a chunk a Ctrl-C stopped before it finished: its points are "interrupted", NaN."""
+    return {"beta": np.full((m, saves, d), np.nan), "log_loss": np.full((m, saves), np.nan),
+            "status": np.full(m, "interrupted", dtype=object), "steps": np.zeros(m, np.int64),
+            "log10_t_end": np.full(m, np.nan), "beta_end": np.full((m, d), np.nan)}
 
 
 def _cores() -> int:
@@ -242,8 +284,16 @@ def _chunk(spec, data, inits, rhos, opts):
     model, loss, flow = spec
     system = derive(model, loss, flow)
     opts = dict(opts)
-    one_by_one = lambda idx: _on_grid([solve(derive(model, loss, _with_rho(flow, rhos[i])), data, inits[i],  # noqa: E731
-                                             throw=False, **opts) for i in idx], np.asarray(opts["save_at"]), data.d)
+
+    def one_by_one(idx):
+        sols = []
+        for i in idx:
+            sols.append(solve(derive(model, loss, _with_rho(flow, rhos[i])), data, inits[i], throw=False, **opts))
+            if sols[-1].status == "interrupted":  # a Ctrl-C: the rest of the chunk is not run
+                break
+        out, rest = _on_grid(sols, np.asarray(opts["save_at"]), data.d), len(idx) - len(sols)
+        return {k: np.concatenate([v, _interrupted(rest, len(opts["save_at"]), data.d)[k]]) for k, v in out.items()}
+
     if not opts.pop("vmapped"):
         return one_by_one(range(len(inits)))
     out = _vmapped(system, data, inits, rhos, opts)

@@ -6,6 +6,8 @@ run-time arguments, so one compile serves every horizon, alpha, rho and toleranc
 
 from __future__ import annotations
 
+import threading
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -22,6 +24,7 @@ from flowsim.integrate.backends._stored import StoredKernel
 SOLVERS = {"Tsit5": _unrolled.Tsit5, "Dopri5": _unrolled.Dopri5, "Dopri8": diffrax.Dopri8, "Kvaerno5": diffrax.Kvaerno5}
 
 _CACHE: dict = {}
+_BUILDING = threading.Lock()
 #: step-size controller gains: diffrax's default (integral) controller. Its PI suggestion for mildly stiff
 #: problems (pcoeff 0.4, icoeff 0.3) rejects fewer steps where long horizons make explicit steps
 #: stability-limited, but takes 20-25% more steps in all (GD and l2-SAM to 1e30-1e100, log10 t1 = 1e4,
@@ -126,14 +129,15 @@ def kernel(vf, key, clock, uses_sign, sliding, solver, max_steps, n_targets, tra
     (``args[1]``) and log_floor (``args[5]``), the rest shared, and returning beta and the log-loss at the
     saves and at the end, not the states (``_observing``; for :func:`flowsim.sweep`)."""
     ck = (key, clock, uses_sign, sliding, solver, max_steps, n_targets, vf.K, vf.d, track, batched)
-    if ck not in _CACHE:
-        run, names = _build(vf, clock, uses_sign, sliding, solver, max_steps, n_targets, track)
-        if batched:
-            axes = (None, 0, None, None, None, 0, None, None)
-            run = jax.vmap(_observing(run, vf), in_axes=(0, None, None, axes, None, None))
-        _CACHE[ck] = StoredKernel(jax.jit(run), vf, (clock, uses_sign, sliding, solver, max_steps, n_targets, track,
-                                                     batched)), names
-    return _CACHE[ck]
+    with _BUILDING:  # a sweep's chunks ask for it together, from threads: one kernel (compiled once)
+        if ck not in _CACHE:
+            run, names = _build(vf, clock, uses_sign, sliding, solver, max_steps, n_targets, track)
+            if batched:
+                axes = (None, 0, None, None, None, 0, None, None)
+                run = jax.vmap(_observing(run, vf), in_axes=(0, None, None, axes, None, None))
+            structure = (clock, uses_sign, sliding, solver, max_steps, n_targets, track, batched)
+            _CACHE[ck] = StoredKernel(jax.jit(run), vf, structure), names
+        return _CACHE[ck]
 
 
 def host_arguments(y0, s0, s_max, args, targets, tol):

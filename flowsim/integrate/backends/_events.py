@@ -30,7 +30,8 @@ may not hold: G_k can turn back, and a stale sign then made a false rest point, 
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 
 SCORES = ("magnitude", "growth")

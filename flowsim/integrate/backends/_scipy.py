@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import threading
 
 import numpy as np
 from scipy import integrate, optimize
@@ -46,11 +47,36 @@ def _root(f, lo, hi):
         return optimize.bisect(f, lo, hi, xtol=1e-14, rtol=1e-15, maxiter=2000)
 
 
+class _OneBlasThread:
+    """``enter`` ... ``leave``: BLAS on one thread in between, for the implicit methods' LU: the matrices are small,
+    and OpenBLAS threads competing with XLA's for two cores made BDF 3x slower at n = d = 100
+    (benchmarks/bench_core.py). Counted: solves in several threads at once (a sweep's chunks) limit it
+    on entering first and restore it on leaving last (each restoring its own left it at one thread).
+    The process's thread pools are found once (as ``threadpool_limits`` does on each call, 1 ms a
+    segment: 5% of an LSODA solve at 20 x 10)."""
+
+    def __init__(self):
+        self._lock, self._inside, self._limited = threading.Lock(), 0, None
+
+    def enter(self):
+        with self._lock:
+            if not self._inside:
+                self._limited = _pools().limit(limits=1, user_api="blas")
+            self._inside += 1
+
+    def leave(self):
+        with self._lock:
+            self._inside -= 1
+            if not self._inside:
+                self._limited.restore_original_limits()
+
+
 @functools.lru_cache(maxsize=None)
-def _blas() -> ThreadpoolController:
-    """The process's thread pools, found once (finding them, as ``threadpool_limits`` does on each call,
-    cost 1 ms a segment: 5% of an LSODA solve at 20 x 10)."""
+def _pools() -> ThreadpoolController:
     return ThreadpoolController()
+
+
+_ONE_BLAS_THREAD = _OneBlasThread()
 
 
 class ScipyBackend:
@@ -103,9 +129,7 @@ class ScipyBackend:
         reason, message = "end", ""
         s_end, y_end = s0, np.asarray(y0, float)
         counted = (0, 0) if fresh else (solver.nfev, solver.njev)  # scipy counts evaluations
-        # one BLAS thread for the implicit methods' LU: the matrices are small, and OpenBLAS threads
-        # competing with XLA's for two cores made BDF 3x slower at n = d = 100 (benchmarks/bench_core.py)
-        blas = _blas().limit(limits=1, user_api="blas")
+        _ONE_BLAS_THREAD.enter()
         try:
             while True:
                 if solver.status == "finished":
@@ -145,7 +169,7 @@ class ScipyBackend:
         except KeyboardInterrupt:
             reason, message = "interrupted", INTERRUPTED
         finally:
-            blas.restore_original_limits()
+            _ONE_BLAS_THREAD.leave()
         while tau_saves is not None and tau_saves.nbytes:  # (also those of an interrupted segment)
             try:
                 _take(tau_saves, s_saves, y_saves)

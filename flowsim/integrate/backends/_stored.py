@@ -84,7 +84,9 @@ class StoredKernel:
         call = self._calls.get(shapes)
         if call is not None:
             return call(*args)
-        with self._first:  # a sweep's chunks arrive together from threads: one loads or exports, and compiles
+        # a sweep's chunks arrive together from threads: one loads or exports, compiles and runs, the others
+        # wait (a cold process's first chunk runs alone: one chunk's time beside a compile of seconds)
+        with self._first:
             if shapes in self._calls:
                 return self._calls[shapes](*args)
             call = self._load_or_export(shapes, args)

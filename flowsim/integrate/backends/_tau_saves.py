@@ -91,18 +91,20 @@ _J = np.arange(NODES)
 
 
 def at_nodes(dense, lo, hi):
-    """``dense`` at the Chebyshev nodes of [lo, hi], (NODES, n), C-ordered (``take`` joins them). LSODA's dense output raises (s - t) / h
-    to each power with np.power, 7.5 of its 8.5 us at 13 points (more than the rest of a save); its
-    Nordsieck polynomial (the attributes it evaluates) by a Vandermonde matrix costs 4, and 1.5 over a
-    step that ends at t, where x = (s - t) / h = c (X - 1) / 2 with c = (t - t_old) / h (h is the scale
-    of the Nordsieck array, which LSODA may already have set for its next step), so that the powers are
-    the fixed ones times c^j."""
+    """``dense`` at the Chebyshev nodes of [lo, hi], (NODES, n), C-ordered (``take`` joins them).
+
+    LSODA's dense output raises (s - t) / h to each power with np.power, 7.5 of its 8.5 us at 13 points
+    (more than the rest of a save); its Nordsieck polynomial (the attributes it evaluates) by a
+    Vandermonde matrix costs 4, and 1.5 over an interval that ends at the step's end t, where
+    x = (s - t) / h = c (X - 1) / 2 with c = (hi - lo) / h (h is the scale of the Nordsieck array, which
+    LSODA may already have set for its next step), so that the powers are the fixed ones times c^j."""
     mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
     if type(dense) is not LsodaDenseOutput:
         return np.ascontiguousarray(dense(mid + half * _X).T)
     yh = dense.yh
     if hi == dense.t:
-        q = yh.shape[1]
+        q = yh.shape[1]  # order + 1 <= 13: LSODA's Adams methods go to order 12
+        assert q <= NODES
         return (_WHOLE_STEP_POWERS[:, :q] * ((hi - lo) / dense.h) ** _J[:q]) @ yh.T
     return np.vander((mid + half * _X - dense.t) / dense.h, yh.shape[1], increasing=True) @ yh.T
 
