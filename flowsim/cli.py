@@ -164,7 +164,8 @@ def sweep(config: Path = CONFIG,
           out: Path = typer.Option(Path("sweep.nc"), help="where to save the sweep (netCDF)"),
           executor: str = typer.Option("local", help="local, dask (a LocalCluster) or a scheduler address")):
     """Solve a flow over a grid of inits and radii: a run config plus a table
-    [sweep] with alpha = [...], rho = [...] and/or alpha_j = {1 = [...], 2 = [...]} (and chunk_size)."""
+    [sweep] with alpha = [...], rho = [...] and/or alpha_j = {1 = [...], 2 = [...]} (and chunk_size).
+    Exit code 1 after a Ctrl-C (the points done are saved, the others have status interrupted)."""
     import flowsim as fs
     from flowsim.config import SweepExperiment, build
 
@@ -179,6 +180,8 @@ def sweep(config: Path = CONFIG,
     _save(ds, out)
     counts = {str(k): int(v) for k, v in zip(*np.unique(ds["status"].values, return_counts=True))}
     typer.echo(f"{ds['status'].size} points: {counts}; saved {out}")
+    if "interrupted" in counts:  # a Ctrl-C: what was done is saved, and the exit code says it is not all
+        raise typer.Exit(1)
 
 
 @app.command()

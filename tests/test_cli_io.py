@@ -310,3 +310,26 @@ def test_progress_outside_a_terminal_is_plain_lines(one_sample):
     bar.close()
     text = out.getvalue()
     assert "\r" not in text and text.endswith("s elapsed\n") and "100%" in text and "log10 t = 100" in text
+
+
+def test_cli_sweep_interrupted_saves_what_it_has_and_exits_1(tmp_path, monkeypatch):
+    """A Ctrl-C during a CLI sweep (here, in its second chunk): the file holds the chunk done and the
+    points not run as 'interrupted', and the exit code is 1."""
+    from flowsim.integrate import sweep
+
+    real, calls = sweep._chunk, []
+
+    def chunk(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(sweep, "_chunk", chunk)
+    monkeypatch.setattr(sweep, "_cores", lambda: 1)
+    cfg = tmp_path / "sweep.toml"
+    cfg.write_text(SWEEP.replace("[sweep]\n", "[sweep]\nchunk_size = 2\n"))
+    r = runner.invoke(app, ["sweep", str(cfg), "--out", str(tmp_path / "s.nc")])
+    assert r.exit_code == 1 and "'interrupted': 2" in r.output, r.output
+    status = io.load(tmp_path / "s.nc")["status"].values.ravel().tolist()
+    assert status.count("interrupted") == 2 and len(status) == 4
