@@ -400,3 +400,21 @@ def test_blas_is_held_at_one_thread_while_any_solve_runs_and_restored_after_the_
         assert blas() == {1}  # the other still runs
         one.leave()
         assert blas() == {2}
+
+
+@pytest.mark.parametrize("backend", ["scipy:LSODA", "scipy:BDF", "auto"])
+def test_the_losses_found_for_the_rest_point_look_back_are_the_solutions(backend):
+    """Each save's loss is found once, by the look-back for rest points, and kept for the Solution. Here
+    (test_invariants' depth-3 l2-SAM rest point) saves past the rest point a solver stepped across are
+    dropped and their targets saved again, held: every loss must still be its own save's."""
+    from flowsim.integrate.timeline import beta_margins_loss
+
+    X = np.array([[-1.27288316, 1.88158494], [0.46245432, 0.52199432], [1.27781334, 1.13738853],
+                  [0.35180389, 0.24086668], [-1.25543163, 0.70697094], [-0.00727093, -1.60658444]])
+    data = fs.Dataset(X, [1, 1, 1, 1, 1, -1])
+    system = fs.derive(fs.DiagonalNet(3), "logistic", fs.SAM(0.331226403393368, 2))
+    with pytest.warns(fs.ReachabilityWarning):
+        sol = fs.solve(system, data, -0.0017383405674502239, log10_t1=74.3, backend=backend)
+    assert sol.status == "converged" and "rest point of the perturbed flow" in sol.message
+    # (the tied system w^3 that ran, against the product w1 w2 w3 here: rounding apart)
+    np.testing.assert_allclose(sol.log_loss, beta_margins_loss(sol.system, data, sol.params)[2], rtol=1e-14)

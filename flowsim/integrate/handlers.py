@@ -17,7 +17,7 @@ from flowsim.integrate.critical import LOSS_STILL
 from flowsim.integrate.filippov import classify
 from flowsim.integrate.jacobian import FieldJacobian
 from flowsim.integrate.solution import log10_t_from_u
-from flowsim.integrate.timeline import beta_margins_loss, tau_of
+from flowsim.integrate.timeline import tau_of
 from flowsim.symbolic.flow import follows_gradient
 
 def _on_end(run, seg):
@@ -223,8 +223,7 @@ def _earlier_rest_point(run) -> bool:
     if len(run.rec_y) - first < 1:  # fewer than two saves to compare
         return False
     # each save's loss once, all in one pass (one at a time these cost half an l2-SAM solve at 400 saves)
-    states = np.asarray(run.rec_y[first - 1:])[:, :-1].reshape(-1, run.K, run.d)
-    losses = beta_margins_loss(run.system, run.data, states)[2].tolist()
+    losses = run.saved_losses(first - 1)
     still = [first + k for k in range(len(losses) - 1) if abs(losses[k + 1] - losses[k]) <= LOSS_STILL]
     for i in still[::-(-len(still) // LOOK_BACK) or 1]:  # spread over the stretch: a rest lasts many saves
         theta = run.rec_y[i][:-1].reshape(run.K, run.d)
@@ -237,7 +236,7 @@ def _earlier_rest_point(run) -> bool:
             dropped = [y[-1] for y in run.rec_y[i + 1:]] if run.clock == "tau" else run.rec_s[i + 1:]
             # (a horizon that a solver's dense output did not bracket was taken at a step end past t1)
             run.remaining = np.unique(np.minimum(np.concatenate([np.asarray(dropped, float), run.remaining]), run.u1))
-            run.rec_s, run.rec_y = run.rec_s[:i + 1], run.rec_y[:i + 1]
+            run.rec_s, run.rec_y, run.rec_loss = run.rec_s[:i + 1], run.rec_y[:i + 1], run.rec_loss[:i + 1]
             run.s, run.y, run.resume = run.rec_s[i], np.concatenate([cp.limit.ravel(), run.rec_y[i][-1:]]), None
             run.hold("converged", critical.describe(run.system, run.data, cp, run.log10_t_asked))
             return True

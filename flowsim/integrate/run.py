@@ -17,7 +17,8 @@ from flowsim.integrate.backends._scipy import ScipyBackend
 from flowsim.integrate.filippov import classify
 from flowsim.integrate.handlers import RATE_OVERFLOW
 from flowsim.integrate.solution import FAILURES, OUTCOMES, log10_t_from_u
-from flowsim.integrate.timeline import LN10, assemble, at_rest, clock_plan, close_records, extend_constant
+from flowsim.integrate.timeline import (LN10, assemble, at_rest, beta_margins_loss, clock_plan, close_records,
+                                        extend_constant)
 from flowsim.integrate.vector_field import jax_field, numpy_field
 from flowsim.symbolic.flow import follows_gradient
 from flowsim.theory.reachable import invariant_planes, kept_entry_signs
@@ -62,6 +63,7 @@ class Run:
         self.leaders = np.array([self.leader(kind, theta) for kind in self.track], dtype=np.int64)
         self.s, self.y = 0.0, np.concatenate([theta.ravel(), [0.0]])
         self.rec_s, self.rec_y = [], []  # the init is not a save: the first save is just after it
+        self.rec_loss = []  # the log-losses of the first saves, where found (``saved_losses``)
         self.remaining = run_targets
         self.sliding = None  # entries found sliding at the last chunk's end (``handlers._sliding``)
         self.looked = 0  # saves up to here were tested for a rest point of the flow (``_earlier_rest_point``)
@@ -166,7 +168,17 @@ class Run:
             self.message = RATE_OVERFLOW.format(log10_t=self.log10_t_asked, rate=rate / LN10)
         message = self.message or (OUTCOMES.get(self.status) or FAILURES.get(self.status, ""))
         return assemble(self.system, self.data, self.clock, self.to_u, np.asarray(self.rec_s), np.asarray(self.rec_y),
-                         self.K, self.d, self.status, message, self.stats, self.events, config)
+                         self.K, self.d, self.status, message, self.stats, self.events, config, self.rec_loss)
+
+    def saved_losses(self, start):
+        """The log-losses of the saves from ``start`` on, each found once: ``rec_loss[i]`` is that of
+        ``rec_y[i]`` (saves are appended, dropped from the end together with their losses, and a
+        hand-over swaps the clock entries alone), kept for the ``Solution``."""
+        new = self.rec_y[len(self.rec_loss):]
+        if new:
+            states = np.asarray(new)[:, :-1].reshape(-1, self.K, self.d)
+            self.rec_loss.extend(beta_margins_loss(self.system, self.data, states)[2].tolist())
+        return self.rec_loss[start:]
 
 
 @contextlib.contextmanager

@@ -172,7 +172,7 @@ def close_records(status, clock, remaining, s, y, rec_s, rec_y):
         rec_y.append(y)
 
 
-def assemble(system, data, clock, to_u, s, Y, K, d, status, message, stats, events, config):
+def assemble(system, data, clock, to_u, s, Y, K, d, status, message, stats, events, config, known=()):
     params = Y[:, :-1].reshape(-1, K, d)
     if clock == "tau":
         u, tau = Y[:, -1], s
@@ -180,17 +180,17 @@ def assemble(system, data, clock, to_u, s, Y, K, d, status, message, stats, even
         u, tau = to_u(s), s
     else:
         u, tau = s, Y[:, -1]
-    beta, margins, log_loss = beta_margins_loss(system, data, params)
+    beta, margins, log_loss = beta_margins_loss(system, data, params, known)
     return Solution(system=system, data=data, log10_t=log10_t_from_u(u), tau=np.asarray(tau, float), params=params,
                     beta=beta, log_loss=log_loss, margins=margins, status=status, message=message, stats=stats,
                     config=config, events=events)
 
 
-def beta_margins_loss(system, data, params):
+def beta_margins_loss(system, data, params, known=()):
     """beta (m, d), margins (m, n) and the log of the mean loss (m,) of parameters (m, K, d), all at once
-    (``VectorField.observe`` on NumPy)."""
+    (``VectorField.observe`` on NumPy; ``known``: the log-losses of the first rows, found before)."""
     with np.errstate(all="ignore"):  # states past a sweep member's end are not finite
-        return numpy_field(system, params.shape[1], params.shape[2]).observe(params, data.z)
+        return numpy_field(system, params.shape[1], params.shape[2]).observe(params, data.z, known)
 
 
 def positive(name, value):

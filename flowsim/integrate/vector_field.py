@@ -114,16 +114,18 @@ class VectorField:
         S = mx + xp.log(0.5 * (a + b))
         return xp.where(pinned, 0.0, F), S
 
-    def observe(self, params, Z):
+    def observe(self, params, Z, known=()):
         """beta (m, d), margins (m, n) and the log of the mean loss (m,) at parameters (m, K, d), all at
-        once (the derived formulas are elementwise)."""
+        once (the derived formulas are elementwise). ``known``: the log-losses of the first rows, found
+        before (the loss is the costly part: a solve's look-back for rest points has them)."""
         xp = self.xp
         m, n = params.shape[0], Z.shape[0]
         beta = xp.reshape(xp.asarray(self.compiled.beta(xp.moveaxis(params, 1, 0)), dtype=xp.float64), (m, self.d))
         margins = beta @ Z.T
-        ll = xp.reshape(xp.asarray(self.compiled.log_l(margins), dtype=xp.float64), (m, n))
+        ll = xp.reshape(xp.asarray(self.compiled.log_l(margins[len(known):]), dtype=xp.float64), (m - len(known), n))
         mx = ll.max(axis=1, keepdims=True)
-        return beta, margins, (mx[:, 0] + xp.log(xp.exp(ll - mx).sum(axis=1))) - math.log(n)
+        log_loss = (mx[:, 0] + xp.log(xp.exp(ll - mx).sum(axis=1))) - math.log(n)
+        return beta, margins, (xp.concatenate([xp.asarray(known, dtype=xp.float64), log_loss]) if len(known) else log_loss)
 
     def rhs(self, clock: str, sliding: bool):
         """dy/ds for the flat state under ``clock``; ``args = (Z, rho, sigma, pinned)``."""
