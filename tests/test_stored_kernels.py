@@ -6,10 +6,10 @@ import subprocess
 import sys
 import textwrap
 
-SCRIPT = textwrap.dedent("""
-    import json, sys
+#: counts the kernels a process exports
+COUNTING = """
+    import json
     import numpy as np, jax, flowsim as fs
-    from flowsim.integrate.backends import _stored
     exports = []
     real = jax.export.export
     def counting(*a, **k):
@@ -17,6 +17,8 @@ SCRIPT = textwrap.dedent("""
         return real(*a, **k)
     jax.export.export = counting
     system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, 2))
+"""
+SCRIPT = textwrap.dedent(COUNTING + """
     out = {}
     for n in (3, 1, 3):  # a new n within one process: another module, as jit would trace anew
         X = np.array([[1.0, 2.0, 3.0], [2.0, 1.0, 0.5], [0.5, 3.0, 1.0]])[:n]
@@ -24,22 +26,11 @@ SCRIPT = textwrap.dedent("""
         out[n] = sol.beta[-1].tolist()
     print(json.dumps({"exports": len(exports), "beta": out}))
 """)
-
-
-SWEEP = textwrap.dedent("""
-    import json
-    import numpy as np, jax, flowsim as fs
+SWEEP = textwrap.dedent(COUNTING + """
     from flowsim.integrate import sweep
-    exports = []
-    real = jax.export.export
-    def counting(*a, **k):
-        exports.append(1)
-        return real(*a, **k)
-    jax.export.export = counting
     sweep._cores = lambda: 3  # the three chunks below start together, each on its thread
-    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, 2))
-    ds = fs.sweep(system, fs.Dataset(np.array([[1.0, 2.0, 3.0]]), [1]), {"alpha": [0.01, 0.05, 0.3], "rho": [0.05, 0.2]},
-                  t1=1e30, saves=50, chunk_size=2)
+    ds = fs.sweep(system, fs.Dataset(np.array([[1.0, 2.0, 3.0]]), [1]),
+                  {"alpha": [0.01, 0.05, 0.3], "rho": [0.05, 0.2]}, t1=1e30, saves=50, chunk_size=2)
     print(json.dumps({"exports": len(exports), "chunks": int(ds.attrs["chunks"])}))
 """)
 

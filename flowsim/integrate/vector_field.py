@@ -125,7 +125,9 @@ class VectorField:
         ll = xp.reshape(xp.asarray(self.compiled.log_l(margins[len(known):]), dtype=xp.float64), (m - len(known), n))
         mx = ll.max(axis=1, keepdims=True)
         log_loss = (mx[:, 0] + xp.log(xp.exp(ll - mx).sum(axis=1))) - math.log(n)
-        return beta, margins, (xp.concatenate([xp.asarray(known, dtype=xp.float64), log_loss]) if len(known) else log_loss)
+        if len(known):
+            log_loss = xp.concatenate([xp.asarray(known, dtype=xp.float64), log_loss])
+        return beta, margins, log_loss
 
     def rhs(self, clock: str, sliding: bool):
         """dy/ds for the flat state under ``clock``; ``args = (Z, rho, sigma, pinned)``."""
