@@ -330,3 +330,14 @@ def test_explicit_method_out_of_steps_on_a_stiff_plateau_says_why(gaussian):
     early = fs.solve(fs.derive(fs.DiagonalNet(2, "difference"), "logistic", fs.GD()), gaussian, 0.5, t1=1e30,
                      backend="diffrax:Tsit5", max_steps=20, throw=False)
     assert early.status == "max_steps" and "stability" not in early.message
+
+
+def test_the_warning_names_the_status_a_limit_at_beta_0_ends_with():
+    """Data that only beta <= 0 separates, a positive init: GD's limit over beta >= 0 is beta = 0, which
+    the balanced parameters approach exponentially until they fall below the collapse floor (status
+    'collapsed', the loss log 2 there): the warning must name that status, not only 'converged'."""
+    data = fs.Dataset(np.array([[-1.0, -2.0]]), [1])
+    with pytest.warns(fs.ReachabilityWarning, match="'collapsed' where that point is beta = 0"):
+        sol = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.GD()), data, 0.1, t1=1e30, throw=False)
+    assert sol.status == "collapsed" and np.abs(sol.beta[-1]).max() < 1e-12
+    assert sol.log_loss[-1] == pytest.approx(np.log(np.log(2.0)), abs=1e-9)

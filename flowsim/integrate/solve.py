@@ -151,7 +151,8 @@ def _warn_if_unreachable(system, data, theta0):
     mixed = " or an init whose signs match the data (a (layers, d) array)" if getattr(system.model, "form", None) == "product" else ""
     warnings.warn(
         f"{system.model} from this init keeps {kept} for ever, and no such beta separates these data: the flow "
-        "will converge to a critical point with a positive loss (status 'converged'), not to a max-margin "
+        "will converge to a critical point with a positive loss (status 'converged'; 'collapsed' where that point "
+        "is beta = 0, approached until the parameters fall below the collapse floor), not to a max-margin "
         f"direction. To separate them use DiagonalNet(depth, form='difference') (any sign){mixed}.",
         ReachabilityWarning, stacklevel=3)
 
