@@ -325,6 +325,9 @@ def _message(err: ValidationError, root) -> str:
     loc = [p for p in (path[:-1] if named else path) if not _TYPE_TAG.search(p)] + (path[-1:] if named else [])
     key = ".".join(loc) or "(top level)"
     if e["type"] == "extra_forbidden":
+        if len(loc) == 2 and loc[-1] in root.model_fields:  # TOML puts a key written after [table] in it
+            return (f"config: unknown key '{key}': '{loc[-1]}' is a top-level key; in TOML it must come before the "
+                    "first [table] (after it, it belongs to that table)")
         close = difflib.get_close_matches(loc[-1], _fields_at(loc, root), n=1)
         if not close and len(loc) == 1:  # a table's key written at the top level: rho = 0.1 for [flow] rho
             tables = {k: t for t in root.model_fields for k in _fields_at([t, ""], root)}

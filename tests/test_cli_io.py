@@ -283,6 +283,7 @@ def test_data_from_npz_csv_and_builtin_sets(tmp_path):
     ("sweep", CONFIG + "[sweep]\nrho = []\n", "key 'sweep.rho': List should have at least 1 item"),
     ("sweep", CONFIG + "[sweep]\nrho = [0.1, -0.2]\n", "key 'sweep.rho': Input should be greater than or equal to 0"),
     ("sweep", "[model\nform = 1\n", "exp.toml is not valid TOML: Expected ']'"),
+    ("run", CONFIG + "backend = \"scipy:BDF\"\n", "'backend' is a top-level key; in TOML it must come before the first"),
     ("iterate", ITERATE.replace("lr = 0.1", "lr = 0.1\nb1 = 0.9"), "name = 'sam' takes lr, rho, norm, decay, batch; drop b1"),
     ("iterate", ITERATE.replace("rho = 0.05\n", ""), "needs rho"),
     ("iterate", ITERATE.replace("steps = 2000", "steps = 2000.5"), "key 'steps'"),
