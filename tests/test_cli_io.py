@@ -313,6 +313,19 @@ def test_progress_outside_a_terminal_is_plain_lines(one_sample):
     assert "\r" not in text and text.endswith("s elapsed\n") and "100%" in text and "log10 t = 100" in text
 
 
+def test_progress_of_a_balanced_solve_counts_the_asked_for_time(one_sample, monkeypatch):
+    """A balanced product runs as the tied net, 2x faster (its own u is log10 2 behind): the bar still
+    ends at the horizon asked for."""
+    import io as stdio
+
+    from flowsim.integrate import run
+
+    out, real = stdio.StringIO(), run.ProgressBar
+    monkeypatch.setattr(run, "ProgressBar", lambda *a, **k: real(*a, **{**k, "file": out}))
+    sol = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.05)), one_sample, 0.3, t1=1e100, progress=True)
+    assert "integrated_as" in sol.config and "log10 t = 100" in out.getvalue() and "99.699" not in out.getvalue()
+
+
 def test_cli_sweep_interrupted_saves_what_it_has_and_exits_1(tmp_path, monkeypatch):
     """A Ctrl-C during a CLI sweep (here, in its second chunk): the file holds the chunk done and the
     points not run as 'interrupted', and the exit code is 1."""
