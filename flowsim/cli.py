@@ -123,12 +123,20 @@ def _solve_reporting(solve, *args, **kw):
 
 
 def _save(result, out: Path):
+    """``io.save``; a Ctrl-C while the file is written lands once it is whole: exit code 1, the file kept."""
     from flowsim import io
+    from flowsim.integrate.run import interrupt_after_recording
 
+    saved = None
     try:
-        return io.save(result, out)
+        with interrupt_after_recording():  # (a second Ctrl-C stops at once; the file is written atomically)
+            saved = io.save(result, out)
+        return saved
     except ValueError as err:
         _user_error(err)
+    except KeyboardInterrupt:
+        typer.echo(f"flowsim: interrupted; {out} " + ("saved" if saved is not None else "not written"), err=True)
+        raise typer.Exit(1) from None
 
 
 CONFIG = typer.Argument(..., help="experiment TOML file")

@@ -347,3 +347,23 @@ def test_cli_sweep_interrupted_saves_what_it_has_and_exits_1(tmp_path, monkeypat
     assert r.exit_code == 1 and "'interrupted': 2" in r.output, r.output
     status = io.load(tmp_path / "s.nc")["status"].values.ravel().tolist()
     assert status.count("interrupted") == 2 and len(status) == 4
+
+
+def test_a_ctrl_c_while_the_file_is_written_lands_once_it_is_whole(tmp_path, monkeypatch):
+    """A Ctrl-C just as a run or sweep finishes lands in the save: the file is still written whole, and
+    the exit code is 1 (the interrupt had dropped the file, with exit code 130)."""
+    import os
+    import signal
+
+    real = io.save
+
+    def save(result, out):
+        os.kill(os.getpid(), signal.SIGINT)  # the user presses Ctrl-C while the file is written
+        return real(result, out)
+
+    monkeypatch.setattr(io, "save", save)
+    cfg = tmp_path / "sweep.toml"
+    cfg.write_text(SWEEP)
+    r = runner.invoke(app, ["sweep", str(cfg), "--out", str(tmp_path / "s.nc")])
+    assert r.exit_code == 1 and "interrupted;" in r.output and "saved" in r.output, r.output
+    assert io.load(tmp_path / "s.nc")["status"].size == 4

@@ -215,3 +215,18 @@ def test_plateau_at_end_reads_each_points_last_two_finite_saves():
         a = rng.choice([1.0, 1.0 + 1e-7, 2.0, np.nan, np.inf], size=(6, 5))
         np.testing.assert_array_equal(_plateau_at_end(a), plain(a))
     assert _plateau_at_end(np.array([[3.0, 2.0, 2.0 + 1e-9, np.nan]])).tolist() == [True]
+
+
+def test_a_point_the_lockstep_solve_fails_is_solved_again_as_solve_would():
+    """l2-SAM on a difference net: the vmapped Tsit5 solve runs out of its 3,000 steps at this point, and
+    solve with backend "auto" hands over to scipy:BDF and completes. The sweep solves the point again
+    with the backend and clock asked for ("auto"), so it hands over too, and equals solve; it had passed
+    the resolved ones (diffrax:Tsit5, log_time), which never hand over, and reported max_steps."""
+    data = fs.datasets.iid_gaussian(20, 10, 0)
+    system = fs.derive(fs.DiagonalNet(2, "difference"), "logistic", fs.SAM(0.1, 2))
+    ds = fs.sweep(system, data, {"alpha": [0.074], "rho": [0.184]}, t1=1e30, max_steps=3000)
+    sol = fs.solve(fs.derive(fs.DiagonalNet(2, "difference"), "logistic", fs.SAM(0.184, 2)), data, 0.074, t1=1e30,
+                   max_steps=3000, save_at=ds["log10_t"].values.tolist())
+    assert sol.config["backend"] == "diffrax:Tsit5 -> scipy:BDF" and sol.status == "completed"
+    assert ds["status"].values[0, 0] == "completed" and ds["steps"].values[0, 0] == sol.stats["steps"]
+    np.testing.assert_array_equal(ds["beta"].values[0, 0], sol.beta)

@@ -123,9 +123,8 @@ def sweep(
     """
     L1, _ = log10_horizon(t1, log10_t1)
     be = backend_for(backend, L1)  # validates the name
-    clock = resolve_clock(clock, be)
     rtol, atol, collapse_tol, blowup_size, run_clock = check_common(
-        system, data, clock, rtol, atol, max_steps, allow_nonseparable, collapse_tol, blowup_size)
+        system, data, resolve_clock(clock, be), rtol, atol, max_steps, allow_nonseparable, collapse_tol, blowup_size)
     grid_t = save_points(L1, 200 if saves is None and save_at is None else saves, save_at)
     axes = _check_grid(system, data, grid)
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
@@ -332,9 +331,10 @@ def _vmapped(system, data, inits, rhos, opts):
     from flowsim.integrate.vector_field import SCHEDULE, jax_field
 
     flow = system.flow
-    clock = SCHEDULE if getattr(flow, "clock", None) == SCHEDULE else opts["clock"]
     L1, u1 = log10_horizon(opts["t1"], opts["log10_t1"])
     be = backend_for(opts["backend"], L1)
+    # (opts hold the clock asked for: a point solved again by solve may then hand over, as solve's would)
+    clock = SCHEDULE if getattr(flow, "clock", None) == SCHEDULE else resolve_clock(opts["clock"], be)
     theta0 = np.stack(inits)  # parameters, validated by sweep
     speedup = 1.0
     reduced = reduction(system, theta0[0]) if np.all(theta0 == theta0[:, :1]) else None
