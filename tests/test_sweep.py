@@ -230,3 +230,17 @@ def test_a_point_the_lockstep_solve_fails_is_solved_again_as_solve_would():
     assert sol.config["backend"] == "diffrax:Tsit5 -> scipy:BDF" and sol.status == "completed"
     assert ds["status"].values[0, 0] == "completed" and ds["steps"].values[0, 0] == sol.stats["steps"]
     np.testing.assert_array_equal(ds["beta"].values[0, 0], sol.beta)
+
+
+def test_chunks_are_as_few_and_as_equal_as_chunk_size_allows(l2_sweep, monkeypatch):
+    """6 points in chunks of at most 5: two of 3 (they were 5 and 1, padded to 5: 4 points solved for
+    nothing), with the numbers of any other chunking."""
+    from flowsim.integrate import sweep
+
+    real, sizes = sweep._chunk, []
+    monkeypatch.setattr(sweep, "_chunk", lambda spec, data, inits, *rest: sizes.append(len(inits)) or
+                        real(spec, data, inits, *rest))
+    ds = fs.sweep(L2SAM, MU3, {"alpha": ALPHAS, "rho": RHOS}, t1=1e30, saves=120, chunk_size=5)
+    assert sorted(sizes) == [3, 3] and ds.attrs["chunks"] == 2
+    for var in ("beta", "log_loss", "status", "steps"):
+        np.testing.assert_array_equal(ds[var].values, l2_sweep[var].values)

@@ -107,7 +107,8 @@ def sweep(
         grid: ``{"alpha": [...]}`` (scalar init), ``{"alpha_1": [...], "alpha_2": [...]}``
             (coordinates of the init, 1-based; the others come from ``init``), and/or ``{"rho": [...]}``.
         init: the base initialisation that ``alpha_<j>`` keys write into.
-        chunk_size: grid points per vmapped solve (and per Dask task).
+        chunk_size: at most this many grid points per vmapped solve (and per Dask task); the chunks are
+            as few as that allows and of equal size.
         executor: None (this process: vmapped chunks on a thread per core), a
             ``dask.distributed.Client``, a scheduler address (``"tcp://host:8786"``), or ``"dask"`` for a
             ``LocalCluster`` started and closed here.
@@ -146,7 +147,10 @@ def sweep(
     # neighbours of similar cost share a chunk: order by rho, then by the size of the init
     sizes = {id(th): np.abs(th).max() for th in made.values()}
     order = np.lexsort((np.array([sizes[id(th)] for th in inits]), rhos))
-    chunks = [order[i:i + chunk_size] for i in range(0, len(order), chunk_size)]
+    # as few chunks as chunk_size allows, as equal as can be (1,024 points in chunks of at most 1,000: two of
+    # 512, not 1,000 and 24 padded to 1,000)
+    size = -(-len(order) // -(-len(order) // chunk_size))
+    chunks = [order[i:i + size] for i in range(0, len(order), size)]
     # every chunk the same size (the last padded with copies of its last point): one compile per sweep
     padded = [np.concatenate([c, np.repeat(c[-1:], len(chunks[0]) - len(c))]) for c in chunks]
     vmapped = be.__class__.__name__ == "DiffraxBackend" and not any(_with_rho(system.flow, r).uses_sign
