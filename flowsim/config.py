@@ -342,8 +342,18 @@ def _message(err: ValidationError, root) -> str:
         return f"config: missing key '{key}'{hint}"
     got = e.get("input")
     shown = "" if isinstance(got, dict) else f"; got {got!r}"
+    if isinstance(got, str) and e["type"] in ("float_type", "int_type") and _number(got):
+        shown += f" (a string: write it without quotes, {loc[-1]} = {got})"  # TOML's inf, nan, 1e-3 are numbers
     msg = e["msg"].removeprefix("Value error, ")
     return f"config: key '{key}': {msg}{shown}" if loc else f"config: {msg}"
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
 
 
 def parse(cfg: dict, schema=Experiment):

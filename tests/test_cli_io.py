@@ -281,6 +281,8 @@ def test_data_from_npz_csv_and_builtin_sets(tmp_path):
     ("sweep", CONFIG + "[sweep]\nalpah = [0.1]\n", "did you mean 'sweep.alpha'?"),
     ("sweep", CONFIG + "[sweep]\nchunk_size = 2\n", "needs at least one axis"),
     ("sweep", CONFIG + "[sweep]\nrho = []\n", "key 'sweep.rho': List should have at least 1 item"),
+    ("run", CONFIG.replace("rho = 0.05", "rho = 0.05\nnorm = \"inf\""), "write it without quotes, norm = inf"),
+    ("sweep", CONFIG + "[sweep]\nrho = [0.1, 0.1]\n", "grid['rho'] repeats values"),
     ("sweep", CONFIG + "[sweep]\nrho = [0.1, -0.2]\n", "key 'sweep.rho': Input should be greater than or equal to 0"),
     ("sweep", "[model\nform = 1\n", "exp.toml is not valid TOML: Expected ']'"),
     ("run", CONFIG + "backend = \"scipy:BDF\"\n", "'backend' is a top-level key; in TOML it must come before the first"),

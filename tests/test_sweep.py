@@ -179,6 +179,8 @@ def test_switch_times_from_a_sweep_agree_with_solver_events():
 @pytest.mark.parametrize("grid, match", [
     ({}, "non-empty dict"),
     ({"beta": [1.0]}, "unknown grid key 'beta'"),
+    ({"rhoo": [0.1]}, "unknown grid key 'rhoo': did you mean 'rho'?"),
+    ({"rho": [0.1, 0.2, 0.1]}, "repeats values"),
     ({"alpha_4": [0.1]}, "j in 1..3"),
     ({"alpha": [0.1], "alpha_1": [0.2]}, "not both"),
     ({"rho": [-0.1]}, "must be >= 0"),

@@ -15,6 +15,7 @@ chunks become Dask tasks, each a vmapped solve on a worker; the worker derives t
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import time
@@ -50,11 +51,15 @@ def _check_grid(system, data, grid):
         elif key != ALPHA:
             j = key[len("alpha_"):] if key.startswith("alpha_") else ""
             if not (j.isdigit() and 1 <= int(j) <= data.d):
-                raise ValueError(f"unknown grid key {key!r}: use 'alpha', 'rho', or 'alpha_<j>' with j in 1..{data.d} "
-                                 "(coordinate j of the initialisation, 1-based as in the papers).")
+                near = difflib.get_close_matches(str(key), [ALPHA, RHO], n=1)
+                hint = f"did you mean {near[0]!r}? " if near else ""
+                raise ValueError(f"unknown grid key {key!r}: {hint}use 'alpha', 'rho', or 'alpha_<j>' with j in "
+                                 f"1..{data.d} (coordinate j of the initialisation, 1-based as in the papers).")
         v = np.atleast_1d(np.asarray(values, dtype=np.float64))
         if v.ndim != 1 or v.size == 0 or not np.all(np.isfinite(v)):
             raise ValueError(f"grid[{key!r}] must be a non-empty 1-D list of finite numbers; got {values!r}.")
+        if len(np.unique(v)) < len(v):  # (an xarray coordinate with repeats selects several points by one value)
+            raise ValueError(f"grid[{key!r}] repeats values ({v.tolist()[:6]}...): give each point once.")
         if key == RHO and np.any(v < 0):
             raise ValueError(f"grid['rho'] must be >= 0 (a perturbation radius); got {v[v < 0][:3].tolist()}.")
         axes[key] = v
