@@ -300,6 +300,8 @@ def _chunk(spec, data, inits, rhos, opts):
             if sols[-1].status == "interrupted":  # a Ctrl-C: the rest of the chunk is not run
                 break
         out, rest = _on_grid(sols, np.asarray(opts["save_at"]), data.d), len(idx) - len(sols)
+        if not rest:
+            return out
         return {k: np.concatenate([v, _interrupted(rest, len(opts["save_at"]), data.d)[k]]) for k, v in out.items()}
 
     if not opts.pop("vmapped"):

@@ -109,14 +109,13 @@ class ScipyBackend:
             kwargs["jac"] = lambda s, y: jac(s, y, args)
         solver = METHODS[self.method](lambda s, y: rhs(s, y, args), s0, np.asarray(y0, float), s_max, rtol=rtol,
                                       atol=atol, **kwargs)
-        # an event not positive at the segment's start stays disarmed (``_events``)
         events = event_functions(vf, clock, uses_sign, track)
-        armed = np.flatnonzero(events.at(args)(s0, solver.y) > 0).tolist()
-        return self._run(solver, events, armed, clock, s0, y0, args, u_targets, max_steps, progress, fresh=True)
+        return self._run(solver, events, None, clock, s0, y0, args, u_targets, max_steps, progress)
 
-    def _run(self, solver, events, armed, clock, s0, y0, args, u_targets, max_steps, progress, fresh=False):
-        """Step ``solver`` (already at (s0, y0)) for at most ``max_steps`` steps; ``fresh``: the solver was
-        made for this segment (its start-up evaluations count here), else it resumes the last one's."""
+    def _run(self, solver, events, armed, clock, s0, y0, args, u_targets, max_steps, progress):
+        """Step ``solver`` (already at (s0, y0)) for at most ``max_steps`` steps. ``armed``: the indices of
+        the events armed in the last segment, which this one resumes; None: the solver was made for this
+        segment (its start-up evaluations count here, and its events are armed here)."""
         # log-time and schedule clocks: targets are values of s itself; tau: of the state u
         u_of = (lambda s, y: y[-1]) if clock == "tau" else (lambda s, y: s)
         tau_saves = TauSaves() if clock == "tau" else None
@@ -128,7 +127,9 @@ class ScipyBackend:
         steps = 0
         reason, message = "end", ""
         s_end, y_end = s0, np.asarray(y0, float)
-        counted = (0, 0) if fresh else (solver.nfev, solver.njev)  # scipy counts evaluations
+        counted = (0, 0) if armed is None else (solver.nfev, solver.njev)  # scipy counts evaluations
+        if armed is None:  # an event not positive at the segment's start stays disarmed (``_events``)
+            armed = np.flatnonzero(values(s0, solver.y) > 0).tolist()
         _ONE_BLAS_THREAD.enter()
         try:
             while True:
