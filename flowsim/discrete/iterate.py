@@ -6,8 +6,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
+from flowsim._jax import jax, jnp
 import numpy as np
 
 from flowsim.discrete.optimizers import Optimizer

@@ -16,8 +16,7 @@ from __future__ import annotations
 import math
 from typing import Callable, NamedTuple
 
-import jax
-import jax.numpy as jnp
+from flowsim._jax import jax, jnp
 import numpy as np
 
 

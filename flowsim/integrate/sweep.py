@@ -336,7 +336,7 @@ def _with_rho(flow, rho):
 
 def _vmapped(system, data, inits, rhos, opts):
     """The per-point solves of :func:`flowsim.solve` for a smooth flow (one segment each), as one vmap."""
-    import jax
+    from flowsim._jax import jax
 
     from flowsim.integrate.backends._diffrax import host_arguments, kernel
     from flowsim.integrate.vector_field import SCHEDULE, jax_field

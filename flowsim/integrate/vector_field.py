@@ -182,7 +182,7 @@ def numpy_field(system, K, d) -> VectorField:
 
 def jax_field(system, K, d) -> VectorField:
     """The field of a derived ``System`` on JAX (diffrax backend, sweeps)."""
-    import jax.numpy as jnp
+    from flowsim._jax import jnp
 
     return VectorField(system.jax, jnp, K, d, system.flow.dual_exponent, system.flow.needs_P, _signed(system.flow))
 

@@ -23,8 +23,7 @@ def _jax(args, e):
 
 def reference(system, Z, rho, sigma):
     """theta -> (real-time field at theta, g at theta), from autodiff of the direct loss."""
-    import jax
-    import jax.numpy as jnp
+    from flowsim._jax import jax, jnp
 
     model, loss, flow = system.model, system.loss, system.flow
     w = model.symbols
@@ -65,8 +64,7 @@ def check(system, data=None, *, points: int = 3, seed: int = 0, rho=None, rtol: 
     reference at ``points`` random states (on ``data``, or a random 4 x 3 data set). Raises
     :class:`flowsim.DerivationError` naming the component that disagrees; returns the largest relative
     error seen."""
-    import jax
-    import jax.numpy as jnp
+    from flowsim._jax import jax, jnp
 
     from flowsim.integrate.jacobian import FieldJacobian
     from flowsim.integrate.vector_field import jax_field, numpy_field

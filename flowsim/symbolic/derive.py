@@ -281,7 +281,7 @@ def _tidy(e):
 
 @lru_cache(maxsize=None)
 def _derive_parts(model: Parametrization, loss: Loss, flow):
-    import jax.numpy as jnp
+    from flowsim._jax import jnp
 
     K = model.n_layers
     names = model.layer_names

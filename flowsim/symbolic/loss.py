@@ -51,7 +51,7 @@ def _np_log_softplus(x):
 
 
 def _jax_log_softplus(x):
-    import jax.numpy as jnp
+    from flowsim._jax import jnp
 
     small = x < -30.0
     xs = jnp.where(small, x, 0.0)
@@ -66,8 +66,7 @@ def numpy_functions():
 
 
 def jax_functions():
-    import jax
-    import jax.numpy as jnp
+    from flowsim._jax import jax, jnp
 
     return {"softplus": lambda x: jnp.logaddexp(0.0, x), "log_softplus": _jax_log_softplus,
             "logsumexp": lambda *a: jax.nn.logsumexp(jnp.stack(jnp.broadcast_arrays(*a)), axis=0)}

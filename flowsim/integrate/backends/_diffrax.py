@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import threading
 
-import jax
-import jax.numpy as jnp
+from flowsim._jax import jax, jnp
 import numpy as np
 
 import diffrax

@@ -23,7 +23,7 @@ import threading
 from importlib import metadata
 from pathlib import Path
 
-import jax
+from flowsim._jax import jax
 import numpy as np
 
 #: kernels kept at most (each ~100 KB): every change of flowsim's source or a shape makes new ones

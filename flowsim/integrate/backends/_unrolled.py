@@ -14,8 +14,7 @@ from typing import ClassVar
 
 import diffrax
 import equinox.internal as eqxi
-import jax
-import jax.numpy as jnp
+from flowsim._jax import jax, jnp
 
 
 class _UnrolledERK(diffrax.AbstractAdaptiveSolver):

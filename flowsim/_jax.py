@@ -1,0 +1,20 @@
+"""jax as flowsim uses it: flowsim's modules import jax from here, so the settings that JAX reads from no
+environment variable are made before flowsim's first computation (``flowsim._configure_jax`` sets the
+others, float64 first among them, through the environment).
+
+CPU kernels run where they are called, not dispatched asynchronously: flowsim reads every kernel's result
+as soon as it returns, so asynchronous dispatch overlaps nothing, and XLA's CPU dispatcher has known rare
+hangs (jax issue #25861; other projects turned it off in their CI). A CI build of our documentation hung
+for 80 minutes in a notebook of plain solves, which 30 runs here did not reproduce; this removes one known
+cause. (Too late where a computation has already started JAX's CPU backend in this process.)
+"""
+
+import jax
+import jax.numpy as jnp
+
+try:
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
+except AttributeError:  # jax < 0.4.32, whose CPU dispatch is synchronous
+    pass
+
+__all__ = ["jax", "jnp"]
