@@ -1,12 +1,17 @@
 """MkDocs hook (not part of the package): the notebooks in notebooks/ (outside docs/) become the
-Gallery pages notebooks/<name>.py, rendered by mkdocs-jupyter (jupytext reads the percent format)."""
+Gallery pages notebooks/<name>.py, rendered by mkdocs-jupyter (jupytext reads the percent format); and
+nbconvert reads jupyter/ here, where a cell that runs 10 minutes fails the build (nbclient would wait for
+ever: a hung kernel once held CI for its whole time limit; the notebooks take ~1 minute in all)."""
 
+import os
 from pathlib import Path
 
 import mkdocs.plugins
 from mkdocs.structure.files import File
 
 ROOT = Path(__file__).resolve().parents[2]
+os.environ["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
+    [str(Path(__file__).parent / "jupyter"), *filter(None, [os.environ.get("JUPYTER_CONFIG_PATH")])])
 
 
 @mkdocs.plugins.event_priority(100)  # before mkdocs-jupyter's on_files, which wraps them as notebook pages
