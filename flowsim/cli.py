@@ -217,19 +217,22 @@ def iterate(config: Path = CONFIG,
 
 @app.command()
 def plot(
-    run_file: Path = typer.Argument(..., help="a saved run (netCDF)"),  # io.load says what is wrong, in one line
+    run_file: Path = typer.Argument(..., help="a saved run or sweep (netCDF)"),  # io.load says what is wrong, in one line
     out: Path = typer.Option(Path("run.png"), help="figure file: .png, .svg or .pdf (the format follows the extension)"),
 ):
-    """Plot a saved run: |beta_j|, its direction beta/||beta||, the shares |beta_j|/||beta||_1 and the loss against log10 t."""
+    """Plot a saved run: |beta_j|, its direction beta/||beta||, the shares |beta_j|/||beta||_1 and the loss against
+    log10 t. A saved sweep over one grid key: the leading coordinate over (log10 t, key) with the switch times, and the
+    direction each point reached; over two keys: the first switch time and the final leader over the grid."""
     from flowsim import io
     from flowsim import plot as plots
 
     try:
         plots.check_format(out)  # before loading: a bad name costs nothing
-        sol = io.load(run_file, as_solution=True)
+        ds = io.load(run_file)
+        fig = plots.sweep_summary(ds) if io.is_sweep(ds) else plots.summary(io.solution_of(ds, path=run_file))
     except ValueError as err:
         _user_error(err)
-    plots.save(plots.summary(sol), out)
+    plots.save(fig, out)
     typer.echo(f"wrote {out}")
 
 

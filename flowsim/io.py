@@ -154,17 +154,24 @@ def load(path, as_solution: bool = False, system=None):
             ds = ds.load()
     except (OSError, ValueError) as err:
         raise ValueError(f"cannot read {path} as a saved run (netCDF): {err}") from None
-    return _solution(ds, system, path) if as_solution else ds
+    return solution_of(ds, system, path) if as_solution else ds
 
 
-def _solution(ds, system, path):
+def is_sweep(ds) -> bool:
+    """Whether a loaded Dataset holds a :func:`flowsim.sweep` (not one solve, nor a discrete run)."""
+    return "leader" in ds and "params" not in ds and "step" not in ds.dims
+
+
+def solution_of(ds, system=None, path="the run"):
+    """The :class:`flowsim.Solution` a loaded Dataset of one solve holds (``load(path, as_solution=True)``)."""
     from flowsim.data import Dataset
     from flowsim.integrate.solution import Solution
     from flowsim.symbolic.spec import system_from_spec
 
     if "params" not in ds or "step" in ds.dims:
         kind = "a discrete run" if "step" in ds.dims else "a sweep"
-        raise ValueError(f"{path} holds {kind}, not one solve; read it with flowsim.io.load(path) (a Dataset).")
+        raise ValueError(f"{path} holds {kind}, not one solve; read it with flowsim.io.load(path) (a Dataset)"
+                         + (" and draw it with flowsim.plot.sweep_summary." if kind == "a sweep" else "."))
     if system is None:
         spec = json.loads(ds.attrs.get("system_spec", "null"))
         if spec is None:

@@ -1,8 +1,8 @@
 """Plots. Each takes an ``ax`` (or makes a figure of its own) and returns it; none touches global
 matplotlib state. Time axes show x = log10 t on a symlog scale (linear for |log10 t| < 1, logarithmic
 beyond), so leader switches at log10 t ~ 0.5 and ~ 6 and a horizon of t = 1e100 all get room.
-:func:`summary` is the figure of ``flowsim plot``; :func:`save` writes a figure in the format its
-file extension names (.png, .svg or .pdf)."""
+:func:`summary` is the figure of ``flowsim plot`` for a run, :func:`sweep_summary` for a sweep;
+:func:`save` writes a figure in the format its file extension names (.png, .svg or .pdf)."""
 
 from __future__ import annotations
 
@@ -296,34 +296,118 @@ def phase_diagram(ds, ax=None):
     return ax
 
 
-def leader_map(ds, ax=None, key="alpha", curves=True):
-    """Leading coordinate argmax |beta_j| of a one-dimensional :func:`flowsim.sweep` over
-    (log10 t, ``key``), with the switch-time curves of :func:`flowsim.switch_log10_t` on top."""
+def _grid_keys(ds) -> list:
+    """A sweep's grid keys: the dimensions of its ``beta`` other than the save grid and the coordinate."""
+    if "leader" not in ds or "log10_t" not in ds.dims:
+        raise ValueError("expected the Dataset of a flowsim.sweep (with 'leader' over its grid and log10_t).")
+    return [k for k in ds["beta"].dims if k not in ("log10_t", "coordinate")]
+
+
+def _leaders(ax, values, x, y, d):
+    """Leader labels (0: the point had ended, j: beta_j leads) as coloured cells with a colour bar."""
     from matplotlib.colors import BoundaryNorm, ListedColormap
 
+    cmap = ListedColormap(["0.85"] + [f"C{j}" for j in range(d)])
+    mesh = ax.pcolormesh(_edges(x), _edges(y), values, cmap=cmap, norm=BoundaryNorm(np.arange(-0.5, d + 1), cmap.N))
+    cb = ax.figure.colorbar(mesh, ax=ax, ticks=np.arange(d + 1))
+    cb.ax.set_yticklabels(["ended"] + [f"beta_{j + 1}" for j in range(d)])
+    return mesh
+
+
+def _log_if_spread(ax, axis, v):
+    if np.all(v > 0) and v[-1] / v[0] > 20:
+        getattr(ax, f"set_{axis}scale")("log")
+
+
+def leader_map(ds, ax=None, key=None, curves=True):
+    """Leading coordinate argmax |beta_j| of a one-dimensional :func:`flowsim.sweep` over
+    (log10 t, ``key``; default: the sweep's grid key), with the switch-time curves of
+    :func:`flowsim.switch_log10_t` on top. A sweep over more keys: select one value of the others first,
+    e.g. ``leader_map(ds.sel(rho=0.1))``."""
     from flowsim.theory.phase import switch_log10_t
 
+    keys = _grid_keys(ds)
+    key = key or keys[0]
+    others = [k for k in keys if k != key]
+    if key not in keys:
+        raise ValueError(f"leader_map: the sweep has no grid key {key!r}; its keys are {keys}.")
+    if others:
+        raise ValueError(f"leader_map draws one grid key against log10 t, and this sweep also runs over {others}: "
+                         f"select one value, e.g. leader_map(ds.isel({others[0]}=0)) or ds.sel({others[0]}=...).")
     ax = _axes(ax)
-    lead = ds["leader"].transpose(key, "log10_t").values[:, 1:]  # drop t = 0
-    x = ds["log10_t"].values[1:]
-    y = ds[key].values
-    d = ds.sizes["coordinate"]
-    cmap = ListedColormap(["0.85"] + [f"C{j}" for j in range(d)])
-    mesh = ax.pcolormesh(_edges(x), _edges(y), lead, cmap=cmap, norm=BoundaryNorm(np.arange(-1.5, d), cmap.N))
+    x, y = ds["log10_t"].values[1:], ds[key].values  # (t = 0 dropped: a uniform alpha ties every coordinate)
+    _leaders(ax, ds["leader"].transpose(key, "log10_t").values[:, 1:], x, y, ds.sizes["coordinate"])
     if curves:
         sw = switch_log10_t(ds).transpose(key, "switch").values
         for k in range(sw.shape[1]):
             ax.plot(sw[:, k], y, "k.-", lw=1, ms=3, label="switch times" if k == 0 else None)
-    if np.all(y > 0) and y[-1] / y[0] > 20:
-        ax.set_yscale("log")
-    cb = ax.figure.colorbar(mesh, ax=ax, ticks=np.arange(-1, d))
-    cb.ax.set_yticklabels(["ended"] + [f"beta_{j + 1}" for j in range(d)])
+    _log_if_spread(ax, "y", y)
     ax.set_xlabel("log10 t")
     ax.set_ylabel(key)
     ax.set_title("leading coordinate argmax |beta_j|", fontsize=9)
-    if curves:
+    if curves and sw.shape[1]:
         ax.legend(fontsize=7, loc="lower right")
     return ax
+
+
+def end_direction(ds, ax=None):
+    """The direction each point of a one-dimensional sweep reached, beta_end_j / ||beta_end||_2 against the
+    grid key, where it completed or converged; the points that ended otherwise (collapsed, failed, ...)
+    are marked on the axis by status."""
+    keys = _grid_keys(ds)
+    if len(keys) != 1:
+        raise ValueError(f"end_direction draws a sweep over one grid key; this one runs over {keys}: select one "
+                         f"value of the others first, e.g. ds.isel({keys[-1]}=0).")
+    key = keys[0]
+    ax = _axes(ax)
+    x, beta, status = ds[key].values, ds["beta_end"].transpose(key, "coordinate").values, ds["status"].values
+    reached = np.isin(status, ("completed", "converged"))
+    with np.errstate(all="ignore"):
+        u = np.where(reached[:, None], beta / np.linalg.norm(beta, axis=1, keepdims=True), np.nan)
+    for j in range(u.shape[1]):
+        ax.plot(x, u[:, j], ".-", color=f"C{j}", label=f"beta_{j + 1}")
+    for k, name in enumerate(np.unique(status[~reached])):
+        at = status == name
+        ax.plot(x[at], np.zeros(at.sum()), "xk+1v^"[k % 6], color="0.3", ms=7, ls="", label=name)
+    _log_if_spread(ax, "x", x)
+    ax.axhline(0, color="0.6", lw=0.6)
+    ax.set_xlabel(key)
+    ax.set_ylabel("beta_j / ||beta||_2 at the end")
+    ax.set_title(f"direction reached at log10 t = {ds.attrs.get('log10_t1', np.nan):.4g}", fontsize=9)
+    ax.legend(fontsize=7)
+    return ax
+
+
+def sweep_summary(ds, fig=None):
+    """The figure of ``flowsim plot`` for a sweep. Over one grid key: the leading coordinate over
+    (log10 t, key) with its switch times, and the direction each point reached. Over two: log10 t of the
+    first leader switch, and the leading coordinate at the end, each over the two keys."""
+    from matplotlib.figure import Figure
+
+    from flowsim.theory.phase import first_switch_log10_t
+
+    keys = _grid_keys(ds)
+    if len(keys) > 2:
+        raise ValueError(f"a sweep over {len(keys)} grid keys {keys} has no summary figure: select values of all but "
+                         "two (xarray's ds.sel / ds.isel) and plot that.")
+    fig = fig or Figure(figsize=(12, 4.6), constrained_layout=True)
+    left, right = fig.subplots(1, 2)
+    if len(keys) == 1:
+        leader_map(ds, left)
+        end_direction(ds, right)
+    else:
+        yk, xk = keys
+        switch_time_map(first_switch_log10_t(ds).transpose(yk, xk), left)
+        _leaders(right, ds["leader"].isel(log10_t=-1).transpose(yk, xk).values, ds[xk].values, ds[yk].values,
+                 ds.sizes["coordinate"])
+        for axis, k in (("x", xk), ("y", yk)):
+            _log_if_spread(right, axis, ds[k].values)
+        right.set(xlabel=xk, ylabel=yk)
+        right.set_title("leading coordinate at the end (ended: the point stopped earlier)", fontsize=9)
+    statuses, counts = np.unique(ds["status"].values, return_counts=True)
+    fig.suptitle(f"sweep over {', '.join(keys)} of {ds.attrs.get('system', 'a flow')}: "
+                 + ", ".join(f"{c} {s}" for s, c in zip(statuses, counts)), fontsize=10)
+    return fig
 
 
 _MAP_LABELS = {"first_switch_log10_t": "log10 t of the first leader switch"}
@@ -340,9 +424,7 @@ def switch_time_map(da, ax=None, title=None):
     values = np.asarray(da.values, float)
     mesh = ax.pcolormesh(xe, ye, values, cmap="viridis")
     for k, axis in ((xk, "x"), (yk, "y")):
-        v = da[k].values
-        if np.all(v > 0) and v[-1] / v[0] > 20:
-            getattr(ax, f"set_{axis}scale")("log")
+        _log_if_spread(ax, axis, da[k].values)
     label = _MAP_LABELS.get(da.name, da.name or "value")
     ax.figure.colorbar(mesh, ax=ax, label=label)
     if np.isnan(values).any():

@@ -1,9 +1,12 @@
 """Figures: the format follows the extension (PNG, SVG, PDF, checked by magic bytes), `flowsim plot` on a
 saved run, a bad extension is a one-line error with exit code 2, the sequential-amplification figure
 puts its two leader switches apart on a time axis that still shows the 1e100 horizon, and a
-convergence figure draws the fitted rate the verdict quotes."""
+convergence figure draws the fitted rate the verdict quotes; sweeps: the leader map's colours, the
+direction each point reached, and `flowsim plot` on a saved sweep."""
 
+import numpy as np
 import pytest
+from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from typer.testing import CliRunner
 
@@ -94,3 +97,66 @@ def test_margin_gaps_draw_the_rate_the_verdict_quotes():
     fits = [t.get_text() for t in ax.get_legend().get_texts() if "fit" in t.get_text()]
     assert any(t.startswith("l1 fit") and f"^-{rate:.3g}" in t for t in fits), fits
     assert ax.get_xscale() == "log" and ax.get_title() and ax.get_ylabel()
+
+
+@pytest.fixture(scope="module")
+def sweeps():
+    """Sweeps of l2-SAM over alpha (small alphas collapse), over (alpha, rho), and over three keys."""
+    system, data = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, 2)), fs.Dataset([[1.0, 2.0, 3.0]], [1])
+    alphas = np.geomspace(0.02, 1.0, 7)
+    return (fs.sweep(system, data, {"alpha": alphas}, t1=1e20, saves=40),
+            fs.sweep(system, data, {"alpha": alphas[::2], "rho": [0.0, 0.1, 0.2]}, t1=1e20, saves=40),
+            fs.sweep(system, data, {"alpha_1": [0.05, 0.1], "alpha_2": [0.05, 0.1], "rho": [0.1, 0.2]}, t1=1e5, saves=10))
+
+
+def test_leader_map_colours_each_leader_as_its_colour_bar_names_it(sweeps):
+    """Cell colours and colour-bar labels agree: 0 (the point had ended) grey, j the colour labelled beta_j
+    (the map drew 'ended' as beta_1's colour and beta_2, beta_3 alike)."""
+    ds = sweeps[0]
+    d = ds.sizes["coordinate"]
+    ax = plot.leader_map(ds)
+    mesh = ax.collections[0]
+    assert set(np.unique(ds["leader"].values)) == set(range(d + 1))  # every label occurs: collapsed points too
+    colours = mesh.to_rgba(np.arange(d + 1))
+    assert len({tuple(c) for c in colours}) == d + 1
+    np.testing.assert_allclose(colours, [to_rgba(c) for c in ["0.85"] + [f"C{j}" for j in range(d)]])
+    bar = ax.figure.axes[-1]
+    labels = {round(t): label.get_text() for t, label in zip(bar.get_yticks(), bar.get_yticklabels())}
+    assert labels == {0: "ended", **{j: f"beta_{j}" for j in range(1, d + 1)}}
+
+
+def test_a_map_of_one_key_over_a_sweep_of_two_says_what_to_select(sweeps):
+    with pytest.raises(ValueError, match=r"also runs over \['rho'\].*isel\(rho=0\)"):
+        plot.leader_map(sweeps[1])
+    with pytest.raises(ValueError, match="no grid key 'rho'"):
+        plot.leader_map(sweeps[0], key="rho")
+    plot.leader_map(sweeps[1].isel(rho=1))  # one value selected: drawn
+
+
+def test_end_direction_draws_the_directions_reached_and_marks_the_rest(sweeps):
+    ds = sweeps[0]
+    ax = plot.end_direction(ds)
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    done = np.isin(ds["status"].values, ("completed", "converged"))
+    assert (~done).any() and done.any()
+    beta = ds["beta_end"].values
+    np.testing.assert_allclose(lines["beta_3"].get_ydata()[done], (beta[:, 2] / np.linalg.norm(beta, axis=1))[done])
+    assert np.isnan(lines["beta_3"].get_ydata()[~done]).all()
+    assert lines["collapsed"].get_xdata().size == (ds["status"].values == "collapsed").sum()
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_cli_plot_on_a_saved_sweep(sweeps, tmp_path, which):
+    io.save(sweeps[which], tmp_path / "sweep.nc")
+    r = runner.invoke(app, ["plot", str(tmp_path / "sweep.nc"), "--out", str(tmp_path / "sweep.png")])
+    assert r.exit_code == 0, r.output
+    assert _is_format(tmp_path / "sweep.png", ".png")
+    fig = plot.sweep_summary(sweeps[which])
+    assert "collapsed" in fig.get_suptitle() and ("alpha, rho" in fig.get_suptitle()) == (which == 1)
+
+
+def test_cli_plot_on_a_sweep_over_three_keys_is_one_line(sweeps, tmp_path):
+    io.save(sweeps[2], tmp_path / "sweep.nc")
+    r = runner.invoke(app, ["plot", str(tmp_path / "sweep.nc"), "--out", str(tmp_path / "sweep.png")])
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1 and "3 grid keys" in r.stderr
+    assert not (tmp_path / "sweep.png").exists()
