@@ -153,10 +153,12 @@ def run(config: Path = CONFIG,
     keys are errors naming the closest valid key. Exit code 1 when the solve fails (the run is saved).
     """
     import flowsim as fs
+    from flowsim import io
     from flowsim.config import Experiment, build
 
     exp = _read_config(config, Experiment)
     try:
+        io.check_path(out)  # before the run: a bad name costs nothing
         system, data, init, kw = build(exp, config.parent)
     except ValueError as err:
         _user_error(err)
@@ -175,10 +177,12 @@ def sweep(config: Path = CONFIG,
     [sweep] with alpha = [...], rho = [...] and/or alpha_j = {1 = [...], 2 = [...]} (and chunk_size).
     Exit code 1 after a Ctrl-C (the points done are saved, the others have status interrupted)."""
     import flowsim as fs
+    from flowsim import io
     from flowsim.config import SweepExperiment, build
 
     exp = _read_config(config, SweepExperiment)
     try:
+        io.check_path(out)
         system, data, init, kw = build(exp, config.parent)
         axes = exp.sweep.axes()
     except ValueError as err:
@@ -199,10 +203,12 @@ def iterate(config: Path = CONFIG,
     [optimizer] with name = gd | sam | adam | signum and its keys (lr, rho, norm, decay, b1, b2, eps,
     beta, batch), steps, records and seed. Exit code 1 when the run fails (the records are saved)."""
     import flowsim as fs
+    from flowsim import io
     from flowsim.config import IterateExperiment, problem
 
     exp = _read_config(config, IterateExperiment)
     try:
+        io.check_path(out)
         model, loss, data, init = problem(exp, config.parent)
         optimizer = exp.optimizer.make()
     except ValueError as err:

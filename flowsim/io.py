@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from flowsim.plot import FORMATS as FIGURES
+
 CONVENTIONS = "CF-1.10"
 #: long_name and units of every variable a run or a sweep holds
 VARIABLES = {
@@ -110,16 +112,32 @@ def discrete_to_xarray(run):
     return ds
 
 
-def save(sol, path) -> Path:
-    """Write ``sol`` (a Solution, a DiscreteRun, or the Dataset of a sweep) to ``path`` (netCDF) atomically."""
-    from flowsim.discrete.iterate import DiscreteRun
-    from flowsim.integrate.solution import Solution
+#: file extensions of netCDF, the format runs are saved in
+NETCDF = (".nc", ".nc4", ".cdf", ".netcdf")
 
-    ds = annotate(to_xarray(sol) if isinstance(sol, Solution) else discrete_to_xarray(sol)
-                  if isinstance(sol, DiscreteRun) else sol)
+
+def check_path(path) -> Path:
+    """``path`` as a place to save a run: a file (not a folder) named as netCDF (``.nc``); ValueError otherwise
+    (the command line checks before it runs, so a bad name costs no run)."""
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{path} is a folder; give a file name for the run, e.g. {path / 'run.nc'}.")
+    if path.suffix.lower() not in NETCDF:
+        figure = " (a figure of a saved run: flowsim plot run.nc --out run.png)" if path.suffix.lower() in FIGURES else ""
+        raise ValueError(f"runs are saved as netCDF: name the file with .nc, e.g. {path.with_suffix('.nc')}; got "
+                         f"{path.suffix or 'no extension'!r} in {str(path)!r}{figure}.")
+    return path
+
+
+def save(sol, path) -> Path:
+    """Write ``sol`` (a Solution, a DiscreteRun, or the Dataset of a sweep) to ``path`` (netCDF, named .nc)
+    atomically; missing parent folders are made."""
+    from flowsim.discrete.iterate import DiscreteRun
+    from flowsim.integrate.solution import Solution
+
+    path = check_path(path)
+    ds = annotate(to_xarray(sol) if isinstance(sol, Solution) else discrete_to_xarray(sol)
+                  if isinstance(sol, DiscreteRun) else sol)
     path.parent.mkdir(parents=True, exist_ok=True)
     with _sigterm_raises() as killed:  # before the temporary exists: a kill in between would leave it behind
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

@@ -147,6 +147,21 @@ def test_a_missing_config_file_is_one_line(tmp_path, command):
         assert r.exit_code == 2 and len(lines) == 1 and "no config file at" in lines[0], r.output
 
 
+@pytest.mark.parametrize("command, text", [("run", "CONFIG"), ("sweep", "SWEEP"), ("iterate", "ITERATE")])
+def test_an_out_file_not_named_as_netcdf_is_one_line_before_the_run(tmp_path, monkeypatch, command, text):
+    """--out run.png wrote netCDF under a figure's name; it is refused before anything runs."""
+    cfg = tmp_path / "exp.toml"
+    cfg.write_text(globals()[text])
+    ran = []
+    for name in ("solve", "sweep", "iterate"):
+        monkeypatch.setattr(fs, name, lambda *a, **k: ran.append(1))
+    for out, hint in (("run.png", "flowsim plot run.nc --out run.png"), ("run", "no extension")):
+        r = runner.invoke(app, [command, str(cfg), "--out", str(tmp_path / out)])
+        lines = [ln for ln in r.output.splitlines() if ln.strip()]
+        assert r.exit_code == 2 and len(lines) == 1 and "name the file with .nc" in lines[0] and hint in lines[0], r.output
+    assert not ran and sorted(p.name for p in tmp_path.iterdir()) == ["exp.toml"]
+
+
 def test_plot_of_a_missing_run_is_one_line(tmp_path):
     for path, message in ((tmp_path / "nope.nc", "no saved run at"), (tmp_path, "is a folder")):
         r = runner.invoke(app, ["plot", str(path), "--out", str(tmp_path / "x.png")])
