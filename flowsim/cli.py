@@ -187,6 +187,8 @@ def sweep(config: Path = CONFIG,
         axes = exp.sweep.axes()
     except ValueError as err:
         _user_error(err)
+    for note in exp.replaced():
+        typer.echo(f"warning: {note}", err=True)
     ds = _solve_reporting(fs.sweep, system, data, axes, init=init, chunk_size=exp.sweep.chunk_size, progress=True,
                           executor=None if executor == "local" else executor, **kw)
     _save(ds, out)

@@ -254,6 +254,15 @@ class SweepExperiment(Experiment):
         # every point of a rho axis replaces the flow's rho: the axis alone is enough
         return self.flow.params(**({"rho": self.sweep.rho[0]} if self.sweep.rho else {}))
 
+    def replaced(self) -> list[str]:
+        """What the grid replaces at every point, where the config gives both (a warning each)."""
+        notes = []
+        if self.sweep.rho and "rho" in self.flow.model_fields_set:
+            notes.append(f"[sweep] rho replaces [flow] rho = {self.flow.rho:g} at every point")
+        if self.sweep.alpha and "init" in self.model_fields_set:
+            notes.append("[sweep] alpha replaces init at every point (alpha_j = {...} writes coordinates into init)")
+        return notes
+
 
 #: each discrete optimizer a config can name, with the keys it takes (``flowsim.optimizers``)
 OPTIMIZER_KEYS = {"gd": ("lr", "decay", "batch"), "sam": ("lr", "rho", "norm", "decay", "batch"),

@@ -239,11 +239,15 @@ def test_cli_sweep_writes_the_same_sweep_as_python(tmp_path):
                       {"alpha": [0.05, 0.3], "rho": [0.05, 0.2]}, init=0.3, t1=1e20, saves=30)
     np.testing.assert_array_equal(ds["beta"].values, direct["beta"].values)
     assert "4 points" in r.output
+    # what the grid replaces is said (it was silent): the flow's rho, the init
+    assert "warning: [sweep] rho replaces [flow] rho = 0.05 at every point" in r.stderr
+    assert "warning: [sweep] alpha replaces init at every point" in r.stderr
     # the rho axis alone gives the flow its radius; without the axis, SAM without rho is one line
     cfg.write_text(SWEEP.replace("[flow]\nname = \"sam\"\nrho = 0.05\n", "[flow]\nname = \"sam\"\n"))
     assert "rho = 0.05" not in cfg.read_text()
     r = runner.invoke(app, ["sweep", str(cfg), "--out", str(tmp_path / "s2.nc")])
     assert r.exit_code == 0, r.output
+    assert "replaces [flow] rho" not in r.stderr
     np.testing.assert_array_equal(io.load(tmp_path / "s2.nc")["beta"].values, direct["beta"].values)
     cfg.write_text(cfg.read_text().replace("rho = [0.05, 0.2]\n", ""))
     r = runner.invoke(app, ["sweep", str(cfg), "--out", str(tmp_path / "s3.nc")])
