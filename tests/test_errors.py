@@ -129,6 +129,29 @@ def test_dataset_copies_its_input_and_rejects_complex_data():
         fs.Dataset(np.array([[1 + 1j, 2.0]]), [1])
 
 
+@pytest.mark.parametrize("steps, records", [(2000, 50), (10**5, 200), (100, 200), (7, 2), (1, 5), (10**6, 3)])
+def test_iterate_records_as_many_distinct_steps_as_asked(steps, records):
+    """0 and ``steps`` always, ``records`` distinct steps in all (every step where there are fewer), log-spaced
+    once the spacing exceeds a step (rounding and dropping repeats gave 46 of 50 asked at 2,000 steps)."""
+    from flowsim.discrete.iterate import _record_points
+
+    pts = _record_points(steps, records)
+    assert pts[0] == 0 and pts[-1] == steps and (np.diff(pts) > 0).all()
+    assert len(pts) == min(records, steps + 1)
+    spread = np.round(np.geomspace(1, steps, len(pts) - 1))
+    spread[-1] = steps
+    # from where the log grid has overtaken one record a step (and stays ahead), it is kept as it is
+    late = np.cumprod((spread >= np.arange(1, len(spread) + 1))[::-1])[::-1].astype(bool)
+    assert late[-len(late) // 3:].all() or len(pts) == steps + 1
+    np.testing.assert_array_equal(pts[1:][late], spread[late])
+
+
+def test_iterate_refuses_too_few_records(one_sample):
+    for records in (1, 0, 2.5, True):
+        with pytest.raises(ValueError, match="records must be an integer >= 2"):
+            fs.iterate(fs.optimizers.gd(0.1), fs.Linear(), "logistic", one_sample, steps=10, records=records)
+
+
 def test_iterate_times_do_not_depend_on_a_whole_schedule_in_memory():
     from flowsim.discrete.iterate import _elapsed, _record_points
 
