@@ -44,8 +44,10 @@ def lift(sol, system, speedup):
     ``speedup`` times longer (the tied flow is that much faster)."""
     shift = math.log10(speedup)
     events = [dict(e, log10_t=e["log10_t"] + shift, tau=e["tau"] * speedup) for e in sol.events]
+    with np.errstate(over="ignore"):  # a tau past float range (t near 1e308) is inf; log10_t holds the time
+        tau = sol.tau * speedup
     return dataclasses.replace(
-        sol, system=system, log10_t=sol.log10_t + shift, tau=sol.tau * speedup,
+        sol, system=system, log10_t=sol.log10_t + shift, tau=tau,
         params=np.repeat(sol.params, system.model.n_layers, axis=1), events=events,
         config={**sol.config, "rho": system.flow.rho,
                 "integrated_as": f"{sol.system} with {sol.system.flow}, {speedup:g}x faster"},
