@@ -12,9 +12,6 @@ cause. (Too late where a computation has already started JAX's CPU backend in th
 import jax
 import jax.numpy as jnp
 
-try:
-    jax.config.update("jax_cpu_enable_async_dispatch", False)
-except AttributeError:  # jax < 0.4.32, whose CPU dispatch is synchronous
-    pass
+jax.config.update("jax_cpu_enable_async_dispatch", False)
 
 __all__ = ["jax", "jnp"]

@@ -122,10 +122,13 @@ def check_path(path) -> Path:
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{path} is a folder; give a file name for the run, e.g. {path / 'run.nc'}.")
-    if path.suffix.lower() not in NETCDF:
-        figure = " (a figure of a saved run: flowsim plot run.nc --out run.png)" if path.suffix.lower() in FIGURES else ""
-        raise ValueError(f"runs are saved as netCDF: name the file with .nc, e.g. {path.with_suffix('.nc')}; got "
-                         f"{path.suffix or 'no extension'!r} in {str(path)!r}{figure}.")
+    suffix = path.suffix.lower()
+    if suffix not in NETCDF:
+        # a figure's name is replaced; any other name is kept whole (run_rho0.1 -> run_rho0.1.nc, not run_rho0.nc)
+        named = path.with_suffix(".nc") if suffix in FIGURES else path.with_name(path.name + ".nc")
+        figure = f" (a figure of a saved run: flowsim plot {named.name} --out {path.name})" if suffix in FIGURES else ""
+        raise ValueError(f"runs are saved as netCDF: name the file with .nc, e.g. {named}; got "
+                         f"{f'the extension {suffix!r}' if suffix else 'no extension'} in {str(path)!r}{figure}.")
     return path
 
 

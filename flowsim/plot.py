@@ -244,12 +244,17 @@ def margin_gaps(sol, refs: dict, ax=None, fit=True):
     return ax
 
 
+def _spread(v) -> bool:
+    """Positive values spanning more than a factor 20 (alpha grids): shown on a log axis."""
+    return bool(np.all(v > 0) and v[-1] / v[0] > 20)
+
+
 def _edges(v):
     """Cell edges around grid values (geometric for positive, spread values: alpha grids are)."""
     v = np.asarray(v, float)
     if len(v) == 1:
         return np.array([v[0] * 0.9, v[0] * 1.1]) if v[0] else np.array([-0.5, 0.5])
-    geometric = np.all(v > 0) and v[-1] / v[0] > 20
+    geometric = _spread(v)
     w = np.log(v) if geometric else v
     mid = 0.5 * (w[1:] + w[:-1])
     e = np.concatenate([[2 * w[0] - mid[0]], mid, [2 * w[-1] - mid[-1]]])
@@ -315,7 +320,7 @@ def _leaders(ax, values, x, y, d):
 
 
 def _log_if_spread(ax, axis, v):
-    if np.all(v > 0) and v[-1] / v[0] > 20:
+    if _spread(v):
         getattr(ax, f"set_{axis}scale")("log")
 
 
@@ -345,15 +350,17 @@ def leader_map(ds, ax=None, key=None, curves=True):
     ax.set_xlabel("log10 t")
     ax.set_ylabel(key)
     ax.set_title("leading coordinate argmax |beta_j|", fontsize=9)
-    if curves and sw.shape[1]:
+    if curves:
         ax.legend(fontsize=7, loc="lower right")
     return ax
 
 
 def end_direction(ds, ax=None):
     """The direction each point of a one-dimensional sweep reached, beta_end_j / ||beta_end||_2 against the
-    grid key, where it completed or converged; the points that ended otherwise (collapsed, failed, ...)
-    are marked on the axis by status."""
+    grid key, where it completed or was held at a limit (converged, stalled); the points that ended
+    otherwise (collapsed, failed, ...) are marked on the axis by status."""
+    from flowsim.integrate.solution import HELD
+
     keys = _grid_keys(ds)
     if len(keys) != 1:
         raise ValueError(f"end_direction draws a sweep over one grid key; this one runs over {keys}: select one "
@@ -361,14 +368,14 @@ def end_direction(ds, ax=None):
     key = keys[0]
     ax = _axes(ax)
     x, beta, status = ds[key].values, ds["beta_end"].transpose(key, "coordinate").values, ds["status"].values
-    reached = np.isin(status, ("completed", "converged"))
+    reached = np.isin(status, ("completed", *HELD))
     with np.errstate(all="ignore"):
         u = np.where(reached[:, None], beta / np.linalg.norm(beta, axis=1, keepdims=True), np.nan)
     for j in range(u.shape[1]):
         ax.plot(x, u[:, j], ".-", color=f"C{j}", label=f"beta_{j + 1}")
     for k, name in enumerate(np.unique(status[~reached])):
         at = status == name
-        ax.plot(x[at], np.zeros(at.sum()), "xk+1v^"[k % 6], color="0.3", ms=7, ls="", label=name)
+        ax.plot(x[at], np.zeros(at.sum()), "xo+sv^"[k % 6], color="0.3", ms=7, ls="", label=name)
     _log_if_spread(ax, "x", x)
     ax.axhline(0, color="0.6", lw=0.6)
     ax.set_xlabel(key)
@@ -396,7 +403,7 @@ def sweep_summary(ds, fig=None):
         leader_map(ds, left)
         end_direction(ds, right)
     else:
-        yk, xk = keys
+        xk, yk = keys  # the first key across, as in phase_diagram (alpha_1 across, alpha_2 up)
         switch_time_map(first_switch_log10_t(ds).transpose(yk, xk), left)
         _leaders(right, ds["leader"].isel(log10_t=-1).transpose(yk, xk).values, ds[xk].values, ds[yk].values,
                  ds.sizes["coordinate"])

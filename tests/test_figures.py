@@ -143,6 +143,14 @@ def test_end_direction_draws_the_directions_reached_and_marks_the_rest(sweeps):
     np.testing.assert_allclose(lines["beta_3"].get_ydata()[done], (beta[:, 2] / np.linalg.norm(beta, axis=1))[done])
     assert np.isnan(lines["beta_3"].get_ydata()[~done]).all()
     assert lines["collapsed"].get_xdata().size == (ds["status"].values == "collapsed").sum()
+    # a point held at its limit (stalled) has a direction; each other status gets a marker of its own
+    status = ds["status"].values.copy()
+    first_done, last_done = np.flatnonzero(done)[[0, -1]]
+    status[first_done], status[last_done] = "stalled", "failed"
+    lines = {line.get_label(): line for line in plot.end_direction(ds.assign(status=(ds["status"].dims, status))).get_lines()}
+    assert np.isfinite(lines["beta_3"].get_ydata()[first_done]) and np.isnan(lines["beta_3"].get_ydata()[last_done])
+    markers = [lines[name].get_marker() for name in ("collapsed", "failed")]
+    assert "None" not in markers and len(set(markers)) == 2
 
 
 @pytest.mark.parametrize("which", [0, 1])
