@@ -100,6 +100,22 @@ def test_chunks_on_threads_equal_chunks_one_after_another(l2_sweep, monkeypatch)
         np.testing.assert_array_equal(ds[var].values, one[var].values)
 
 
+def test_chunks_on_threads_run_on_the_callers_default_device(monkeypatch):
+    """``with jax.default_device(...)`` is thread-local: the worker threads are given the caller's (they ran
+    on JAX's default device whatever the caller chose)."""
+    import jax
+
+    from flowsim.integrate import sweep
+
+    real, seen = sweep._chunk, []
+    monkeypatch.setattr(sweep, "_chunk", lambda *a: seen.append(jax.config.jax_default_device) or real(*a))
+    monkeypatch.setattr(sweep, "_cores", lambda: 2)
+    device = jax.devices("cpu")[0]
+    with jax.default_device(device):
+        fs.sweep(L2SAM, MU3, {"alpha": ALPHAS[:2]}, t1=1e10, saves=20, chunk_size=1)
+    assert seen == [device, device]
+
+
 @pytest.mark.parametrize("cores", [1, 3])
 def test_a_ctrl_c_keeps_the_chunks_finished_and_marks_the_rest_interrupted(l2_sweep, monkeypatch, cores):
     """A Ctrl-C during the second of three chunks (one after another, or on threads): the sweep returns,

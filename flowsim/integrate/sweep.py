@@ -215,12 +215,20 @@ def _in_turn(tasks, bar):
 
 
 def _in_threads(tasks, workers, bar):
-    """The chunks on ``workers`` threads. A Ctrl-C ends the sweep with the chunks finished; those
-    running finish in the background (a compiled solve cannot be stopped midway)."""
+    """The chunks on ``workers`` threads, on the caller's default JAX device. A Ctrl-C ends the sweep with the
+    chunks finished; those running finish in the background (a compiled solve cannot be stopped midway)."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from flowsim._jax import jax
+
+    device = jax.config.jax_default_device  # the caller's ``with jax.default_device(...)``: thread-local, passed on
+
+    def on_device(task):
+        with jax.default_device(device):
+            return _chunk(*task)
+
     pool = ThreadPoolExecutor(workers)
-    futures = [pool.submit(_chunk, *task) for task in tasks]
+    futures = [pool.submit(on_device, task) for task in tasks]
     try:
         for f in futures:  # (in order: a bar that counts chunks done in order is honest, if late)
             f.result()
