@@ -66,6 +66,16 @@ def test_per_point_sweep_for_sign_flows_equals_solve():
         _compare(ds, (i, 0), fs.solve(system, data, [a1, 0.2], t1=1e20, saves=50, throw=False))
 
 
+def test_a_sweep_solved_point_by_point_counts_its_progress_in_points(capsys):
+    """Sign flows are solved a point at a time: here each point is its own chunk, so progress moves with
+    every point (it was one chunk of all the points, 0/1 until the end)."""
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, float("inf")))
+    ds = fs.sweep(system, fs.Dataset(np.array([[1.0, 2.0]]), [1]), {"alpha_1": [0.05, 0.1, 0.3]}, t1=1e10, saves=20,
+                  progress=True)
+    assert ds.attrs["method"] == "solve per point" and ds.attrs["chunks"] == 3
+    assert "(3/3 points)" in capsys.readouterr().err
+
+
 def test_schedule_flow_sweeps_in_its_clock():
     system = fs.derive(fs.Linear(), "logistic", fs.AdamProxy(lr=1.0, batch=1))
     data = fs.datasets.scaled_rademacher(4, 3, seed=0)

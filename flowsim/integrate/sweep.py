@@ -113,7 +113,8 @@ def sweep(
             (coordinates of the init, 1-based; the others come from ``init``), and/or ``{"rho": [...]}``.
         init: the base initialisation that ``alpha_<j>`` keys write into.
         chunk_size: at most this many grid points per vmapped solve (and per Dask task); the chunks are
-            as few as that allows and of equal size.
+            as few as that allows and of equal size. Sign flows solved here run point by point, and
+            their progress counts points.
         executor: None (this process: vmapped chunks on a thread per core), a
             ``dask.distributed.Client``, a scheduler address (``"tcp://host:8786"``), or ``"dask"`` for a
             ``LocalCluster`` started and closed here.
@@ -152,14 +153,14 @@ def sweep(
     # neighbours of similar cost share a chunk: order by rho, then by the size of the init
     sizes = {id(th): np.abs(th).max() for th in made.values()}
     order = np.lexsort((np.array([sizes[id(th)] for th in inits]), rhos))
+    vmapped = be.__class__.__name__ == "DiffraxBackend" and not any(_with_rho(system.flow, r).uses_sign
+                                                                     for r in np.unique(rhos))
     # as few chunks as chunk_size allows, as equal as can be (1,024 points in chunks of at most 1,000: two of
-    # 512, not 1,000 and 24 padded to 1,000)
-    size = -(-len(order) // -(-len(order) // chunk_size))
+    # 512, not 1,000 and 24 padded to 1,000); solved point by point here, a chunk is a point (progress by point)
+    size = -(-len(order) // -(-len(order) // chunk_size)) if vmapped or executor is not None else 1
     chunks = [order[i:i + size] for i in range(0, len(order), size)]
     # every chunk the same size (the last padded with copies of its last point): one compile per sweep
     padded = [np.concatenate([c, np.repeat(c[-1:], len(chunks[0]) - len(c))]) for c in chunks]
-    vmapped = be.__class__.__name__ == "DiffraxBackend" and not any(_with_rho(system.flow, r).uses_sign
-                                                                     for r in np.unique(rhos))
     opts = dict(t1=t1, log10_t1=log10_t1, backend=backend, clock=clock, rtol=rtol, atol=atol, save_at=grid_t.tolist(),
                 max_steps=int(max_steps), collapse_tol=collapse_tol, blowup_size=blowup_size,
                 allow_nonseparable=allow_nonseparable, vmapped=vmapped)
@@ -190,7 +191,7 @@ def _execute(tasks, executor, progress, concurrent=False):
         return _on_dask(tasks, executor, progress)
     from flowsim.progress import progress_bar
 
-    bar = progress_bar(len(tasks), "chunks", "sweep") if progress else None
+    bar = progress_bar(len(tasks), "chunks" if concurrent else "points", "sweep") if progress else None
     workers = min(len(tasks), _cores()) if concurrent else 1
     try:
         return (_in_threads(tasks, workers, bar) if workers > 1 else _in_turn(tasks, bar)), "local"
