@@ -92,6 +92,8 @@ _EXPORTS = {
     'STATUSES': ('flowsim.integrate.solution', 'STATUSES'),
     'Solution': ('flowsim.integrate.solution', 'Solution'),
     'datasets': ('flowsim.datasets', None),
+    'io': ('flowsim.io', None),
+    'plot': ('flowsim.plot', None),
     'optimizers': ('flowsim.discrete.optimizers', None),
     'AdamFixedPoint': ('flowsim.theory.fixed_point', 'AdamFixedPoint'),
     'adam_fixed_point': ('flowsim.theory.fixed_point', 'adam_fixed_point'),

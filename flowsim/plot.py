@@ -6,6 +6,7 @@ beyond), so leader switches at log10 t ~ 0.5 and ~ 6 and a horizon of t = 1e100 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -27,13 +28,16 @@ def check_format(path) -> str:
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
         raise ValueError(f"the figure format follows the file extension, one of {', '.join(FORMATS)}; "
-                         f"got {suffix or 'no extension'!r} in {str(path)!r}.")
+                         f"got {repr(suffix) if suffix else 'no extension'} in {str(path)!r}.")
     return suffix[1:]
 
 
 def save(fig, path, dpi: int = 110):
-    """Write ``fig`` to ``path`` as PNG, SVG or PDF, by the extension (ValueError for any other)."""
-    fig.savefig(path, format=check_format(path), dpi=dpi)
+    """Write ``fig`` to ``path`` as PNG, SVG or PDF, by the extension (ValueError for any other); missing
+    parent folders are made, as for saved runs."""
+    kind = check_format(path)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format=kind, dpi=dpi)
     return Path(path)
 
 
@@ -245,8 +249,8 @@ def margin_gaps(sol, refs: dict, ax=None, fit=True):
 
 
 def _spread(v) -> bool:
-    """Positive values spanning more than a factor 20 (alpha grids): shown on a log axis."""
-    return bool(np.all(v > 0) and v[-1] / v[0] > 20)
+    """Positive values spanning a factor 10 or more (alpha grids): shown on a log axis."""
+    return bool(np.all(v > 0) and v[-1] / v[0] >= 10)
 
 
 def _edges(v):
@@ -328,7 +332,8 @@ def leader_map(ds, ax=None, key=None, curves=True):
     """Leading coordinate argmax |beta_j| of a one-dimensional :func:`flowsim.sweep` over
     (log10 t, ``key``; default: the sweep's grid key), with the switch-time curves of
     :func:`flowsim.switch_log10_t` on top. A sweep over more keys: select one value of the others first,
-    e.g. ``leader_map(ds.sel(rho=0.1))``."""
+    e.g. ``leader_map(ds.isel(rho=0))`` or ``ds.sel(rho=0.1, method="nearest")`` (grid values are floats).
+    The title names the values selected."""
     from flowsim.theory.phase import switch_log10_t
 
     keys = _grid_keys(ds)
@@ -338,19 +343,21 @@ def leader_map(ds, ax=None, key=None, curves=True):
         raise ValueError(f"leader_map: the sweep has no grid key {key!r}; its keys are {keys}.")
     if others:
         raise ValueError(f"leader_map draws one grid key against log10 t, and this sweep also runs over {others}: "
-                         f"select one value, e.g. leader_map(ds.isel({others[0]}=0)) or ds.sel({others[0]}=...).")
+                         f"select one value, e.g. leader_map(ds.isel({others[0]}=0)) or ds.sel({others[0]}=..., "
+                         "method='nearest').")
     ax = _axes(ax)
     x, y = ds["log10_t"].values[1:], ds[key].values  # (t = 0 dropped: a uniform alpha ties every coordinate)
     _leaders(ax, ds["leader"].transpose(key, "log10_t").values[:, 1:], x, y, ds.sizes["coordinate"])
     if curves:
         sw = switch_log10_t(ds).transpose(key, "switch").values
         for k in range(sw.shape[1]):
-            ax.plot(sw[:, k], y, "k.-", lw=1, ms=3, label="switch times" if k == 0 else None)
+            ax.plot(sw[:, k], y, "k.-", lw=1, ms=6, label="switch times" if k == 0 else None)
     _log_if_spread(ax, "y", y)
     ax.set_xlabel("log10 t")
     ax.set_ylabel(key)
-    ax.set_title("leading coordinate argmax |beta_j|", fontsize=9)
-    if curves:
+    fixed = [f"{k} = {float(v):.4g}" for k, v in ds.coords.items() if v.ndim == 0]  # keys ds.isel/sel fixed
+    ax.set_title("leading coordinate argmax |beta_j|" + (f" at {', '.join(fixed)}" if fixed else ""), fontsize=9)
+    if curves and np.isfinite(sw).any():
         ax.legend(fontsize=7, loc="lower right")
     return ax
 
@@ -412,7 +419,10 @@ def sweep_summary(ds, fig=None):
         right.set(xlabel=xk, ylabel=yk)
         right.set_title("leading coordinate at the end (ended: the point stopped earlier)", fontsize=9)
     statuses, counts = np.unique(ds["status"].values, return_counts=True)
-    fig.suptitle(f"sweep over {', '.join(keys)} of {ds.attrs.get('system', 'a flow')}: "
+    system = ds.attrs.get("system", "a flow")
+    if "rho" in keys:  # the system was derived at one rho (the flow's); the grid's replace it
+        system = re.sub(r"rho=[^,)]+", "rho swept", system)
+    fig.suptitle(f"sweep over {', '.join(keys)} of {system}: "
                  + ", ".join(f"{c} {s}" for s, c in zip(statuses, counts)), fontsize=10)
     return fig
 
@@ -425,6 +435,9 @@ def switch_time_map(da, ax=None, title=None):
     of an (alpha, rho) sweep); NaN cells (no switch) are hatched, not blank, and named in the legend."""
     from matplotlib.patches import Patch
 
+    if da.ndim != 2:
+        raise ValueError(f"switch_time_map draws a map over two grid keys; this one is over {list(da.dims)}"
+                         + (": for a sweep over one key, plot.leader_map draws the switch times." if da.ndim == 1 else "."))
     ax = _axes(ax)
     yk, xk = da.dims
     xe, ye = _edges(da[xk].values), _edges(da[yk].values)

@@ -163,6 +163,34 @@ def test_cli_plot_on_a_saved_sweep(sweeps, tmp_path, which):
     assert "collapsed" in fig.get_suptitle() and ("alpha, rho" in fig.get_suptitle()) == (which == 1)
 
 
+def test_the_modules_a_user_reaches_for_are_attributes_of_flowsim():
+    """``fs.plot`` and ``fs.io`` after ``import flowsim as fs`` (the README's snippets use them)."""
+    import flowsim.io
+    import flowsim.plot
+
+    assert fs.plot is flowsim.plot and fs.io is flowsim.io
+    assert set(fs.__all__) >= {"plot", "io", "datasets", "optimizers"}
+
+
+def test_a_map_over_one_key_names_what_was_selected_and_switch_time_map_wants_two(sweeps):
+    ds = sweeps[1]
+    rho = float(ds["rho"].values[1])
+    assert f"rho = {rho:.4g}" in plot.leader_map(ds.isel(rho=1)).get_title()
+    assert plot.leader_map(ds.sel(rho=rho, method="nearest")).get_title().endswith(f"rho = {rho:.4g}")
+    with pytest.raises(ValueError, match="over two grid keys; this one is over \\['alpha'\\]: for a sweep over one"):
+        plot.switch_time_map(fs.first_switch_log10_t(sweeps[0]))
+
+
+def test_a_sweep_figure_goes_to_a_new_folder_and_its_title_says_rho_is_swept(sweeps, tmp_path):
+    io.save(sweeps[1], tmp_path / "sweep.nc")
+    out = tmp_path / "figures" / "new" / "sweep.png"
+    r = runner.invoke(app, ["plot", str(tmp_path / "sweep.nc"), "--out", str(out)])
+    assert r.exit_code == 0 and _is_format(out, ".png"), r.output
+    title = plot.sweep_summary(sweeps[1]).get_suptitle()
+    assert "rho swept" in title and "rho=0.1" not in title
+    assert "rho=0.1" in plot.sweep_summary(sweeps[0]).get_suptitle()  # not swept: the flow's own
+
+
 def test_cli_plot_on_a_sweep_over_three_keys_is_one_line(sweeps, tmp_path):
     io.save(sweeps[2], tmp_path / "sweep.nc")
     r = runner.invoke(app, ["plot", str(tmp_path / "sweep.nc"), "--out", str(tmp_path / "sweep.png")])

@@ -251,7 +251,8 @@ def test_files_are_0644_and_no_temporary_is_left(readme_run, tmp_path):
 def test_bad_paths_are_named(readme_run, tmp_path):
     with pytest.raises(ValueError, match="is a folder"):
         io.save(readme_run, tmp_path)
-    for name, instead in (("run.png", "run.nc"), ("run", "run.nc"), ("run_rho0.1", "run_rho0.1.nc")):
+    for name, instead in (("run.png", "run.nc"), ("run", "run.nc"), ("run_rho0.1", "run_rho0.1.nc"),
+                          ("run.nc.png", "run.nc")):
         with pytest.raises(ValueError, match=rf"saved as netCDF: name the file with \.nc, e\.g\. \S*/{instead};"):
             io.save(readme_run, tmp_path / name)
     assert os.listdir(tmp_path) == []  # nothing written next to the folder

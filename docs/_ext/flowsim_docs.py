@@ -77,6 +77,8 @@ class FlowsimDocs(griffe.Extension):
             return
         for name, (module, attribute) in ast.literal_eval(str(exports.value)).items():
             target = module if attribute is None else f"{module}.{attribute}"
+            if target == f"{pkg.path}.{name}":  # a submodule under its own name (flowsim.io): already a member
+                continue
             if _lookup(pkg, target) is None:
                 _log.warning("flowsim_docs: flowsim._EXPORTS[%r] names %s, which does not exist", name, target)
                 continue
