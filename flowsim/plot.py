@@ -325,7 +325,14 @@ def _leaders(ax, values, x, y, d):
 
 def _log_if_spread(ax, axis, v):
     if _spread(v):
+        from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
+
         getattr(ax, f"set_{axis}scale")("log")
+        scale = getattr(ax, f"{axis}axis")
+        if v[-1] / v[0] < 100:  # under two decades: 1, 2, 5 of each labelled (matplotlib labels minor ticks, overlapping)
+            scale.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+            scale.set_major_formatter(LogFormatterSciNotation(labelOnlyBase=False))
+        scale.set_minor_formatter(NullFormatter())
 
 
 def leader_map(ds, ax=None, key=None, curves=True):
