@@ -329,7 +329,7 @@ def _log_if_spread(ax, axis, v):
 
         getattr(ax, f"set_{axis}scale")("log")
         scale = getattr(ax, f"{axis}axis")
-        if v[-1] / v[0] < 100:  # under two decades: 1, 2, 5 of each labelled (matplotlib labels minor ticks, overlapping)
+        if v[-1] / v[0] < 100:  # under two decades: 1, 2, 5 of each labelled (minor tick labels overlapped)
             scale.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
             scale.set_major_formatter(LogFormatterSciNotation(labelOnlyBase=False))
         scale.set_minor_formatter(NullFormatter())
@@ -443,8 +443,8 @@ def switch_time_map(da, ax=None, title=None):
     from matplotlib.patches import Patch
 
     if da.ndim != 2:
-        raise ValueError(f"switch_time_map draws a map over two grid keys; this one is over {list(da.dims)}"
-                         + (": for a sweep over one key, plot.leader_map draws the switch times." if da.ndim == 1 else "."))
+        one = ": for a sweep over one key, plot.leader_map draws the switch times" if da.ndim == 1 else ""
+        raise ValueError(f"switch_time_map draws a map over two grid keys; this one is over {list(da.dims)}{one}.")
     ax = _axes(ax)
     yk, xk = da.dims
     xe, ye = _edges(da[xk].values), _edges(da[yk].values)

@@ -1,6 +1,7 @@
 """Progress for long work: a tqdm bar with elapsed time and rate on a terminal; elsewhere (a log file,
 CI) a plain line every ``LOG_EVERY`` seconds and one at the end, since a bar's carriage returns leave
-fragments in a file. Solves count in log10 t, sweeps in chunks (or points, solved one by one), discrete runs in steps."""
+fragments in a file. Solves count in log10 t, sweeps in chunks (or points, solved one by one), discrete runs
+in steps."""
 
 from __future__ import annotations
 

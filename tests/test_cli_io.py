@@ -158,7 +158,8 @@ def test_an_out_file_not_named_as_netcdf_is_one_line_before_the_run(tmp_path, mo
     for out, hint in (("run.png", "flowsim plot run.nc --out run.png"), ("run", "no extension")):
         r = runner.invoke(app, [command, str(cfg), "--out", str(tmp_path / out)])
         lines = [ln for ln in r.output.splitlines() if ln.strip()]
-        assert r.exit_code == 2 and len(lines) == 1 and "name the file with .nc" in lines[0] and hint in lines[0], r.output
+        assert r.exit_code == 2 and len(lines) == 1, r.output
+        assert "name the file with .nc" in lines[0] and hint in lines[0], r.output
     assert not ran and sorted(p.name for p in tmp_path.iterdir()) == ["exp.toml"]
 
 

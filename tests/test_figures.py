@@ -106,7 +106,8 @@ def sweeps():
     alphas = np.geomspace(0.02, 1.0, 7)
     return (fs.sweep(system, data, {"alpha": alphas}, t1=1e20, saves=40),
             fs.sweep(system, data, {"alpha": alphas[::2], "rho": [0.0, 0.1, 0.2]}, t1=1e20, saves=40),
-            fs.sweep(system, data, {"alpha_1": [0.05, 0.1], "alpha_2": [0.05, 0.1], "rho": [0.1, 0.2]}, t1=1e5, saves=10))
+            fs.sweep(system, data, {"alpha_1": [0.05, 0.1], "alpha_2": [0.05, 0.1], "rho": [0.1, 0.2]}, t1=1e5,
+                     saves=10))
 
 
 def test_leader_map_colours_each_leader_as_its_colour_bar_names_it(sweeps):
@@ -147,7 +148,8 @@ def test_end_direction_draws_the_directions_reached_and_marks_the_rest(sweeps):
     status = ds["status"].values.copy()
     first_done, last_done = np.flatnonzero(done)[[0, -1]]
     status[first_done], status[last_done] = "stalled", "failed"
-    lines = {line.get_label(): line for line in plot.end_direction(ds.assign(status=(ds["status"].dims, status))).get_lines()}
+    drawn = plot.end_direction(ds.assign(status=(ds["status"].dims, status)))
+    lines = {line.get_label(): line for line in drawn.get_lines()}
     assert np.isfinite(lines["beta_3"].get_ydata()[first_done]) and np.isnan(lines["beta_3"].get_ydata()[last_done])
     markers = [lines[name].get_marker() for name in ("collapsed", "failed")]
     assert "None" not in markers and len(set(markers)) == 2
