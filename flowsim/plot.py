@@ -258,7 +258,8 @@ def _edges(v):
     v = np.asarray(v, float)
     if len(v) == 1:
         return np.array([v[0] * 0.9, v[0] * 1.1]) if v[0] else np.array([-0.5, 0.5])
-    geometric = _spread(v)
+    # geometric for spread values, and for positive ones whose linear first cell would reach 0 or below
+    geometric = _spread(v) or (np.all(v > 0) and 1.5 * v[0] - 0.5 * v[1] <= 0)
     w = np.log(v) if geometric else v
     mid = 0.5 * (w[1:] + w[:-1])
     e = np.concatenate([[2 * w[0] - mid[0]], mid, [2 * w[-1] - mid[-1]]])

@@ -193,6 +193,14 @@ def test_a_sweep_figure_goes_to_a_new_folder_and_its_title_says_rho_is_swept(swe
     assert "rho=0.1" in plot.sweep_summary(sweeps[0]).get_suptitle()  # not swept: the flow's own
 
 
+def test_cells_of_positive_grid_values_stay_positive():
+    """A cell edge is between grid values, geometric where the values spread (alpha grids) or where a linear
+    first cell would reach 0 or below (alpha = [0.05, 0.2] drew a cell from -0.025)."""
+    np.testing.assert_allclose(plot._edges([0.05, 0.2]), [0.025, 0.1, 0.4])
+    np.testing.assert_allclose(plot._edges([0.1, 0.2, 0.3]), [0.05, 0.15, 0.25, 0.35])  # linear where it can be
+    np.testing.assert_allclose(plot._edges([0.0, 0.1]), [-0.05, 0.05, 0.15])  # rho = 0 is a value like any
+
+
 def test_cli_plot_on_a_sweep_over_three_keys_is_one_line(sweeps, tmp_path):
     io.save(sweeps[2], tmp_path / "sweep.nc")
     r = runner.invoke(app, ["plot", str(tmp_path / "sweep.nc"), "--out", str(tmp_path / "sweep.png")])
