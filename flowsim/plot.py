@@ -248,18 +248,28 @@ def margin_gaps(sol, refs: dict, ax=None, fit=True):
     return ax
 
 
-def _spread(v) -> bool:
-    """Positive values spanning a factor 10 or more (alpha grids): shown on a log axis."""
-    return bool(np.all(v > 0) and v[-1] / v[0] >= 10)
+def _geometric(v) -> bool:
+    """Whether grid values are spaced geometrically (alpha grids), so cells and axes are logarithmic: positive
+    values whose ratios vary less than their differences; of two values (no spacing to compare), those
+    whose linear first cell would reach 0 or below (alpha = [0.05, 0.2] drew a cell from -0.025)."""
+    v = np.asarray(v, float)
+    if len(v) < 2 or not np.all(v > 0):
+        return False
+    if len(v) == 2:
+        return bool(v[1] >= 3 * v[0] or v[0] >= 3 * v[1])
+
+    def spread(d):
+        return np.std(d) / abs(np.mean(d))
+
+    return bool(spread(np.diff(np.log(v))) < spread(np.diff(v)))
 
 
 def _edges(v):
-    """Cell edges around grid values (geometric for positive, spread values: alpha grids are)."""
+    """Cell edges around grid values, midway in log where they are spaced geometrically (``_geometric``)."""
     v = np.asarray(v, float)
     if len(v) == 1:
         return np.array([v[0] * 0.9, v[0] * 1.1]) if v[0] else np.array([-0.5, 0.5])
-    # geometric for spread values, and for positive ones whose linear first cell would reach 0 or below
-    geometric = _spread(v) or (np.all(v > 0) and 1.5 * v[0] - 0.5 * v[1] <= 0)
+    geometric = _geometric(v)
     w = np.log(v) if geometric else v
     mid = 0.5 * (w[1:] + w[:-1])
     e = np.concatenate([[2 * w[0] - mid[0]], mid, [2 * w[-1] - mid[-1]]])
@@ -324,13 +334,13 @@ def _leaders(ax, values, x, y, d):
     return mesh
 
 
-def _log_if_spread(ax, axis, v):
-    if _spread(v):
+def _log_if_geometric(ax, axis, v):
+    if _geometric(v) and max(v) / min(v) >= 3:
         from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
 
         getattr(ax, f"set_{axis}scale")("log")
         scale = getattr(ax, f"{axis}axis")
-        if v[-1] / v[0] < 100:  # under two decades: 1, 2, 5 of each labelled (minor tick labels overlapped)
+        if max(v) / min(v) < 100:  # under two decades: 1, 2, 5 of each labelled (minor tick labels overlapped)
             scale.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
             scale.set_major_formatter(LogFormatterSciNotation(labelOnlyBase=False))
         scale.set_minor_formatter(NullFormatter())
@@ -360,7 +370,7 @@ def leader_map(ds, ax=None, key=None, curves=True):
         sw = switch_log10_t(ds).transpose(key, "switch").values
         for k in range(sw.shape[1]):
             ax.plot(sw[:, k], y, "k.-", lw=1, ms=6, label="switch times" if k == 0 else None)
-    _log_if_spread(ax, "y", y)
+    _log_if_geometric(ax, "y", y)
     ax.set_xlabel("log10 t")
     ax.set_ylabel(key)
     fixed = [f"{k} = {float(v):.4g}" for k, v in ds.coords.items() if v.ndim == 0]  # keys ds.isel/sel fixed
@@ -391,7 +401,7 @@ def end_direction(ds, ax=None):
     for k, name in enumerate(np.unique(status[~reached])):
         at = status == name
         ax.plot(x[at], np.zeros(at.sum()), "xo+sv^"[k % 6], color="0.3", ms=7, ls="", label=name)
-    _log_if_spread(ax, "x", x)
+    _log_if_geometric(ax, "x", x)
     ax.axhline(0, color="0.6", lw=0.6)
     ax.set_xlabel(key)
     ax.set_ylabel("beta_j / ||beta||_2 at the end")
@@ -423,7 +433,7 @@ def sweep_summary(ds, fig=None):
         _leaders(right, ds["leader"].isel(log10_t=-1).transpose(yk, xk).values, ds[xk].values, ds[yk].values,
                  ds.sizes["coordinate"])
         for axis, k in (("x", xk), ("y", yk)):
-            _log_if_spread(right, axis, ds[k].values)
+            _log_if_geometric(right, axis, ds[k].values)
         right.set(xlabel=xk, ylabel=yk)
         right.set_title("leading coordinate at the end (ended: the point stopped earlier)", fontsize=9)
     statuses, counts = np.unique(ds["status"].values, return_counts=True)
@@ -452,7 +462,7 @@ def switch_time_map(da, ax=None, title=None):
     values = np.asarray(da.values, float)
     mesh = ax.pcolormesh(xe, ye, values, cmap="viridis")
     for k, axis in ((xk, "x"), (yk, "y")):
-        _log_if_spread(ax, axis, da[k].values)
+        _log_if_geometric(ax, axis, da[k].values)
     label = _MAP_LABELS.get(da.name, da.name or "value")
     ax.figure.colorbar(mesh, ax=ax, label=label)
     if np.isnan(values).any():

@@ -193,12 +193,29 @@ def test_a_sweep_figure_goes_to_a_new_folder_and_its_title_says_rho_is_swept(swe
     assert "rho=0.1" in plot.sweep_summary(sweeps[0]).get_suptitle()  # not swept: the flow's own
 
 
-def test_cells_of_positive_grid_values_stay_positive():
-    """A cell edge is between grid values, geometric where the values spread (alpha grids) or where a linear
-    first cell would reach 0 or below (alpha = [0.05, 0.2] drew a cell from -0.025)."""
+def test_cells_follow_the_grid_spacing_and_positive_values_stay_positive():
+    """Cell edges lie midway between grid values: in log for geometric grids (alpha), linearly for even ones
+    (the phase diagram's linspace(0.02, 0.4) spans a factor 20 and stays linear); of two positive values,
+    in log where a linear first cell would reach below 0 (alpha = [0.05, 0.2] drew a cell from -0.025)."""
+    even, geometric = np.linspace(0.02, 0.4, 5), np.geomspace(0.02, 0.4, 5)
+    np.testing.assert_allclose(np.diff(plot._edges(even)), 0.095)
+    np.testing.assert_allclose(np.diff(np.log(plot._edges(geometric))), np.log(20) / 4)
     np.testing.assert_allclose(plot._edges([0.05, 0.2]), [0.025, 0.1, 0.4])
-    np.testing.assert_allclose(plot._edges([0.1, 0.2, 0.3]), [0.05, 0.15, 0.25, 0.35])  # linear where it can be
+    np.testing.assert_allclose(plot._edges([0.1, 0.2, 0.3]), [0.05, 0.15, 0.25, 0.35])
     np.testing.assert_allclose(plot._edges([0.0, 0.1]), [-0.05, 0.05, 0.15])  # rho = 0 is a value like any
+    ax = plot.leader_map(sweep_over("alpha", geometric))
+    assert ax.get_yscale() == "log" and plot.leader_map(sweep_over("alpha", even)).get_yscale() == "linear"
+
+
+def sweep_over(key, values):
+    """A made-up sweep Dataset over one key (leaders only), for the axes and cells."""
+    import xarray as xr
+
+    t = np.linspace(-3, 10, 6)
+    lead = np.ones((len(values), len(t)), int)
+    beta = np.ones(lead.shape + (2,))
+    return xr.Dataset({"leader": ((key, "log10_t"), lead), "beta": ((key, "log10_t", "coordinate"), beta)},
+                      coords={key: values, "log10_t": t, "coordinate": [1, 2]})
 
 
 def test_cli_plot_on_a_sweep_over_three_keys_is_one_line(sweeps, tmp_path):
