@@ -128,7 +128,7 @@ def check_path(path) -> Path:
         named = (path.with_suffix("") if Path(path.stem).suffix.lower() in NETCDF else path.with_suffix(".nc")
                  ) if suffix in FIGURES else path.with_name(path.name + ".nc")  # (x.nc.png -> x.nc)
         figure = f" (a figure of a saved run: flowsim plot {named.name} --out {path.name})" if suffix in FIGURES else ""
-        raise ValueError(f"runs are saved as netCDF: name the file with .nc, e.g. {named}; got "
+        raise ValueError(f"runs and sweeps are saved as netCDF: name the file with .nc, e.g. {named}; got "
                          f"{f'the extension {suffix!r}' if suffix else 'no extension'} in {str(path)!r}{figure}.")
     return path
 

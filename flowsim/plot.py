@@ -6,7 +6,6 @@ beyond), so leader switches at log10 t ~ 0.5 and ~ 6 and a horizon of t = 1e100 
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
@@ -437,10 +436,7 @@ def sweep_summary(ds, fig=None):
         right.set(xlabel=xk, ylabel=yk)
         right.set_title("leading coordinate at the end (ended: the point stopped earlier)", fontsize=9)
     statuses, counts = np.unique(ds["status"].values, return_counts=True)
-    system = ds.attrs.get("system", "a flow")
-    if "rho" in keys:  # the system was derived at one rho (the flow's); the grid's replace it
-        system = re.sub(r"rho=[^,)]+", "rho swept", system)
-    fig.suptitle(f"sweep over {', '.join(keys)} of {system}: "
+    fig.suptitle(f"sweep over {', '.join(keys)} of {ds.attrs.get('system', 'a flow')}: "
                  + ", ".join(f"{c} {s}" for s, c in zip(statuses, counts)), fontsize=10)
     return fig
 

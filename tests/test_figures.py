@@ -190,6 +190,7 @@ def test_a_sweep_figure_goes_to_a_new_folder_and_its_title_says_rho_is_swept(swe
     assert r.exit_code == 0 and _is_format(out, ".png"), r.output
     title = plot.sweep_summary(sweeps[1]).get_suptitle()
     assert "rho swept" in title and "rho=0.1" not in title
+    assert "rho swept" in sweeps[1].attrs["system"] and sweeps[1].attrs["init"] == "alpha swept"  # so the file says
     assert "rho=0.1" in plot.sweep_summary(sweeps[0]).get_suptitle()  # not swept: the flow's own
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
+import re
 import time
 from itertools import product
 
@@ -126,7 +127,8 @@ def sweep(
         An ``xarray.Dataset`` with one dimension per grid key plus ``log10_t`` (the save grid,
         shared) and ``coordinate`` (labelled 1..d): ``beta``, ``log_loss``, ``leader`` (the label of
         argmax |beta_j|, 0 past the end), per point ``status``, ``steps``, ``log10_t_end`` and ``beta_end``; ``attrs`` say
-        how it was run (``method``: "vmap" or "solve per point", chunks, wall time).
+        how it was run (``method``: "vmap" or "solve per point", chunks, wall time; ``system`` and ``init``
+        say "rho swept", "alpha swept" where the grid sets them).
     """
     L1, _ = log10_horizon(t1, log10_t1)
     be = backend_for(backend, L1)  # validates the name
@@ -176,10 +178,13 @@ def sweep(
     for c, r in zip(chunks, results):
         for k in out:
             out[k][c] = r[k][: len(c)]
+    # what the grid sets is said so, not the base flow's rho or init it replaced
+    named = re.sub(r"rho=[^,)]+", "rho swept", str(system)) if RHO in axes else str(system)
     return _dataset(system, data, axes, out, grid_t, attrs={
-        "system": str(system), "method": "vmap" if vmapped else "solve per point", "chunk_size": int(chunk_size),
+        "system": named, "method": "vmap" if vmapped else "solve per point", "chunk_size": int(chunk_size),
         "chunks": len(chunks), "executor": where, "wall_s": wall, "rtol": rtol, "atol": atol, "clock": run_clock,
-        "backend": "diffrax:" + be.solver if vmapped else backend, "log10_t1": L1, "init": str(np.asarray(init).tolist())})
+        "backend": "diffrax:" + be.solver if vmapped else backend, "log10_t1": L1,
+        "init": "alpha swept" if ALPHA in axes else str(np.asarray(init).tolist())})
 
 
 def _execute(tasks, executor, progress, concurrent=False):
