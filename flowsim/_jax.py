@@ -4,9 +4,10 @@ others, float64 first among them, through the environment).
 
 CPU kernels run where they are called, not dispatched asynchronously: flowsim reads every kernel's result
 as soon as it returns, so asynchronous dispatch overlaps nothing, and XLA's CPU dispatcher has known rare
-hangs (jax issue #25861; other projects turned it off in their CI). A CI build of our documentation hung
-for 80 minutes in a notebook of plain solves, which 30 runs here did not reproduce; this removes one known
-cause. (Too late where a computation has already started JAX's CPU backend in this process.)
+hangs (jax issue #25861; other projects turned it off in their CI); turning it off cost nothing measurable
+in the benchmarks. (A hang of our documentation build first suspected here was a widget cell executed
+headless: docs/_ext/hooks.py.) Too late where a computation has already started JAX's CPU backend in this
+process.
 """
 
 import jax

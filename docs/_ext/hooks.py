@@ -1,7 +1,9 @@
 """MkDocs hook (not part of the package): the notebooks in notebooks/ (outside docs/) become the
-Gallery pages notebooks/<name>.py, rendered by mkdocs-jupyter (jupytext reads the percent format); and
-nbconvert reads jupyter/ here, where a cell that runs 10 minutes fails the build (nbclient would wait for
-ever: a hung kernel once held CI for its whole time limit; the notebooks take ~1 minute in all)."""
+Gallery pages notebooks/<name>.py, rendered by mkdocs-jupyter (jupytext reads the percent format). The
+pages are static, so the notebooks are told (FLOWSIM_NB_STATIC=1) to draw instead of making widgets:
+notebook 01's ``ipywidgets.interact`` executed headless left nbclient waiting on an idle kernel (twice in
+~40 builds, once for CI's whole time limit). And nbconvert reads jupyter/ here, where a cell that runs 10
+minutes fails the build (nbclient would wait for ever; the notebooks take ~1 minute in all)."""
 
 import os
 from pathlib import Path
@@ -10,6 +12,7 @@ import mkdocs.plugins
 from mkdocs.structure.files import File
 
 ROOT = Path(__file__).resolve().parents[2]
+os.environ["FLOWSIM_NB_STATIC"] = "1"  # (the kernels inherit it)
 os.environ["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
     [str(Path(__file__).parent / "jupyter"), *filter(None, [os.environ.get("JUPYTER_CONFIG_PATH")])])
 
