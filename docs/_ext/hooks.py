@@ -2,8 +2,9 @@
 Gallery pages notebooks/<name>.py, rendered by mkdocs-jupyter (jupytext reads the percent format). The
 pages are static, so the notebooks are told (FLOWSIM_NB_STATIC=1) to draw instead of making widgets:
 notebook 01's ``ipywidgets.interact`` executed headless left nbclient waiting on an idle kernel (twice in
-~40 builds, once for CI's whole time limit). And nbconvert reads jupyter/ here, where a cell that runs 10
-minutes fails the build (nbclient would wait for ever; the notebooks take ~1 minute in all)."""
+~40 builds, once for CI's whole time limit). And nbconvert reads jupyter/ here: nbclient waits at most 10
+minutes for a cell (for ever by default; the notebooks take ~1 minute in all), then fails the build with
+CellTimeoutError, or, where it was left waiting on an idle kernel, goes on (seen once: the build passed)."""
 
 import os
 from pathlib import Path
