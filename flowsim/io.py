@@ -123,14 +123,15 @@ def check_path(path) -> Path:
     if path.is_dir():
         raise ValueError(f"{path} is a folder; give a file name for the run, e.g. {path / 'run.nc'}.")
     suffix = path.suffix.lower()
-    if suffix not in NETCDF:
-        # a figure's name is replaced; any other name is kept whole (run_rho0.1 -> run_rho0.1.nc, not run_rho0.nc)
-        named = (path.with_suffix("") if Path(path.stem).suffix.lower() in NETCDF else path.with_suffix(".nc")
-                 ) if suffix in FIGURES else path.with_name(path.name + ".nc")  # (x.nc.png -> x.nc)
-        figure = f" (a figure of a saved run: flowsim plot {named.name} --out {path.name})" if suffix in FIGURES else ""
-        raise ValueError(f"runs and sweeps are saved as netCDF: name the file with .nc, e.g. {named}; got "
-                         f"{f'the extension {suffix!r}' if suffix else 'no extension'} in {str(path)!r}{figure}.")
-    return path
+    if suffix in NETCDF:
+        return path
+    if suffix in FIGURES:  # a figure's extension is replaced (x.nc.png -> x.nc)
+        named = path.with_suffix("") if Path(path.stem).suffix.lower() in NETCDF else path.with_suffix(".nc")
+        figure = f" (a figure of a saved run: flowsim plot {named.name} --out {path.name})"
+    else:  # any other name is kept whole (run_rho0.1 -> run_rho0.1.nc, not run_rho0.nc)
+        named, figure = path.with_name(path.name + ".nc"), ""
+    raise ValueError(f"runs and sweeps are saved as netCDF: name the file with .nc, e.g. {named}; got "
+                     f"{f'the extension {suffix!r}' if suffix else 'no extension'} in {str(path)!r}{figure}.")
 
 
 def save(sol, path) -> Path:
@@ -179,9 +180,14 @@ def load(path, as_solution: bool = False, system=None):
     return solution_of(ds, system, path) if as_solution else ds
 
 
+def _holds(ds) -> str:
+    """What a loaded Dataset holds: "one solve", "a sweep" or "a discrete run"."""
+    return "a discrete run" if "step" in ds.dims else "one solve" if "params" in ds else "a sweep"
+
+
 def is_sweep(ds) -> bool:
     """Whether a loaded Dataset holds a :func:`flowsim.sweep` (not one solve, nor a discrete run)."""
-    return "leader" in ds and "params" not in ds and "step" not in ds.dims
+    return _holds(ds) == "a sweep"
 
 
 def solution_of(ds, system=None, path="the run"):
@@ -190,8 +196,8 @@ def solution_of(ds, system=None, path="the run"):
     from flowsim.integrate.solution import Solution
     from flowsim.symbolic.spec import system_from_spec
 
-    if "params" not in ds or "step" in ds.dims:
-        kind = "a discrete run" if "step" in ds.dims else "a sweep"
+    kind = _holds(ds)
+    if kind != "one solve":
         raise ValueError(f"{path} holds {kind}, not one solve; read it with flowsim.io.load(path) (a Dataset)"
                          + (" and draw it with flowsim.plot.sweep_summary." if kind == "a sweep" else "."))
     if system is None:

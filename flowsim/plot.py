@@ -345,6 +345,13 @@ def _log_if_geometric(ax, axis, v):
         scale.set_minor_formatter(NullFormatter())
 
 
+def _grid_axes(ax, xk, x, yk, y):
+    """Axes of a map over two grid keys: named, logarithmic where the grid is geometric."""
+    _log_if_geometric(ax, "x", x)
+    _log_if_geometric(ax, "y", y)
+    ax.set(xlabel=xk, ylabel=yk)
+
+
 def leader_map(ds, ax=None, key=None, curves=True):
     """Leading coordinate argmax |beta_j| of a one-dimensional :func:`flowsim.sweep` over
     (log10 t, ``key``; default: the sweep's grid key), with the switch-time curves of
@@ -429,11 +436,9 @@ def sweep_summary(ds, fig=None):
     else:
         xk, yk = keys  # the first key across, as in phase_diagram (alpha_1 across, alpha_2 up)
         switch_time_map(first_switch_log10_t(ds).transpose(yk, xk), left)
-        _leaders(right, ds["leader"].isel(log10_t=-1).transpose(yk, xk).values, ds[xk].values, ds[yk].values,
-                 ds.sizes["coordinate"])
-        for axis, k in (("x", xk), ("y", yk)):
-            _log_if_geometric(right, axis, ds[k].values)
-        right.set(xlabel=xk, ylabel=yk)
+        x, y = ds[xk].values, ds[yk].values
+        _leaders(right, ds["leader"].isel(log10_t=-1).transpose(yk, xk).values, x, y, ds.sizes["coordinate"])
+        _grid_axes(right, xk, x, yk, y)
         right.set_title("leading coordinate at the end (ended: the point stopped earlier)", fontsize=9)
     statuses, counts = np.unique(ds["status"].values, return_counts=True)
     fig.suptitle(f"sweep over {', '.join(keys)} of {ds.attrs.get('system', 'a flow')}: "
@@ -457,8 +462,7 @@ def switch_time_map(da, ax=None, title=None):
     xe, ye = _edges(da[xk].values), _edges(da[yk].values)
     values = np.asarray(da.values, float)
     mesh = ax.pcolormesh(xe, ye, values, cmap="viridis")
-    for k, axis in ((xk, "x"), (yk, "y")):
-        _log_if_geometric(ax, axis, da[k].values)
+    _grid_axes(ax, xk, da[xk].values, yk, da[yk].values)
     label = _MAP_LABELS.get(da.name, da.name or "value")
     ax.figure.colorbar(mesh, ax=ax, label=label)
     if np.isnan(values).any():
@@ -469,7 +473,5 @@ def switch_time_map(da, ax=None, title=None):
                                    edgecolor="0.5", lw=0))
         ax.legend(handles=[Patch(facecolor="white", edgecolor="0.3", hatch="///", label="no switch")], fontsize=7,
                   loc="upper right")
-    ax.set_xlabel(xk)
-    ax.set_ylabel(yk)
     ax.set_title(title or f"{label} over ({xk}, {yk})", fontsize=9)
     return ax
