@@ -9,6 +9,7 @@ from typing import NamedTuple
 from flowsim._jax import jax, jnp
 import numpy as np
 
+from flowsim._checks import is_whole
 from flowsim.discrete.optimizers import Optimizer
 
 
@@ -107,9 +108,9 @@ def _check(optimizer, data, steps, records):
         raise ValueError("optimizer must come from flowsim.optimizers (gd, sam, adam, signum).")
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a flowsim.Dataset(X, y); got {type(data).__name__}.")
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+    if not is_whole(steps):
         raise ValueError(f"steps must be a positive integer; got {steps!r}.")
-    if isinstance(records, bool) or not isinstance(records, (int, np.integer)) or records < 2:
+    if not is_whole(records, 2):
         raise ValueError(f"records must be an integer >= 2 (the init and the last step at least); got {records!r}.")
 
 

@@ -19,6 +19,8 @@ from typing import Callable, NamedTuple
 from flowsim._jax import jax, jnp
 import numpy as np
 
+from flowsim._checks import is_whole
+
 
 class Optimizer(NamedTuple):
     """``init(params) -> state``; ``update(grad_fn, params, state, t) -> (params, state)`` where
@@ -184,7 +186,7 @@ def adam_epoch_map(lr: float, n: int, b1: float = 0.9, b2: float = 0.999, decay:
     steady-state map :func:`epoch_direction` with the gradients taken at the epoch's start, and step
     eta_{rN}. Its ``schedule`` is the epoch's total time n * eta_{rN}."""
     eta = _schedule(lr, decay)
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+    if not is_whole(n):
         raise ValueError(f"n must be the number of samples (a positive int); got {n!r}.")
     if not (0 <= b1 <= b2 < 1):
         raise ValueError(f"need 0 <= b1 <= b2 < 1; got b1={b1}, b2={b2}.")

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 
+from flowsim._checks import is_whole
 from flowsim.data import Dataset
 from flowsim.errors import IntegrationError, NonSeparableError, ReachabilityWarning
 from flowsim.integrate.backends import backend_for
@@ -187,7 +188,7 @@ def check_common(system, data, clock, rtol, atol, max_steps, allow_nonseparable,
     if rtol >= 1:
         raise ValueError(f"rtol must be < 1 (a relative error per step; 1e-8 is the default); got {rtol!r}.")
     collapse_tol, blowup_size = positive("collapse_tol", collapse_tol), positive("blowup_size", blowup_size)
-    if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
+    if not is_whole(max_steps):
         raise ValueError(f"max_steps must be a positive integer; got {max_steps!r}.")
     return rtol, atol, collapse_tol, blowup_size, clock
 

@@ -24,6 +24,7 @@ from itertools import product
 
 import numpy as np
 
+from flowsim._checks import is_whole
 from flowsim.symbolic.derive import System, derive
 from flowsim.io import annotate
 from flowsim.integrate.balanced import reduction
@@ -136,7 +137,7 @@ def sweep(
         system, data, resolve_clock(clock, be), rtol, atol, max_steps, allow_nonseparable, collapse_tol, blowup_size)
     grid_t = save_points(L1, 200 if saves is None and save_at is None else saves, save_at)
     axes = _check_grid(system, data, grid)
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
+    if not is_whole(chunk_size):
         raise ValueError(f"chunk_size must be a positive integer; got {chunk_size!r}.")
     keys = list(axes)
     points = [dict(zip(keys, combo)) for combo in product(*axes.values())]

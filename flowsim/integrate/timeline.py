@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from flowsim._checks import is_whole
 from flowsim.integrate.backends._scipy import IMPLICIT, ScipyBackend
 from flowsim.integrate.solution import HELD, Solution, log10_t_from_u
 from flowsim.integrate.vector_field import SCHEDULE, numpy_field
@@ -58,7 +59,7 @@ def save_points(log10_t1, saves=None, save_at=None):
     default grid of ``saves`` points (400 when neither is given)."""
     if save_at is None:
         saves = 400 if saves is None else saves
-        if isinstance(saves, bool) or not isinstance(saves, (int, np.integer)) or not 2 <= saves <= MAX_SAVES:
+        if not is_whole(saves, 2) or saves > MAX_SAVES:
             raise ValueError(f"saves must be an integer in [2, {MAX_SAVES:,}] (each save holds the whole state); "
                              f"got {saves!r}.")
         return default_grid(log10_t1, int(saves))

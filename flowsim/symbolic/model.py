@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
+from flowsim._checks import is_whole
+
 FORMS = ("product", "tied", "difference")
 #: names the derivation gives its own symbols (a layer named like one would shadow it in generated code)
 RESERVED = frozenset({"r", "N", "S", "n", "m", "beta", "sigma", "rho", "tau", "t"})
@@ -137,7 +139,7 @@ class DiagonalNet(Parametrization):
     """
 
     def __init__(self, depth: int = 2, form: str = "product"):
-        if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
+        if not is_whole(depth):
             raise ValueError(f"depth must be an integer >= 1 (depth=1 is the linear model); got {depth!r}.")
         if form not in FORMS:
             raise ValueError(f"form must be one of {FORMS}; got {form!r}.")

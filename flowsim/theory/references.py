@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linprog, minimize
 
+from flowsim._checks import is_whole
 from flowsim.data import Dataset
 from flowsim.errors import NonSeparableError
 
@@ -166,7 +167,7 @@ def kkt_max_margin(data: Dataset, depth: int, *, start=None) -> MaxMargin:
     the (convex) l1 problem; L >= 3: a local method (SLSQP on beta = s * |w|^L with the sign pattern
     s of ``start``, e.g. the flow's own direction) with the KKT residual reported. The direction is
     normalised in the 2/L quasi-norm, which is also ``norm``."""
-    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
+    if not is_whole(depth):
         raise ValueError(f"depth must be an integer >= 1; got {depth!r}.")
     if depth == 1:
         return max_margin(data, 2)
