@@ -203,7 +203,7 @@ def iterate(config: Path = CONFIG,
             out: Path = typer.Option(Path("iterate.nc"), help="where to save the records (netCDF)")):
     """Run a discrete optimizer from a TOML config: [data], [model], loss and init as for run, a table
     [optimizer] with name = gd | sam | adam | signum and its keys (lr, rho, norm, decay, b1, b2, eps,
-    beta, batch), steps, records and seed. Exit code 1 when the run fails (the records are saved)."""
+    beta, batch), steps, records, seed and allow_nonseparable. Exit code 1 when the run fails (the records are saved)."""
     import flowsim as fs
     from flowsim import io
     from flowsim.config import IterateExperiment, problem
@@ -216,7 +216,7 @@ def iterate(config: Path = CONFIG,
     except ValueError as err:
         _user_error(err)
     res = _solve_reporting(fs.iterate, optimizer, model, loss, data, exp.steps, init, records=exp.records,
-                           seed=exp.seed, progress=True, throw=False)
+                           seed=exp.seed, allow_nonseparable=exp.allow_nonseparable, progress=True, throw=False)
     _save(res, out)
     typer.echo(f"{res.status}: {res.message or 'ran every step'}; {int(res.steps[-1])} steps; saved {out}")
     if res.status != "completed":

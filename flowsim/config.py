@@ -304,6 +304,7 @@ class IterateExperiment(_Problem):
     steps: int = Field(ge=1, le=10**12)
     records: int = Field(200, ge=2, le=100_000)
     seed: int = 0
+    allow_nonseparable: bool = False
 
 
 def _fields_at(loc, root) -> list[str]:

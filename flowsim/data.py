@@ -90,6 +90,18 @@ class Dataset:
         return f"Dataset(n={self.n}, d={self.d})"
 
 
+def require_separable(data: Dataset, allow_nonseparable: bool) -> None:
+    """The refusal :func:`flowsim.solve`, :func:`flowsim.sweep` and :func:`flowsim.iterate` share:
+    no max-margin limit exists on non-separable data unless the caller asks to run anyway."""
+    from flowsim.errors import NonSeparableError
+
+    if not allow_nonseparable and not data.is_separable:
+        raise NonSeparableError(
+            "data are not linearly separable (the LP Z beta >= 1 is infeasible), so there is no max-margin "
+            "limit; pass allow_nonseparable=True (in a config file: allow_nonseparable = true) to run anyway."
+        )
+
+
 def separable(z, signs=None) -> bool:
     """Some beta with z beta > 0 and beta_j of sign ``signs[j]`` (+1: >= 0, -1: <= 0, 0: = 0, nan: free).
 

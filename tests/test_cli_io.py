@@ -311,6 +311,8 @@ def test_data_from_npz_csv_and_builtin_sets(tmp_path):
     ("iterate", ITERATE.replace("steps = 2000", "steps = 2000.5"), "key 'steps'"),
     ("iterate", ITERATE.replace("lr = 0.1", "lr = 0.1\nlr_decay = 1"), "did you mean 'optimizer.decay'?"),
     ("iterate", ITERATE.replace('name = "sam"', 'name = "lion"'), "key 'optimizer.name'"),
+    ("iterate", ITERATE.replace("X = [[1.0, 2.0]]\ny = [1]", "X = [[1.0, 2.0], [1.0, 2.0]]\ny = [1, -1]"),
+     "allow_nonseparable = true"),
 ])
 def test_cli_sweep_and_iterate_bad_configs(tmp_path, command, text, message):
     (tmp_path / "exp.toml").write_text(text)

@@ -68,6 +68,16 @@ def test_non_separable_is_refused_unless_asked():
     assert abs(sol.margins[-1, 0]) < 1e-2
 
 
+def test_discrete_runs_refuse_non_separable_data_as_the_flows_do():
+    xor = fs.Dataset(np.array([[1.0, 1.0], [1.0, 1.0]]), [1, -1])
+    gd = fs.optimizers.gd(0.5)
+    with pytest.raises(fs.NonSeparableError, match="allow_nonseparable=True"):
+        fs.iterate(gd, fs.Linear(), "logistic", xor, steps=10)
+    run = fs.iterate(gd, fs.Linear(), "logistic", xor, steps=200, init=0.3, allow_nonseparable=True)
+    # GD on the logistic loss of opposite copies of a point: beta . x = 0.6 at the init, 0 in the limit
+    assert run.status == "completed" and abs(run.margins[0, 0] - 0.6) < 1e-12 and abs(run.margins[-1, 0]) < 1e-6
+
+
 # l_inf-SAM with alpha = rho sits at an equilibrium (seed 000, Thm 3.2: beta stays rho^2): the field is exactly 0
 AT_EQUILIBRIUM = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, float("inf")))
 

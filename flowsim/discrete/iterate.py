@@ -101,13 +101,14 @@ def _gradients(compiled, Z, batch, key):
     return grad_at
 
 
-def _check(optimizer, data, steps, records):
-    from flowsim.data import Dataset
+def _check(optimizer, data, steps, records, allow_nonseparable):
+    from flowsim.data import Dataset, require_separable
 
     if not isinstance(optimizer, Optimizer):
         raise ValueError("optimizer must come from flowsim.optimizers (gd, sam, adam, signum).")
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a flowsim.Dataset(X, y); got {type(data).__name__}.")
+    require_separable(data, allow_nonseparable)
     if not is_whole(steps):
         raise ValueError(f"steps must be a positive integer; got {steps!r}.")
     if not is_whole(records, 2):
@@ -115,11 +116,14 @@ def _check(optimizer, data, steps, records):
 
 
 def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, records: int = 200,
-            seed: int = 0, *, progress: bool = False, throw: bool = True) -> DiscreteRun:
+            seed: int = 0, *, allow_nonseparable: bool = False, progress: bool = False,
+            throw: bool = True) -> DiscreteRun:
     """Run ``optimizer`` for ``steps`` steps on ``model`` x ``loss`` x ``data`` from ``init``,
     recording ``records`` times (every step where there are fewer) on a log-spaced grid of steps from 0 to
     ``steps``, consecutive where log spacing would repeat a step (jitted ``lax.fori_loop`` between records). ``seed``
-    drives the "shuffle" and "replace" samplings; ``progress`` shows a bar in steps.
+    drives the "shuffle" and "replace" samplings; ``progress`` shows a bar in steps. Non-separable
+    ``data`` raise :class:`flowsim.NonSeparableError` unless ``allow_nonseparable=True``, as in
+    :func:`flowsim.solve` (the runs compared with max-margin limits need separable data).
 
     If the parameters become non-finite (a step size too large for the loss) or the run is
     interrupted (Ctrl-C), the run ends there with status "failed" or "interrupted", keeping every
@@ -129,7 +133,7 @@ def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, recor
     from flowsim.symbolic.derive import derive
     from flowsim.symbolic.flows import GD
 
-    _check(optimizer, data, steps, records)
+    _check(optimizer, data, steps, records, allow_nonseparable)
     compiled = derive(model, loss, GD()).jax
     grad_at = _gradients(compiled, jnp.asarray(data.z), optimizer.batch, jax.random.PRNGKey(seed))
 

@@ -8,8 +8,8 @@ import warnings
 import numpy as np
 
 from flowsim._checks import is_whole
-from flowsim.data import Dataset
-from flowsim.errors import IntegrationError, NonSeparableError, ReachabilityWarning
+from flowsim.data import Dataset, require_separable
+from flowsim.errors import IntegrationError, ReachabilityWarning
 from flowsim.integrate.backends import backend_for
 from flowsim.integrate.balanced import lift, reduction
 from flowsim.integrate.handlers import HANDLERS, _on_failure
@@ -172,11 +172,7 @@ def check_common(system, data, clock, rtol, atol, max_steps, allow_nonseparable,
         raise ValueError(f"system must come from flowsim.derive(model, loss, flow); got {type(system).__name__}.")
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a flowsim.Dataset(X, y); got {type(data).__name__}.")
-    if not allow_nonseparable and not data.is_separable:
-        raise NonSeparableError(
-            "data are not linearly separable (the LP Z beta >= 1 is infeasible), so there is no max-margin "
-            "limit; pass allow_nonseparable=True (in a config file: allow_nonseparable = true) to integrate anyway."
-        )
+    require_separable(data, allow_nonseparable)
     if clock not in CLOCKS:
         raise ValueError(f"clock must be one of {(*CLOCKS, 'auto')}; got {clock!r}.")
     if getattr(system.flow.direction, "batch", 1) >= data.n > 1:
