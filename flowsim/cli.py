@@ -229,7 +229,7 @@ def plot(
     out: Path = typer.Option(Path("run.png"), help="figure file: .png, .svg or .pdf (the format follows the extension)"),
 ):
     """Plot a saved run: |beta_j|, its direction beta/||beta||, the shares |beta_j|/||beta||_1 and the loss against
-    log10 t. A saved sweep over one grid key: the leading coordinate over (log10 t, key) with the switch times, and the
+    log10 t (for a discrete run, t is the sum of the step sizes). A saved sweep over one grid key: the leading coordinate over (log10 t, key) with the switch times, and the
     direction each point reached; over two keys: the first switch time and the final leader over the grid."""
     from flowsim import io
     from flowsim import plot as plots
@@ -237,7 +237,9 @@ def plot(
     try:
         plots.check_format(out)  # before loading: a bad name costs nothing
         ds = io.load(run_file)
-        fig = plots.sweep_summary(ds) if io.is_sweep(ds) else plots.summary(io.solution_of(ds, path=run_file))
+        kind = io.holds(ds)
+        fig = (plots.sweep_summary(ds) if kind == "a sweep" else plots.summary(io.discrete_of(ds))
+               if kind == "a discrete run" else plots.summary(io.solution_of(ds, path=run_file)))
     except ValueError as err:
         _user_error(err)
     plots.save(fig, out)

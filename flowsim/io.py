@@ -98,14 +98,12 @@ def discrete_to_xarray(run):
     import xarray as xr
 
     d, n = run.beta.shape[1], run.margins.shape[1]
-    with np.errstate(divide="ignore"):
-        log10_t = np.log10(run.t)
     ds = xr.Dataset(
-        {"t": ("step", run.t), "log10_t": ("step", log10_t), "beta": (("step", "coordinate"), run.beta),
+        {"t": ("step", run.t), "log10_t": ("step", run.log10_t), "beta": (("step", "coordinate"), run.beta),
          "params": (("step", "layer", "coordinate"), run.params), "log_loss": ("step", run.log_loss),
          "margins": (("step", "sample"), run.margins)},
         coords={"step": np.asarray(run.steps, np.int64), "coordinate": np.arange(1, d + 1), "sample": np.arange(1, n + 1)},
-        attrs={"title": f"{run.optimizer}, discrete", "optimizer": run.optimizer, "status": run.status,
+        attrs={"title": f"{run.optimizer}, discrete", "optimizer": run.optimizer, "problem": run.problem, "status": run.status,
                "message": run.message, "versions": json.dumps(_versions()), "git_revision": _git_revision()})
     ds["step"].attrs.update(long_name="step number k", units="1")
     ds["t"].attrs.update(long_name="the flow's time t = sum of the step sizes so far", units="1")
@@ -180,14 +178,20 @@ def load(path, as_solution: bool = False, system=None):
     return solution_of(ds, system, path) if as_solution else ds
 
 
-def _holds(ds) -> str:
+def holds(ds) -> str:
     """What a loaded Dataset holds: "one solve", "a sweep" or "a discrete run"."""
     return "a discrete run" if "step" in ds.dims else "one solve" if "params" in ds else "a sweep"
 
 
-def is_sweep(ds) -> bool:
-    """Whether a loaded Dataset holds a :func:`flowsim.sweep` (not one solve, nor a discrete run)."""
-    return _holds(ds) == "a sweep"
+def discrete_of(ds):
+    """The :class:`flowsim.DiscreteRun` a loaded Dataset of a discrete run holds (for its figures)."""
+    from flowsim.discrete.iterate import DiscreteRun
+
+    if holds(ds) != "a discrete run":
+        raise ValueError(f"this Dataset holds {holds(ds)}, not a discrete run (flowsim.iterate).")
+    return DiscreteRun(ds.attrs["optimizer"], ds["step"].values, ds["t"].values, ds["params"].values, ds["beta"].values,
+                       ds["margins"].values, ds["log_loss"].values, ds.attrs["status"], ds.attrs["message"],
+                       ds.attrs.get("problem", ""))
 
 
 def solution_of(ds, system=None, path="the run"):
@@ -196,7 +200,7 @@ def solution_of(ds, system=None, path="the run"):
     from flowsim.integrate.solution import Solution
     from flowsim.symbolic.spec import system_from_spec
 
-    kind = _holds(ds)
+    kind = holds(ds)
     if kind != "one solve":
         raise ValueError(f"{path} holds {kind}, not one solve; read it with flowsim.io.load(path) (a Dataset)"
                          + (" and draw it with flowsim.plot.sweep_summary." if kind == "a sweep" else "."))

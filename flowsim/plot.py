@@ -55,6 +55,8 @@ def log_time_axis(ax, label: str = "log10 t (symlog axis)", linthresh: float = 1
 
 
 def _describe(sol) -> str:
+    if hasattr(sol, "optimizer"):  # a discrete run
+        return f"{sol.optimizer} (discrete) on {sol.problem or 'a model'} [{sol.status}]"
     system = sol.system
     flow, model = getattr(system, "flow", system), getattr(system, "model", "")
     loss = getattr(getattr(system, "loss", None), "name", None)

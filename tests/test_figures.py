@@ -63,6 +63,23 @@ def test_cli_plot_on_a_saved_run(sol, tmp_path, ext):
     assert _is_format(out, ext)
 
 
+def test_cli_plot_on_a_saved_discrete_run_draws_its_records(tmp_path, monkeypatch):
+    data = fs.Dataset([[1.0, 2.0, 3.0]], [1])
+    run = fs.iterate(fs.optimizers.sam(0.05, 0.1), fs.DiagonalNet(2), "logistic", data, steps=3000, init=0.05, records=60)
+    io.save(run, tmp_path / "it.nc")
+    drawn = []
+    monkeypatch.setattr(plot, "save", lambda fig, path, **kw: drawn.append(fig) or Figure.savefig(fig, path))
+    r = runner.invoke(app, ["plot", str(tmp_path / "it.nc"), "--out", str(tmp_path / "it.png")])
+    assert r.exit_code == 0, r.output
+    assert _is_format(tmp_path / "it.png", ".png")
+    fig = drawn[0]
+    assert "sam (discrete) on DiagonalNet" in fig.get_suptitle() and "logistic loss" in fig.get_suptitle()
+    lines = fig.axes[0].get_lines()[:3]  # |beta_j| against log10 t (t = the sum of the step sizes), step 0 left out
+    np.testing.assert_allclose(lines[2].get_xdata(), np.log10(run.t[1:]), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(lines[2].get_ydata(), np.abs(run.beta[1:, 2]), rtol=1e-15)
+    assert lines[0].get_label() == "beta_1"
+
+
 def test_cli_plot_bad_extension_is_a_one_line_error(sol, tmp_path):
     run = tmp_path / "run.nc"
     io.save(sol, run)

@@ -17,7 +17,9 @@ class DiscreteRun(NamedTuple):
     """Recorded iterates: ``steps`` (records,), ``t`` = sum of the step sizes so far (the flow's
     time), ``params`` (records, layers, d), ``beta``, ``margins``, ``log_loss``; ``status``
     ("completed", "failed": the parameters became non-finite, "interrupted": Ctrl-C) and its
-    ``message``. A run that did not complete holds every record up to its end."""
+    ``message``; ``problem`` names the model and the loss. A run that did not complete holds every
+    record up to its end. The figures of a flow's :class:`~flowsim.Solution` take it too
+    (``flowsim.plot.summary``, ``beta_vs_log_t``, ...), against log10 t."""
 
     optimizer: str
     steps: np.ndarray
@@ -28,6 +30,13 @@ class DiscreteRun(NamedTuple):
     log_loss: np.ndarray
     status: str = "completed"
     message: str = ""
+    problem: str = ""
+
+    @property
+    def log10_t(self):
+        """log10 of the flow's time at each record (-inf at step 0), the axis of the flows' figures."""
+        with np.errstate(divide="ignore"):
+            return np.log10(self.t)
 
     @property
     def direction(self):
@@ -134,7 +143,8 @@ def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, recor
     from flowsim.symbolic.flows import GD
 
     _check(optimizer, data, steps, records, allow_nonseparable)
-    compiled = derive(model, loss, GD()).jax
+    system = derive(model, loss, GD())
+    compiled = system.jax
     grad_at = _gradients(compiled, jnp.asarray(data.z), optimizer.batch, jax.random.PRNGKey(seed))
 
     @jax.jit
@@ -146,7 +156,8 @@ def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, recor
     out, status, message = _advance_between_records(advance, theta0, optimizer.init(theta0), pts, progress)
     pts = pts[: len(out)]
     times = _elapsed(optimizer.schedule, pts)
-    run = _discrete_run(optimizer.name, compiled, data, pts, times, np.stack(out), status, message)
+    run = _discrete_run(optimizer.name, compiled, data, pts, times, np.stack(out), status, message,
+                        f"{system.model}, {system.loss.name} loss")
     if throw and status != "completed":
         raise IntegrationError(f"{optimizer.name}: status {status!r}: {message}. The records so far are in .solution.", run)
     return run
@@ -190,13 +201,13 @@ def _advance_between_records(advance, th, st, pts, progress):
     return out, status, message
 
 
-def _discrete_run(name, compiled, data, pts, times, P, status, message):
+def _discrete_run(name, compiled, data, pts, times, P, status, message, problem):
     beta = np.asarray(jax.vmap(compiled.beta)(jnp.asarray(P)))
     m = beta @ data.z.T
     ll = np.asarray(compiled.log_l(jnp.asarray(m)))
     mx = ll.max(axis=1, keepdims=True)
     log_loss = mx[:, 0] + np.log(np.exp(ll - mx).sum(axis=1)) - math.log(data.n)
-    return DiscreteRun(name, pts, times, P, beta, m, log_loss, status, message)
+    return DiscreteRun(name, pts, times, P, beta, m, log_loss, status, message, problem)
 
 
 def flow_distance(make_optimizer, flow, model, loss, data, init, t_end: float, etas, *, rtol=1e-12, atol=1e-14):
