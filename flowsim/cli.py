@@ -5,7 +5,7 @@
     flowsim run experiment.toml --out run.nc  # one flow from a config file
     flowsim sweep experiment.toml --out sweep.nc      # the same over a grid ([sweep] alpha/rho)
     flowsim iterate discrete.toml --out iterate.nc    # a discrete optimizer ([optimizer], steps)
-    flowsim plot run.nc --out run.png
+    flowsim plot run.nc                               # -> run.png (or --out fig.svg)
 """
 
 from __future__ import annotations
@@ -226,14 +226,18 @@ def iterate(config: Path = CONFIG,
 @app.command()
 def plot(
     run_file: Path = typer.Argument(..., help="a saved run or sweep (netCDF)"),  # io.load says what is wrong, in one line
-    out: Path = typer.Option(Path("run.png"), help="figure file: .png, .svg or .pdf (the format follows the extension)"),
+    out: Path = typer.Option(None, help="figure file: .png, .svg or .pdf (the format follows the extension); "
+                                        "default: the run's name with .png (sweep.nc -> sweep.png)",
+                             show_default=False),
 ):
     """Plot a saved run: |beta_j|, its direction beta/||beta||, the shares |beta_j|/||beta||_1 and the loss against
-    log10 t (for a discrete run, t is the sum of the step sizes). A saved sweep over one grid key: the leading coordinate over (log10 t, key) with the switch times, and the
-    direction each point reached; over two keys: the first switch time and the final leader over the grid."""
+    log10 t (for a discrete run, t is the sum of the step sizes). A saved sweep over one grid key: the leading
+    coordinate over (log10 t, key) with the switch times, and the direction each point reached; over two keys:
+    the first switch time and the final leader over the grid."""
     from flowsim import io
     from flowsim import plot as plots
 
+    out = run_file.with_suffix(".png") if out is None else out
     try:
         plots.check_format(out)  # before loading: a bad name costs nothing
         ds = io.load(run_file)

@@ -73,8 +73,8 @@ def test_cli_run_plot_derive(tmp_path):
     direct = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.05)), fs.Dataset([[1.0, 2.0]], [1]), 0.3,
                       t1=1e20, saves=30)
     np.testing.assert_array_equal(ds["beta"].values, direct.beta)  # same code path as the API
-    r = runner.invoke(app, ["plot", str(out), "--out", str(tmp_path / "run.png")])
-    assert r.exit_code == 0 and (tmp_path / "run.png").stat().st_size > 1000
+    r = runner.invoke(app, ["plot", str(out)])  # the figure is named after the run by default
+    assert r.exit_code == 0 and (tmp_path / "run.png").stat().st_size > 1000 and "run.png" in r.output
     r = runner.invoke(app, ["derive", "--model", "tied", "--flow", "sam", "--rho", "0.1", "--latex"])
     assert r.exit_code == 0 and r"\tilde{w}" in r.output
 
