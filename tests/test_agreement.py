@@ -116,3 +116,20 @@ def test_random_cases_agree_on_explicit_backends(case):
     """scipy DOP853 and diffrax Tsit5 against LSODA: the same status class and end state, or max_steps
     with the measured reason (the steps at the method's stability bound)."""
     _agree(case, ["scipy:LSODA", "scipy:DOP853", "diffrax:Tsit5"])
+
+
+@pytest.mark.parametrize("backend", ["diffrax:Tsit5", "scipy:DOP853", "scipy:Radau", "scipy:LSODA"])
+def test_stats_mean_the_same_on_every_backend(backend):
+    """The keys of ``Solution.stats`` are documented per backend: ``accepted`` everywhere, ``steps`` as
+    ``max_steps`` counts them (tried on diffrax, accepted on scipy)."""
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1))
+    sol = fs.solve(system, fs.Dataset([[1.0, 2.0, 3.0]], [1]), 0.05, t1=1e30, backend=backend)
+    st = sol.stats
+    assert {"steps", "accepted", "segments", "switches", "wall_s"} <= set(st) and st["accepted"] > 10
+    if backend.startswith("diffrax"):
+        assert st["steps"] == st["accepted"] + st["rejected"] and st["rejected"] > 0
+    else:
+        assert st["steps"] == st["accepted"] and st["nfev"] >= st["accepted"]
+        assert ("njev" in st and "nlu" in st) == (backend != "scipy:DOP853")
+        if backend == "scipy:Radau":  # (LSODA stays on its non-stiff method here: no Jacobian)
+            assert st["nlu"] >= st["njev"] > 0

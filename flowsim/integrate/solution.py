@@ -46,8 +46,12 @@ class Solution:
 
     Arrays are indexed by save point (first axis): ``log10_t``, ``tau`` (loss-normalised clock),
     ``params`` (saves, layers, d), ``beta`` (saves, d), ``log_loss`` (saves,), ``margins`` (saves, n).
-    ``status`` is one of ``flowsim.STATUSES``; ``message`` says why; ``stats`` counts work
-    (steps, segments, sign switches, right-hand-side evaluations where the backend reports them);
+    ``status`` is one of ``flowsim.STATUSES``; ``message`` says why; ``stats`` counts work: on every
+    backend ``accepted`` (steps taken), ``steps`` (what ``max_steps`` bounds: steps tried, accepted or
+    rejected, on diffrax; accepted ones on scipy, which retries a rejected step within its step),
+    ``segments`` (integrations between sign switches, hand-overs and restarts), ``switches`` (sign
+    switches of a Filippov flow) and ``wall_s``; diffrax also ``rejected``; scipy also ``nfev`` and, for
+    the implicit methods, ``njev`` and ``nlu`` (Jacobians and LU decompositions), as ``solve_ivp``;
     ``config`` how it ran (``config["backend"]`` and ``config["clock"]``: the backends and clocks that
     ran, e.g. ``"diffrax:Tsit5 -> scipy:BDF"`` and ``"log_time -> tau"`` after an ``"auto"`` hand-over;
     ``config["arguments"]``: what was asked, to solve again).

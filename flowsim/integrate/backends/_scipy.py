@@ -127,7 +127,7 @@ class ScipyBackend:
         steps = 0
         reason, message = "end", ""
         s_end, y_end = s0, np.asarray(y0, float)
-        counted = (0, 0) if armed is None else (solver.nfev, solver.njev)  # scipy counts evaluations
+        counted = (0, 0, 0) if armed is None else (solver.nfev, solver.njev, solver.nlu)  # scipy counts evaluations
         if armed is None:  # an event not positive at the segment's start stays disarmed (``_events``)
             armed = np.flatnonzero(values(s0, solver.y) > 0).tolist()
         _ONE_BLAS_THREAD.enter()
@@ -176,9 +176,10 @@ class ScipyBackend:
                 _take(tau_saves, s_saves, y_saves)
             except KeyboardInterrupt:  # a second Ctrl-C: the batch is still whole, take it again
                 reason, message = "interrupted", INTERRUPTED
-        stats = {"steps": steps, "nfev": int(solver.nfev - counted[0])}
+        # scipy steps until a step is accepted: what it calls a step, the only kind it counts
+        stats = {"steps": steps, "accepted": steps, "nfev": int(solver.nfev - counted[0])}
         if self.implicit:
-            stats["njev"] = int(solver.njev - counted[1])
+            stats.update(njev=int(solver.njev - counted[1]), nlu=int(solver.nlu - counted[2]))
         resume = (solver, events, armed, clock) if reason == "max_steps" else None
         return Segment(
             s_saves=np.asarray(s_saves), y_saves=np.asarray(y_saves).reshape(len(s_saves), len(y0)),
