@@ -143,8 +143,10 @@ def test_a_ctrl_c_keeps_the_chunks_finished_and_marks_the_rest_interrupted(l2_sw
 
     monkeypatch.setattr(sweep, "_chunk", chunk)
     monkeypatch.setattr(sweep, "_cores", lambda: cores)
-    ds = fs.sweep(L2SAM, MU3, {"alpha": ALPHAS, "rho": RHOS}, t1=1e30, saves=120, chunk_size=2)
+    with pytest.warns(RuntimeWarning, match=r"sweep interrupted \(KeyboardInterrupt\): \d+ of 6 points"):
+        ds = fs.sweep(L2SAM, MU3, {"alpha": ALPHAS, "rho": RHOS}, t1=1e30, saves=120, chunk_size=2)
     status = ds["status"].values
+    assert ds.attrs["interrupted"] == (status == "interrupted").sum() >= 2 and l2_sweep.attrs["interrupted"] == 0
     assert status[0, 0] != "interrupted" and status[1, 0] != "interrupted"  # the first chunk
     assert status[2, 0] == "interrupted" and status[0, 1] == "interrupted"  # the second
     assert np.isnan(ds["beta"].values[2, 0]).all() and (ds["leader"].values[2, 0] == 0).all()
@@ -169,8 +171,9 @@ def test_a_point_interrupted_inside_a_per_point_chunk_ends_the_sweep(monkeypatch
 
     monkeypatch.setattr(sweep, "solve", solve)
     system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, float("inf")))
-    ds = fs.sweep(system, fs.Dataset(np.array([[1.0, 2.0]]), [1]), {"alpha_1": [0.05, 0.1, 0.2, 0.3]}, init=0.1,
-                  t1=1e20, saves=50, chunk_size=2)
+    with pytest.warns(RuntimeWarning, match="3 of 4 points did not finish"):
+        ds = fs.sweep(system, fs.Dataset(np.array([[1.0, 2.0]]), [1]), {"alpha_1": [0.05, 0.1, 0.2, 0.3]}, init=0.1,
+                      t1=1e20, saves=50, chunk_size=2)
     status = ds["status"].values.tolist()
     assert status[0] in ("completed", "stalled") and status[1:] == ["interrupted"] * 3
     assert len(calls) == 2 and np.isfinite(ds["beta"].values[1, 0]).all()  # its saves kept

@@ -20,6 +20,7 @@ import math
 import os
 import re
 import time
+import warnings
 from itertools import product
 
 import numpy as np
@@ -129,7 +130,8 @@ def sweep(
         shared) and ``coordinate`` (labelled 1..d): ``beta``, ``log_loss``, ``leader`` (the label of
         argmax |beta_j|, 0 past the end), per point ``status``, ``steps``, ``log10_t_end`` and ``beta_end``; ``attrs`` say
         how it was run (``method``: "vmap" or "solve per point", chunks, wall time; ``system`` and ``init``
-        say "rho swept", "alpha swept" where the grid sets them).
+        say "rho swept", "alpha swept" where the grid sets them) and ``interrupted``, the number of points a
+        Ctrl-C stopped (0 when the sweep ran to its end; a RuntimeWarning says so when it is not).
     """
     L1, _ = log10_horizon(t1, log10_t1)
     be = backend_for(backend, L1)  # validates the name
@@ -181,7 +183,12 @@ def sweep(
             out[k][c] = r[k][: len(c)]
     # what the grid sets is said so, not the base flow's rho or init it replaced
     named = re.sub(r"rho=[^,)]+", "rho swept", str(system)) if RHO in axes else str(system)
+    stopped = int(np.sum(out["status"] == "interrupted"))
+    if stopped:
+        warnings.warn(f"sweep interrupted (KeyboardInterrupt): {stopped} of {n} points did not finish (status "
+                      "'interrupted', NaN past where they stopped); the others are kept", RuntimeWarning, stacklevel=2)
     return _dataset(system, data, axes, out, grid_t, attrs={
+        "interrupted": stopped,
         "system": named, "method": "vmap" if vmapped else "solve per point", "chunk_size": int(chunk_size),
         "chunks": len(chunks), "executor": where, "wall_s": wall, "rtol": rtol, "atol": atol, "clock": run_clock,
         "backend": "diffrax:" + be.solver if vmapped else backend, "log10_t1": L1,
