@@ -142,6 +142,51 @@ def test_bad_compositions_say_what_to_fix(kwargs, match):
         fs.Flow(**kwargs)
 
 
+class _Rule:
+    """A point or direction whose rule is given, for the contract's refusals."""
+
+    def __init__(self, rule, **declared):
+        self.rule, self.__dict__["declared"] = rule, declared
+
+    def point(self):
+        return type("Pt", (EvaluationPoint,), {"perturbation": lambda _, s: self.rule(s), **self.declared})()
+
+    def direction(self):
+        return type("Dir", (fs.directions.Direction,), {"field": lambda _, s: self.rule(s), **self.declared})()
+
+
+@pytest.mark.parametrize("part, rule, declared, match", [
+    ("point", lambda s: s.G / s.N, {}, r"Pt.perturbation: uses s.N, .* sets no norm; set norm = p"),
+    ("point", lambda s: sp.Symbol("x") * s.G, {"norm": 2.0}, r"uses the symbol\(s\) x, which the solver does not supply"),
+    ("point", lambda s: s.g, {}, r"Pt.perturbation: .*no attribute 'g'; its s has the fields w, G, N, S, rho, sigma"),
+    ("point", lambda s: s.sigma * s.G**2, {}, r"uses s.sigma .* norm = float\('inf'\), or declare uses_sign = True"),
+    ("point", lambda s: 1 + s.w, {}, r"is w1 \+ 1 where G = 0, though follows_gradient = True .* set follows_gradient = False"),
+    ("direction", lambda s: -s.G / s.P, {}, r"Dir.field: uses s.P, .* declare needs_P = True"),
+    ("direction", lambda s: -s.G * s.N, {}, r"Dir.field: uses s.N, .* sets no norm"),
+    ("direction", lambda s: -s.sigma, {"clock": "schedule"}, r"uses s.sigma .* declare uses_sign = True"),
+    ("direction", lambda s: -s.G + 1, {"follows_gradient": True}, r"is 1 where the gradient is 0, though follows_gradient"),
+])
+def test_parts_that_break_the_contract_are_refused_at_derive(part, rule, declared, match):
+    """Each rule here used to derive: N without a norm was compiled against an N the solver never computed
+    for it (a field off by percents, integrated without a word), a stray symbol failed later as a NameError
+    in the compiled code, and sign(G) or P undeclared were wrong values."""
+    made = getattr(_Rule(rule, **declared), part)()
+    flow = fs.Flow(made, fs.directions.Gradient(), rho=0.1) if part == "point" else fs.Flow(fs.points.Here(), made)
+    with pytest.raises(ValueError, match=match):
+        fs.derive(fs.DiagonalNet(2), "logistic", flow)
+
+
+def test_parts_that_keep_the_contract_still_derive():
+    """The declared counterparts of the refused rules derive (and N with a norm is the built-in's)."""
+    declared = _Rule(lambda s: s.G / s.N, norm=2.0).point()
+    mine = fs.derive(fs.DiagonalNet(2), "logistic", fs.Flow(declared, fs.directions.Gradient(), rho=0.1))
+    data = fs.Dataset([[1.0, 2.0]], [1])
+    np.testing.assert_allclose(mine.vector_field(0.3, data)[0],
+                               fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1)).vector_field(0.3, data)[0], rtol=1e-14)
+    shifted = _Rule(lambda s: 1 + s.w, follows_gradient=False).point()
+    fs.derive(fs.Linear(), "logistic", fs.Flow(shifted, fs.directions.Gradient(), rho=0.1))
+
+
 def test_steepest_descent_for_p_1_is_refused_with_the_reason():
     with pytest.raises(ValueError, match="coordinate descent"):
         fs.SteepestDescent(1)

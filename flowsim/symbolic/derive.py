@@ -30,7 +30,10 @@ from functools import lru_cache
 import numpy as np
 import sympy as sp
 
+from flowsim.symbolic.contract import check_direction, check_point
+from flowsim.symbolic.directions import DirectionSymbols
 from flowsim.symbolic.flow import Flow
+from flowsim.symbolic.points import PointSymbols
 from flowsim.symbolic.loss import M, Loss, get_loss, jax_functions, numpy_functions
 from flowsim.symbolic.model import Parametrization
 
@@ -279,6 +282,21 @@ def _tidy(e):
     return s
 
 
+def _rule(part, name, symbols, rule, K):
+    """A part's rule for each of the K layers as sympy expressions; a rule that reads a symbol its
+    ``s`` does not have, or returns something that is not an expression, is a ValueError naming it."""
+    try:
+        out = tuple(sp.sympify(rule(k)) for k in range(K))
+    except AttributeError as err:
+        raise ValueError(f"{type(part).__name__}.{name}: {err}; its s has the fields {', '.join(_FIELDS[symbols])}.") from None
+    except (sp.SympifyError, TypeError) as err:
+        raise ValueError(f"{type(part).__name__}.{name} must return a sympy expression of its s; got an error: {err}") from None
+    return out
+
+
+_FIELDS = {"PointSymbols": PointSymbols._fields, "DirectionSymbols": DirectionSymbols._fields}
+
+
 @lru_cache(maxsize=None)
 def _derive_parts(model: Parametrization, loss: Loss, flow):
     from flowsim._jax import jnp
@@ -296,12 +314,17 @@ def _derive_parts(model: Parametrization, loss: Loss, flow):
     grad_beta = [sp.diff(beta, w[k]) for k in range(K)]
     direction = tuple(sp.simplify(-grad_beta[k] * r) for k in range(K))
     # no simplify here: for general p it rewrites |G|^(q-1) through sqrt of possibly negative terms
-    perturbed = tuple(w[k] + rho * flow.perturbation(w[k], direction[k], N, S, rho, sig[k]) for k in range(K))
-    normed = tuple(flow.normed(w[k], direction[k], N, S, rho, sig[k]) for k in range(K))
+    P = _rule(flow.point, "perturbation", "PointSymbols", lambda k: flow.perturbation(w[k], direction[k], N, S, rho, sig[k]), K)
+    normed = _rule(flow.point, "normed", "PointSymbols", lambda k: flow.normed(w[k], direction[k], N, S, rho, sig[k]), K)
+    check_point(flow.point, w, r, N, S, rho, sig, P, normed)
+    perturbed = tuple(w[k] + rho * P[k] for k in range(K))
     at_tilde = dict(zip(w, wt))
     Pt, n = sp.Symbol(r"\tilde{P}", positive=True), sp.Symbol("n", positive=True)
     # gradient flows: dtheta/dtau = -G(theta~) = +dbeta/dw(theta~) * r~; others: their own rule
-    field_wt = tuple(_tidy(flow.field(wt[k], grad_beta[k].xreplace(at_tilde), rt, Pt, n, N, sig[k])) for k in range(K))
+    field_wt = _rule(flow.direction, "field", "DirectionSymbols",
+                     lambda k: flow.field(wt[k], grad_beta[k].xreplace(at_tilde), rt, Pt, n, N, sig[k]), K)
+    check_direction(flow.direction, wt, rt, Pt, n, N, sig, field_wt)
+    field_wt = tuple(_tidy(f) for f in field_wt)
     field_w = tuple(f.xreplace(dict(zip(wt, perturbed))) for f in field_wt)
 
     common = (w, wt, sig, r, rt, N, S, rho, beta, direction, normed, perturbed, field_wt, loss, Pt, n)
