@@ -17,8 +17,18 @@
 # One example mu = (1, 2), label +1, the depth-2 diagonal network with tied layers
 # (beta_j = w_j^2, the balanced case of seed 000). We draw streamlines of the **rescaled** field
 # F = dw/dtau (`system.vector_field`), which stays O(1) however small the loss, for GD, l2-SAM and
-# l_inf-SAM; the crossover curve N = rho (mu_1 + mu_2)/sqrt(2) of docs/theory.md 5b; the sliding lines
-# w_j = 0 of l_inf-SAM; and trajectories from several inits, integrated to t = 1e30 by `fs.solve`.
+# l_inf-SAM; the crossover curve, where both coordinates grow at the same relative rate
+# (d log w_1/dtau = d log w_2/dtau: on one side the minor coordinate w_1 outgrows the major one, on the
+# other the major one wins); the sliding lines w_j = 0 of l_inf-SAM; and trajectories from several
+# inits, integrated to t = 1e30 by `fs.solve`.
+#
+# For l2-SAM on this tied net the crossover has a closed form. With G_j = -2 mu_j w_j (the gradient
+# direction for one sample) and N = ||G||_2 = 2 ||mu * w||_2, the evaluation point is
+# w~_j = w_j (1 - 2 rho mu_j / N) and d log w_j/dtau = 2 mu_j (1 - 2 rho mu_j / N), so the rates of
+# coordinates j and k are equal where N = 2 rho (mu_j + mu_k), i.e. ||mu * w||_2 = rho (mu_j + mu_k). (For
+# the balanced product network of docs/theory.md 5b, where the gradient has twice as many entries, this
+# is N = rho (mu_j + mu_k)/sqrt 2.) The curve drawn below is found from the field itself, and the
+# closed form is checked against it.
 # Run with `FLOWSIM_NB_SMALL=1` for a coarse, fast version (what the tests do).
 
 # %%
@@ -83,7 +93,18 @@ for name, system in systems.items():  # the vectorised field is the point-by-poi
     for i, j in ((0, 0), (1, 3), (4, 2), (3, 4)):
         np.testing.assert_allclose(F[:, i, j], system.vector_field([W1[i, j], W2[i, j]], data)[0][0], rtol=1e-9, atol=1e-12)
 
-CROSS = RHO * MU.sum() / np.sqrt(2)  # the crossover level of N = ||G||_2
+def rate_gap(system, W1, W2, F):
+    """d log w_1/dtau - d log w_2/dtau: the crossover curve is its zero level."""
+    return F[0] / W1 - F[1] / W2
+
+
+# the l2-SAM crossover lies on ||mu * w||_2 = rho (mu_1 + mu_2): the rate gap changes sign across it
+angles = np.linspace(0.1, 1.4, 7)
+on_curve = RHO * MU.sum() * np.stack([np.cos(angles) / MU[0], np.sin(angles) / MU[1]], axis=1)
+for scale, sign in ((0.99, 1.0), (1.01, -1.0)):  # inside, the minor coordinate w_1 grows faster
+    w = scale * on_curve
+    F = np.asarray(field_on(systems["l2-SAM"])(jnp.asarray(w), RHO)).T
+    assert np.all(sign * rate_gap(systems["l2-SAM"], w[:, 0], w[:, 1], F) > 0)
 
 
 def solver_system(name, rho):
@@ -94,17 +115,15 @@ def solver_system(name, rho):
 
 
 def portrait(ax, name, system, rho=None, n=N_GRID, trajectories=True):
-    """Streamlines of F (shaded by |F|), the crossover curve N = rho (mu_1 + mu_2)/sqrt 2 and trajectories."""
+    """Streamlines of F (shaded by |F|), the crossover curve (equal relative growth rates) and trajectories."""
     rho = float(system.flow.rho) if rho is None else float(rho)
     _, W1, W2, F = field_grid(system, 1e-3, 0.45, n, rho=rho)
     speed = np.hypot(F[0], F[1])
     strm = ax.streamplot(W1, W2, F[0], F[1], density=0.9, color=speed, cmap="Greys", linewidth=0.8)
     ax.figure.colorbar(strm.lines, ax=ax, label="|F| = |dw/dtau|")
-    # crossover curve: N = ||G||_2 = rho (mu_1 + mu_2)/sqrt(2), with G from the GD field at the point
-    N = np.hypot(*field_grid(systems["GD"], 1e-3, 0.45, n)[3])
-    if rho > 0:
-        ax.contour(W1, W2, N, levels=[rho * MU.sum() / np.sqrt(2)], colors="tab:red", linewidths=1.5)
-        ax.plot([], [], color="tab:red", label="N = rho (mu_1 + mu_2)/sqrt 2")
+    if rho > 0:  # the crossover: d log w_1/dtau = d log w_2/dtau, from this panel's own field
+        ax.contour(W1, W2, rate_gap(system, W1, W2, F), levels=[0.0], colors="k", linestyles="--", linewidths=1.5)
+        ax.plot([], [], "k--", label="equal growth rates of w_1, w_2")
     if name == "l_inf-SAM":
         ax.axhline(0, color="tab:green", lw=3, alpha=0.6)
         ax.axvline(0, color="tab:green", lw=3, alpha=0.6, label="sliding lines w_j = 0")
@@ -114,9 +133,9 @@ def portrait(ax, name, system, rho=None, n=N_GRID, trajectories=True):
             sol = fs.solve(flow_system, data, a, t1=T1, saves=200, throw=False)
             w = sol.params[:, 0, :]
             keep = (np.abs(w) < 0.45).all(axis=1)
-            ax.plot(w[keep, 0], w[keep, 1], lw=1.8, label=f"trajectories to t = {T1:.0e}" if k == 0 else None)
-            ax.plot(*a, "ko", ms=4)
-    ax.set(xlim=(-0.01, 0.45), ylim=(-0.01, 0.45), xlabel="w_1", ylabel="w_2", title=f"{name}, rho={rho:g}: field F = dw/dtau")
+            line, = ax.plot(w[keep, 0], w[keep, 1], lw=1.8, color=f"C{k}", label=f"from ({a[0]:g}, {a[1]:g})")
+            ax.plot(*a, "o", color=line.get_color(), ms=4)
+    ax.set(xlim=(-0.01, 0.45), ylim=(-0.01, 0.45), xlabel="w_1", ylabel="w_2", title=f"{name}, rho={rho:g}: field F = dw/dtau, trajectories to t = {T1:.0e}")
     ax.legend(fontsize=7, loc="upper right")
     return ax
 
