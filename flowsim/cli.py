@@ -89,8 +89,7 @@ def derive(
     if latex:
         typer.echo(system.latex())
     else:
-        for name, eq in system.equations.items():
-            typer.echo(f"{name}: {eq.lhs} = {eq.rhs}")
+        typer.echo(system.text())
 
 
 def _read_config(path: Path, schema):

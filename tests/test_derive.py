@@ -87,7 +87,22 @@ def test_equations_are_sympy_and_printable():
     assert sp.simplify(eqs["w_tilde"].rhs - (w - 2 * rho * w * r / N)) == 0
     tex = system.latex()
     assert r"\tilde{w}" in tex and r"\rho" in tex and "align" in tex
+    assert all("&=" in line for line in tex.splitlines()[2:2 + len(eqs)]) and r"\log q &=" in tex
+    assert "\\" not in system.text() and "w~ = w - 2*r*rho*w/N" in system.text()
     assert "def _lambdifygenerated" in system.source("field")
+
+
+@pytest.mark.parametrize("flow, says, not_says", [
+    (fs.ASAM(0.1, eta=0.25), r"N = \|G \left(\left|{w}\right| + 0.25\right)\|_{2}", r"\sigma_{w} ="),
+    (fs.SAM(0.1, 3), r"N = \|G\|_{1.5}", r"\sigma_{w} ="),
+    (fs.SAM(0.1, float("inf")), r"\sigma_{w} = \mathrm{sign}(G_{w})", "N = "),  # sign(G) only: no N in its field
+    (fs.GD(), r"\tilde r_j,\ \tilde S", "N = "),
+])
+def test_latex_says_what_its_symbols_are_for_this_flow(flow, says, not_says):
+    """The legend is built from the flow: N is the norm of what the point normalises (ASAM: T G, not
+    G), in the dual exponent of its ball, and only where the equations use it."""
+    tex = fs.derive(fs.DiagonalNet(2), "logistic", flow).latex()
+    assert says in tex and not_says not in tex, tex
 
 
 def test_logistic_log_q_is_derived():

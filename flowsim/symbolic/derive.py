@@ -23,7 +23,9 @@ sympy objects; ``System.source(...)`` shows the generated code.
 from __future__ import annotations
 
 import inspect
+import math
 import operator
+import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
@@ -33,7 +35,7 @@ import sympy as sp
 from flowsim.symbolic.contract import check_direction, check_point
 from flowsim.symbolic.directions import DirectionSymbols
 from flowsim.symbolic.flow import Flow
-from flowsim.symbolic.points import PointSymbols
+from flowsim.symbolic.points import PointSymbols, dual_exponent
 from flowsim.symbolic.loss import M, Loss, get_loss, jax_functions, numpy_functions
 from flowsim.symbolic.model import Parametrization
 
@@ -89,10 +91,10 @@ class System:
 
     @property
     def equations(self) -> dict:
-        """Per-coordinate equations as ``sympy.Eq``: beta, the gradient direction G, the evaluation
-        point, and the field dw/dtau (with the evaluation point substituted)."""
+        """Per-coordinate equations as ``sympy.Eq``: beta, log q, the gradient direction G, the
+        evaluation point, and the field dw/dtau (with the evaluation point substituted)."""
         tau = sp.Symbol("tau")
-        eqs = {"beta": sp.Eq(sp.Symbol("beta"), self.beta), "log_q": sp.Eq(sp.Symbol("log_q"), self.loss.log_q)}
+        eqs = {"beta": sp.Eq(sp.Symbol("beta"), self.beta), "log_q": sp.Eq(sp.Symbol(r"\log q"), self.loss.log_q)}
         for k, name in enumerate(self.model.layer_names):
             eqs[f"G_{name}"] = sp.Eq(sp.Symbol(f"G_{name}"), self.direction[k])
             eqs[f"{name}_tilde"] = sp.Eq(self.w_tilde[k], self.perturbed[k])
@@ -101,14 +103,41 @@ class System:
         return eqs
 
     def latex(self) -> str:
-        """The derivation as a LaTeX ``align`` block (one line per equation)."""
-        lines = [sp.latex(e) for e in self.equations.values()]
-        coupling = (
-            r"m = Z\beta,\quad r_j = \sum_i z_{ij}\,\mathrm{softmax}(\log q(m))_i,\quad "
-            r"S = \log\tfrac1n\textstyle\sum_i q(m_i),\quad N = \|G\|_q"
-        )
-        body = " \\\\\n".join(lines + [coupling])
-        return f"% {self.model} x {self.loss} loss x {self.flow}\n\\begin{{align*}}\n{body}\n\\end{{align*}}"
+        """The derivation as a LaTeX ``align*`` block, one aligned line per equation, then what its
+        symbols stand for (the couplings the solver computes from the data, and this flow's norm N)."""
+        lines = [f"{sp.latex(e.lhs)} &= {sp.latex(e.rhs)}" for e in self.equations.values()]
+        body = " \\\\\n".join(lines + [rf"&\text{{where }} {part}" if i == 0 else rf"&\phantom{{\text{{where }}}} {part}"
+                                            for i, part in enumerate(self._legend())])
+        return (f"% {self.model} x {self.loss} loss x {self.flow}; per coordinate j: w_k is w_{{k,j}}, r is r_j\n"
+                f"\\begin{{align*}}\n{body}\n\\end{{align*}}")
+
+    def text(self) -> str:
+        """The equations in plain text, one per line (sympy's syntax; decorated names as ``w1~``, ``rho``)."""
+        plain = {x: sp.Symbol(_plain_name(x.name), **x.assumptions0)
+                 for e in self.equations.values() for x in e.free_symbols if "\\" in x.name}
+        return "\n".join(f"{name}: {e.lhs.xreplace(plain)} = {e.rhs.xreplace(plain)}" for name, e in self.equations.items())
+
+    def _legend(self) -> list:
+        """What the equations' symbols stand for, in LaTeX: the data couplings at theta and at the
+        evaluation point theta~, the log gradient scale, this flow's N (what it is the norm of, in which
+        norm) and sign(G) where the flow holds it."""
+        legend = [r"m = Z\beta,\ r_j = \textstyle\sum_i z_{ij}\,\mathrm{softmax}(\log q(m))_i,\ "
+                  r"S = \log\tfrac1n\textstyle\sum_i q(m_i)",
+                  r"\tilde r_j,\ \tilde S:\ r_j,\ S \text{ at } \tilde m = Z\tilde\beta,\ "
+                  r"\tilde\beta = \beta(\tilde w)"]
+        used = set().union(*(e.rhs.free_symbols for e in self.equations.values()))
+        if self.N in used:
+            p = self.flow.norm
+            q = "1" if math.isinf(p) else f"{dual_exponent(p):g}"
+            w, G = sp.Symbol("w", real=True), sp.Symbol("G", real=True)
+            held = PointSymbols(w, G, self.N, self.S, self.rho, sp.Symbol(r"\sigma", real=True))
+            normed = self.flow.point.normed(held) if self.flow.point.norm is not None else G
+            ball = r"\infty" if math.isinf(p) else f"{p:g}"
+            legend.append(rf"N = \|{sp.latex(normed)}\|_{{{q}}} \text{{ over every entry }} w_{{k,j}} "
+                          rf"\text{{ (the dual norm of }} \ell_{{{ball}}} \text{{)}}")
+        if self.flow.uses_sign:
+            legend.append(r"\sigma_{w} = \mathrm{sign}(G_{w}) \text{ held piecewise constant (Filippov)}")
+        return legend
 
     def source(self, part: str = "field", backend: str = "numpy") -> str:
         """Generated source code of one compiled piece (``beta``, ``direction``, ``perturbed``,
@@ -257,6 +286,15 @@ def derive(model, loss, flow) -> System:
 def _structure(flow):
     """The flow with its run-time numbers normalised away: what the symbolic derivation depends on."""
     return replace(flow, rho=1.0 if flow.point.uses_rho else 0.0, lr=1.0, decay=1.0)
+
+
+def _plain_name(name: str) -> str:
+    """A LaTeX symbol name in plain text: ``\\tilde{w}_{1}`` -> ``w1~``, ``\\sigma_{w1}`` -> ``sigma_w1``, ``\\rho`` -> ``rho``."""
+    tilde = name.startswith("\\tilde")
+    core = re.sub(r"^\\tilde\{(\w+)\}", r"\1", name)
+    core = re.sub(r"_\{(\w+)\}", r"_\1", core).replace("\\", "").replace(" ", "_")
+    core = re.sub(r"^(\w+)_(\d+)$", r"\1\2", core) if tilde else core
+    return core + ("~" if tilde else "")
 
 
 def _decorated(accent: str, name: str) -> str:
