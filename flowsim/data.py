@@ -67,13 +67,14 @@ class Dataset:
     def is_separable_by(self, model, init, flow=None) -> bool:
         """Whether some beta that ``model`` can reach from ``init`` under ``flow`` (default GD)
         separates the data: the sign pattern of beta is restricted (:func:`flowsim.reachable_signs`;
-        a balanced product or tied network of even depth from a positive init keeps beta >= 0)."""
+        a balanced product or tied network of even depth from a positive init keeps beta >= 0; a model
+        of your own: the signs derived from its formula)."""
         from flowsim.symbolic.flows import GD
-        from flowsim.symbolic.model import DiagonalNet
+        from flowsim.symbolic.model import Parametrization
         from flowsim.theory.reachable import reachable_signs
 
-        if not isinstance(model, DiagonalNet):
-            raise ValueError(f"model must be a flowsim.DiagonalNet or flowsim.Linear(); got {model!r}.")
+        if not isinstance(model, Parametrization):
+            raise ValueError(f"model must be a flowsim.Parametrization (DiagonalNet, Linear() or your own); got {model!r}.")
         signs = reachable_signs(model, model.init_params(init, self.d), GD() if flow is None else flow)
         return self.separable_with(signs)
 

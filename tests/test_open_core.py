@@ -97,6 +97,10 @@ def test_reachable_signs_are_derived_from_the_formula():
     # w1 w2^2: the second layer's plane is invariant, and beta keeps sign(w1) there
     mixed = fs.Parametrization("w1 w2^2", 2, lambda a, b: a * b**2)
     np.testing.assert_array_equal(fs.reachable_signs(mixed, np.array([[1.0, -1.0], [0.5, 0.5]]), fs.GD()), [np.nan, np.nan])
+    # the data ask the same of a model of one's own: w^2 keeps beta >= 0, which no beta of these data allows
+    data = fs.Dataset([[1.0, 0.0], [0.0, 1.0]], [1, -1])
+    assert data.is_separable and not data.is_separable_by(square, init=0.3)
+    assert data.is_separable_by(cube, init=np.array([[0.3, -0.3]])) and not data.is_separable_by(cube, init=0.3)
 
 
 def test_a_user_model_integrates_to_1e100_on_every_backend():

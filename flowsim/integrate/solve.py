@@ -152,10 +152,11 @@ def _warn_if_unreachable(system, data, theta0):
     mixed = " or an init whose signs match the data (a (layers, d) array)" if getattr(system.model, "form", None) == "product" else ""
     warnings.warn(
         f"{system.model} from this init keeps {kept} for ever, and no such beta separates these data: the flow "
-        "will converge to a critical point with a positive loss (status 'converged'; 'collapsed' where that point "
-        "is beta = 0, approached until the parameters fall below the collapse floor), not to a max-margin "
-        f"direction. To separate them use DiagonalNet(depth, form='difference') (any sign){mixed}.",
-        ReachabilityWarning, stacklevel=3)
+        "will come to rest at a point with a positive loss (status 'converged' at a critical point; 'stalled' at an "
+        "exact equilibrium of a perturbed flow; 'collapsed' where that point is beta = 0, approached until the "
+        "parameters fall below the collapse floor), not to a max-margin direction. To separate them use "
+        "DiagonalNet(depth, form='difference') (in a config file: [model] form = \"difference\"; any sign)"
+        f"{mixed}.", ReachabilityWarning, stacklevel=3)
 
 
 def _raise_failure(sol):
