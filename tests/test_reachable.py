@@ -197,7 +197,7 @@ def test_reachable_signs_and_is_separable_by(gaussian):
     assert not gaussian.is_separable_by(fs.DiagonalNet(4, "tied"), 0.5)
     assert gaussian.is_separable_by(fs.DiagonalNet(2, "difference"), 0.5)
     assert gaussian.is_separable_by(fs.Linear(), 0.5)
-    with pytest.raises(ValueError, match="model must be a flowsim.DiagonalNet"):
+    with pytest.raises(ValueError, match="model must be a flowsim.Parametrization"):
         gaussian.is_separable_by("product", 0.5)
     with pytest.raises(ValueError, match="init must be"):
         gaussian.is_separable_by(fs.DiagonalNet(2), np.ones((3, 10)))
