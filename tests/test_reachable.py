@@ -165,24 +165,57 @@ def test_gd_conserves_layer_gaps_to_t_1e100(backend):
     assert np.abs(gap - gap[0]).max() <= 10 * 1e-8 * np.abs(sol.params).max() ** 2
 
 
+SIGNED = {2: np.array([[0.3, -0.3], [-0.3, -0.3]]), 3: np.array([[0.3, 0.3], [-0.3, 0.3], [-0.3, -0.3]])}
+
+
 @pytest.mark.parametrize("flow", [fs.GD(), fs.SAM(0.3, 2), fs.SAM(0.3, 3), fs.USAM(0.3), fs.SAM(0.05, float("inf"))],
                          ids=str)
 @pytest.mark.parametrize("depth", [2, 3])
-def test_balanced_product_equals_the_product_integrated_as_is(flow, depth, monkeypatch):
-    """The tied reduction (rho L^(-1/p), USAM rho/L, time x L) against the full product integrated by an
-    explicit method, which keeps the layers equal to rounding: the rescalings are checked, not assumed."""
+@pytest.mark.parametrize("signed", [False, True], ids=["equal", "equal-up-to-signs"])
+def test_balanced_product_equals_the_product_integrated_as_is(flow, depth, signed, monkeypatch):
+    """The tied reduction (rho L^(-1/p), USAM rho/L, time x L; layers equal up to signs on sign-flipped
+    data) against the full product integrated by an explicit method, which keeps the layers equal (up to
+    their signs) to rounding: the rescalings and the flips are checked, not assumed."""
     import flowsim.integrate.solve
 
     data = fs.Dataset(np.array([[1.0, 2.0], [0.5, 1.5]]), [1, 1])
     system = fs.derive(fs.DiagonalNet(depth), "logistic", flow)
-    tight = dict(t1=1e3, backend="scipy:DOP853", rtol=1e-11, atol=1e-13)
-    reduced = fs.solve(system, data, 0.3, **tight)
-    assert reduced.config["integrated_as"].startswith(f"System(DiagonalNet(depth={depth}, form='tied')")
-    monkeypatch.setattr(flowsim.integrate.solve, "reduction", lambda *a: None)
-    full = fs.solve(system, data, 0.3, **tight)
+    init = SIGNED[depth] if signed else 0.3
+    tight = dict(t1=1e3, backend="scipy:DOP853", rtol=1e-11, atol=1e-13, allow_nonseparable=signed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fs.ReachabilityWarning)  # (the signed start keeps beta_1 <= 0)
+        reduced = fs.solve(system, data, init, **tight)
+        assert reduced.config["integrated_as"].startswith(f"System(DiagonalNet(depth={depth}, form='tied')")
+        assert ("flipped" in reduced.config["integrated_as"]) == signed
+        monkeypatch.setattr(flowsim.integrate.solve, "reduction", lambda *a: None)
+        full = fs.solve(system, data, init, **tight)
     assert "integrated_as" not in full.config
     np.testing.assert_allclose(reduced.log10_t[1:], full.log10_t[1:], rtol=0, atol=1e-9)
     np.testing.assert_allclose(reduced.params, full.params, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(reduced.beta, full.beta, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("flow", [fs.GD(), fs.USAM(0.05), fs.SAM(0.05)], ids=str)
+def test_an_anti_balanced_start_never_separates_what_the_exact_flow_cannot(flow):
+    """w_2 = -w_1 in coordinate 1 keeps beta_1 = -w^2 <= 0 for ever, so these data (separable only with
+    beta_1 > 0) are never separated. Integrated as a product, BDF, Radau and LSODA left that manifold and
+    returned 'completed' with beta_1 up to +2.3e4 (Tsit5 and DOP853 did not): every backend now ends at
+    the same rest point, beta_1 = 0."""
+    data = fs.Dataset(np.array([[1.0, 0.5], [1.0, -0.2]]), [1, 1])
+    init = np.array([[0.1, 0.1], [-0.1, 0.1]])
+    system = fs.derive(fs.DiagonalNet(2), "logistic", flow)
+    assert fs.reachable_signs(system.model, init, flow)[0] == -1 and not data.is_separable_by(system.model, init, flow)
+    ends = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fs.ReachabilityWarning)
+        for backend in ("auto", "scipy:BDF", "scipy:Radau", "scipy:LSODA", "scipy:DOP853"):
+            sol = fs.solve(system, data, init, t1=1e100, backend=backend, throw=False)
+            assert sol.status in ("converged", "stalled") and np.all(sol.beta[:, 0] <= 0), (backend, sol)
+            assert np.all(sol.params[:, 1, 0] == -sol.params[:, 0, 0])
+            ends[backend] = sol.beta[-1]
+    for end in ends.values():
+        np.testing.assert_allclose(end, ends["auto"], rtol=1e-6, atol=1e-9)
+    assert ends["auto"][0] == 0 and ends["auto"][1] > 2  # the loss's minimiser over beta_2 with beta_1 = 0
 
 
 def test_reachable_signs_and_is_separable_by(gaussian):

@@ -1,6 +1,8 @@
 """fs.sweep (vmapped, per point, on Dask) against per-point fs.solve, and the phase diagrams
 against seed 000's Cor 3.5."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -275,3 +277,19 @@ def test_chunks_are_as_few_and_as_equal_as_chunk_size_allows(l2_sweep, monkeypat
     assert sorted(sizes) == [3, 3] and ds.attrs["chunks"] == 2
     for var in ("beta", "log_loss", "status", "steps"):
         np.testing.assert_array_equal(ds[var].values, l2_sweep[var].values)
+
+
+def test_a_sweep_from_layers_equal_up_to_signs_equals_its_solves():
+    """Such a start is reduced to the tied net on flipped data by solve; the lockstep solve, which shares
+    one data set, hands it to solve (it integrated the product, which can leave the manifold)."""
+    data = fs.Dataset(np.array([[1.0, 0.5], [1.0, -0.2]]), [1, 1])
+    init = np.array([[0.1, 0.1], [-0.1, 0.1]])
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.05))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fs.ReachabilityWarning)
+        ds = fs.sweep(system, data, {"rho": [0.02, 0.05]}, init=init, t1=1e100, saves=50)
+        for k, rho in enumerate((0.02, 0.05)):
+            sol = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(rho)), data, init, t1=1e100, saves=50,
+                           throw=False)
+            np.testing.assert_array_equal(ds["beta_end"].values[k], sol.beta[-1])
+            assert ds["status"].values[k] == sol.status and sol.beta[-1][0] == 0

@@ -22,33 +22,57 @@ import math
 
 import numpy as np
 
+from flowsim.symbolic.flow import commutes_with_sign_flips
 from flowsim.symbolic.model import DiagonalNet
 
 
-def reduction(system, theta0):
-    """``(tied_system, speedup)`` when ``theta0`` is a balanced start of a product network, else None."""
+def reduction(system, theta0, data):
+    """``(tied_system, speedup, tied_data, flips)`` when ``theta0`` is a balanced start of a product
+    network up to signs, else None. ``flips`` (layers, d): each entry's sign relative to layer 1's.
+
+    Layers equal up to a sign per entry (:math:`|w_{lj}|` equal over l, e.g. the anti-balanced
+    :math:`w_2 = -w_1`) are the balanced start of the same network in :math:`v = \\mathrm{flips}\\,w` on data
+    whose column j is multiplied by :math:`c_j = \\prod_l \\mathrm{flips}_{lj}`: the loss is the same
+    function, and the built-in flows act entry by entry through odd maps and sign-blind norms, so they
+    commute with the flips. (Integrated as a product, the anti-balanced start drifted off its manifold
+    in BDF, Radau and LSODA and "separated" data with beta_j > 0 that the exact flow keeps <= 0.) A
+    flow with parts of your own is reduced only from layers exactly equal: the flips need that
+    symmetry, which flowsim cannot check in your code."""
+    from flowsim.data import Dataset
     from flowsim.symbolic.derive import derive
 
     model = system.model
-    if not isinstance(model, DiagonalNet) or model.form != "product" or model.depth < 2 or not np.all(theta0 == theta0[:1]):
+    if not isinstance(model, DiagonalNet) or model.form != "product" or model.depth < 2:
+        return None
+    if not np.all(np.abs(theta0) == np.abs(theta0[:1])):
+        return None
+    flips = np.where(np.sign(theta0) == np.sign(theta0[:1]), 1.0, -1.0)
+    if np.any(flips < 0) and not commutes_with_sign_flips(system.flow):
         return None
     tied = system.flow.tied_equivalent(model.depth)
     if tied is None:  # a flow whose parts do not say how the tied net follows: integrate the product
         return None
     flow, speedup = tied
-    return derive(DiagonalNet(model.depth, "tied"), system.loss, flow), speedup
+    c = np.prod(flips, axis=0)
+    tied_data = data if np.all(c > 0) else Dataset(data.X * c, data.y)
+    return derive(DiagonalNet(model.depth, "tied"), system.loss, flow), speedup, tied_data, flips
 
 
-def lift(sol, system, speedup):
-    """The product network's solution from the tied one's: every layer equal to w, time and tau
-    ``speedup`` times longer (the tied flow is that much faster)."""
+def lift(sol, system, speedup, data, flips):
+    """The product network's solution from the tied one's: layer l is ``flips[l]`` times w (every layer
+    w for a balanced start), beta and the events' beta the flips' product times the tied beta (the
+    margins and the loss are the same), time and tau ``speedup`` times longer (the tied flow is that
+    much faster)."""
     shift = math.log10(speedup)
-    events = [dict(e, log10_t=e["log10_t"] + shift, tau=e["tau"] * speedup) for e in sol.events]
+    c = np.prod(flips, axis=0)
+    events = [dict(e, log10_t=e["log10_t"] + shift, tau=e["tau"] * speedup,
+                   **({"beta": (c * np.asarray(e["beta"])).tolist()} if "beta" in e else {})) for e in sol.events]
     with np.errstate(over="ignore"):  # a tau past float range (t near 1e308) is inf; log10_t holds the time
         tau = sol.tau * speedup
+    flipped = "" if np.all(flips > 0) else f", layers flipped by {flips.astype(int).tolist()} (data columns by {c.astype(int).tolist()})"
     return dataclasses.replace(
-        sol, system=system, log10_t=sol.log10_t + shift, tau=tau,
-        params=np.repeat(sol.params, system.model.n_layers, axis=1), events=events,
+        sol, system=system, data=data, log10_t=sol.log10_t + shift, tau=tau, beta=sol.beta * c,
+        params=np.repeat(sol.params, system.model.n_layers, axis=1) * flips, events=events,
         config={**sol.config, "rho": system.flow.rho,
-                "integrated_as": f"{sol.system} with {sol.system.flow}, {speedup:g}x faster"},
+                "integrated_as": f"{sol.system} with {sol.system.flow}, {speedup:g}x faster{flipped}"},
     )

@@ -111,12 +111,12 @@ def solve(
     config = dict(arguments, clock=clock, saves=len(points), rho=float(system.flow.rho), track=track,
                   arguments=dict(arguments, save_at=points.tolist()))
     floors = (float(log_floor_of(theta0, collapse_tol, atol)), math.log(blowup_size))
-    # a balanced product network is integrated on its invariant manifold, as the tied net
-    reduced = reduction(system, theta0)
-    run_system, speedup = reduced or (system, 1.0)
-    sol = _integrate(run_system, data, be, clock, theta0[: run_system.model.n_layers], L1, u1, points, rtol, atol,
+    # a balanced product network (up to signs) is integrated on its invariant manifold, as the tied net
+    reduced = reduction(system, theta0, data)
+    run_system, speedup, run_data, flips = reduced or (system, 1.0, data, None)
+    sol = _integrate(run_system, run_data, be, clock, theta0[: run_system.model.n_layers], L1, u1, points, rtol, atol,
                      max_steps, floors, track, progress, config, speedup, adaptive)
-    sol = lift(sol, system, speedup) if reduced else sol
+    sol = lift(sol, system, speedup, data, flips) if reduced else sol
     return _raise_failure(sol) if throw else sol
 
 

@@ -326,7 +326,9 @@ def _chunk(spec, data, inits, rhos, opts):
             return out
         return {k: np.concatenate([v, _interrupted(rest, len(opts["save_at"]), data.d)[k]]) for k, v in out.items()}
 
-    if not opts.pop("vmapped"):
+    # layers equal up to signs are solved as solve reduces them (on flipped data, which the lockstep solve
+    # does not share)
+    if not opts.pop("vmapped") or any(_flipped_balance(model, th) for th in inits):
         return one_by_one(range(len(inits)))
     out = _vmapped(system, data, inits, rhos, opts)
     # the lockstep solve is one segment with no critical-point check: points that end on a plateau or
@@ -337,6 +339,12 @@ def _chunk(spec, data, inits, rhos, opts):
         for k in out:
             out[k][redo] = again[k]
     return out
+
+
+def _flipped_balance(model, theta0) -> bool:
+    """A product network's layers of equal magnitudes, not all equal (e.g. an anti-balanced start)."""
+    return (getattr(model, "form", None) == "product" and len(theta0) > 1
+            and bool(np.all(np.abs(theta0) == np.abs(theta0[:1])) and np.any(theta0 != theta0[:1])))
 
 
 def _plateau_at_end(log_loss):
@@ -370,10 +378,10 @@ def _vmapped(system, data, inits, rhos, opts):
     clock = SCHEDULE if getattr(flow, "clock", None) == SCHEDULE else resolve_clock(opts["clock"], be)
     theta0 = np.stack(inits)  # parameters, validated by sweep
     speedup = 1.0
-    reduced = reduction(system, theta0[0]) if np.all(theta0 == theta0[:, :1]) else None
-    if reduced:  # balanced products: as the tied net, like solve
+    reduced = reduction(system, theta0[0], data) if np.all(theta0 == theta0[:, :1]) else None
+    if reduced:  # balanced products: as the tied net, like solve (layers equal up to signs: _chunk solves them)
         depth = system.model.depth
-        system, speedup = reduced
+        system, speedup = reduced[:2]
         tied = {r: _with_rho(flow, r).tied_equivalent(depth)[0].rho for r in np.unique(rhos)}
         rhos = np.array([tied[r] for r in rhos])
         flow, theta0 = system.flow, theta0[:, :1]

@@ -140,3 +140,13 @@ def follows_gradient(flow) -> bool:
     gradient's factor dbeta/dw (so w = 0 planes of tied and difference nets are invariant); used by
     :mod:`flowsim.integrate.critical` and :mod:`flowsim.theory.reachable`."""
     return flow.follows_gradient and flow.clock is None
+
+
+def commutes_with_sign_flips(flow) -> bool:
+    """Flipping the sign of some entries (and the data columns where their product changes sign) maps
+    the flow's trajectories to trajectories: true of flowsim's own parts, which act entry by entry
+    through odd maps with sign-blind norms and weights; not assumed of parts of your own. Used by the
+    balanced-start reduction and :func:`flowsim.reachable_signs`."""
+    own = ("flowsim.symbolic.points", "flowsim.symbolic.directions")
+    return all(type(part).__module__ in own for part in (flow.point, flow.direction)) and not any(
+        type(part).__name__ == "Preconditioned" for part in (flow.point, flow.direction))

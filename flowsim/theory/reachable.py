@@ -26,7 +26,7 @@ from functools import lru_cache
 import numpy as np
 import sympy as sp
 
-from flowsim.symbolic.flow import follows_gradient
+from flowsim.symbolic.flow import commutes_with_sign_flips, follows_gradient
 from flowsim.symbolic.model import DiagonalNet
 
 
@@ -69,11 +69,18 @@ def reachable_signs(model, theta0, flow) -> np.ndarray:
 
 
 def _layer_symmetry(theta0, flow, L, signs):
+    """Layers that start equal stay equal (the field is symmetric in them): beta_j = w^L >= 0 at even L.
+    Equal up to signs, they stay so under flows that commute with sign flips (``balanced.reduction``):
+    beta_j keeps the sign of the product at even L (at odd L only gradient-following flows, which never
+    cross w = 0, keep it)."""
     equal = np.all(theta0 == theta0[:1], axis=0)
     same_size = np.all(np.abs(theta0) == np.abs(theta0[:1]), axis=0)
     signs = signs.copy()
     if follows_gradient(flow):
         signs[same_size] = np.sign(np.prod(theta0, axis=0))[same_size]
+    elif L % 2 == 0 and commutes_with_sign_flips(flow):  # (an entry at 0 need not stay there: l_inf-SAM)
+        flips = np.where(np.sign(theta0) == np.sign(theta0[:1]), 1.0, -1.0)
+        signs[same_size] = np.prod(flips, axis=0)[same_size]
     if L % 2 == 0:
         signs[equal & np.isnan(signs)] = 1.0
     return signs
