@@ -11,6 +11,7 @@ import flowsim as fs
 from conftest import BACKENDS, separable
 
 MU = np.array([1.0, 2.0])
+MU3 = np.array([1.0, 2.0, 3.0])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -102,6 +103,24 @@ def test_verdicts():
     # a solution cut short gives no verdict
     short = fs.solve(fs.derive(fs.Linear(), "logistic", fs.GD()), data, 0.1, t1=1e100, max_steps=10, throw=False)
     assert fs.verdict(short, refs, "l2").holds is None
+
+
+def test_a_verdict_does_not_call_a_trajectory_far_from_every_reference_convergent():
+    """Depth-2 GD from (1, 0.01, 0.01) is on its way to l1 (Thm: depth-2 GD -> l1 max-margin) and at
+    t = 1e100 still 37-57 degrees from every reference, its gap to each shrinking like a slow power: the
+    verdict called it convergent to l_inf (and, alone, to whichever reference it was given). Its gaps
+    shrink ever faster there (a transient: the fitted rate grows 16-72% from one half of the tail to the
+    next): inconclusive, never True. From 0.05 the same flow is called convergent to l1."""
+    one = fs.Dataset(MU3[None], [1])
+    refs = {"l1": fs.max_margin(one, 1), "l2": fs.max_margin(one, 2), "linf": fs.max_margin(one, float("inf"))}
+    gd = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
+    far = fs.solve(gd, one, np.array([1.0, 0.01, 0.01]), t1=1e100)
+    for claim in refs:
+        v = fs.verdict(far, refs, claim)
+        assert v.holds is None and ("not one power law" in v.why) == (claim == "linf"), v.why  # (others: nearer rivals)
+        assert fs.verdict(far, {claim: refs[claim]}, claim).holds is not True
+    near = fs.solve(gd, one, 0.05, t1=1e100)
+    assert fs.verdict(near, refs, "l1").holds is True and fs.verdict(near, {"l1": refs["l1"]}, "l1").holds is True
 
 
 def test_limit_direction_extrapolates_and_says_when_it_cannot():
