@@ -77,9 +77,26 @@ def test_proxy_validation():
     g = fs.datasets.gaussian_clusters(10, 5, seed=0)
     with pytest.raises(ValueError, match="batch = n is the sign flow"):
         fs.solve(fs.derive(fs.Linear(), "logistic", fs.AdamProxy(batch=10)), g, 0.1, t1=10)
+    one = fs.Dataset([[1.0, -2.0]], [1])  # one sample: per-sample Adam is the sign flow, batch 2 a 0/0 field
+    for batch in (1, 2):  # (both were integrated: a frozen beta and a max_steps message)
+        with pytest.raises(ValueError, match=rf"AdamProxy\(batch={batch}\) on n=1 sample\(s\): batch must be < n"):
+            fs.solve(fs.derive(fs.Linear(), "logistic", fs.AdamProxy(batch=batch)), one, 0.1, t1=10)
     with pytest.raises(ValueError, match="decay must be in"):
         fs.SignFlow(decay=2)
     with pytest.raises(ValueError, match="batch must be a positive int"):
         fs.AdamProxy(batch=0)
     with pytest.raises(ValueError, match="overflows"):
         fs.solve(fs.derive(fs.Linear(), "logistic", fs.SignFlow(decay=0.5)), g, 0.1, log10_t1=1e4)
+
+
+@pytest.mark.parametrize("backend", ["auto", "scipy:Radau", "scipy:LSODA", "scipy:DOP853"])
+def test_the_proxy_at_a_jump_of_its_field_says_so_on_every_backend(backend):
+    """On a depth-2 tied net the proxy's field carries sign(dbeta/dw) = sign(w): it jumps across w = 0,
+    and here drives w_2 onto that plane at log10 t ~ -0.954, where the exact flow slides. The backends
+    ended 'max_steps' ("raise max_steps or loosen rtol/atol") or 'failed' ("step size less than
+    spacing"); each now says 'chattering' and names the entry, at the same time."""
+    data = fs.Dataset(np.array([[1.0, -2.0], [0.7, -1.0]]), [1, 1])
+    system = fs.derive(fs.DiagonalNet(2, "tied"), "logistic", fs.AdamProxy(batch=1))
+    sol = fs.solve(system, data, 0.1, t1=1e10, backend=backend, throw=False)
+    assert sol.status == "chattering" and "entries [(0, 2)]" in sol.message and "jumps" in sol.message, sol.message
+    assert abs(sol.log10_t[-1] - (-0.954)) < 2e-3 and abs(sol.params[-1, 0, 1]) < 1e-9

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from flowsim.integrate import critical
-from flowsim.integrate.arrival import ORDER, arrivals, sliding
+from flowsim.integrate.arrival import ORDER, _reached, arrivals, sliding
 from flowsim.integrate.backends import backend_for
 from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.critical import LOSS_STILL
@@ -73,6 +73,7 @@ def _on_chunk_end(run, seg):
             run.message = TOO_LARGE.format(size=run.K * run.d, most=DENSE_MAX, log10_t=run.log10_t_asked)
         _stability_limited(run)
         _at_saddle(run, "the step budget ran out")
+        _at_a_jump(run)
 
 
 def _sliding(run) -> bool:
@@ -184,6 +185,7 @@ def _on_failure(run, seg):
     run.status, run.message = seg.reason, seg.message
     if seg.reason == "failed":
         _at_saddle(run, seg.message)
+        _at_a_jump(run)
 
 
 def _at_saddle(run, why):
@@ -196,6 +198,26 @@ def _at_saddle(run, why):
         run.status = "chattering"
         run.message = SADDLE.format(log10_t=run.log10_t_asked, rate=cp.growth_rate,
                                     reason=why)
+
+
+def _at_a_jump(run):
+    """A flow whose own field jumps where an entry crosses 0 (AdamProxy carries sign(dbeta/dw), which at
+    even depth is sign(w)) that failed or spent its steps with entries at that plane, its field pointing
+    into it from both sides without shrinking there: a sliding mode flowsim does not integrate for such a
+    flow; said so, naming the entries, rather than blaming the step budget or the tolerances."""
+    if run.status not in ("max_steps", "failed") or run.vf.signed or follows_gradient(run.system.flow) or _too_large(run):
+        return
+    theta = run.theta
+    near = np.abs(theta) <= JUMP_NEAR * np.abs(theta).max()
+    on = [(int(i), int(j) + 1) for i, j in zip(*np.nonzero(near)) if _reached(
+        run.vf, theta, run.Z, run.rho, run.sigma, (i, j), 0.0, max(2.0 * abs(theta[i, j]), run.atol))]
+    if on:
+        run.status = "chattering"
+        run.message = JUMP.format(log10_t=run.log10_t_asked, entries=on, flow=run.system.flow)
+
+
+#: entries this small against the largest are probed for a jump of the field across w = 0
+JUMP_NEAR = 1e-6
 
 
 #: dense O((Kd)^3) linear algebra (eigenvalues, Newton steps) on cold paths only up to this many entries
@@ -320,6 +342,12 @@ STIFF = ("{backend} ran out of its step budget at log10 t = {log10_t:.6g} with s
          "{product:.3g}, at an explicit method's stability bound. An implicit method is not limited so: backend='auto' "
          "(hands over to scipy:BDF) or 'scipy:BDF', 'scipy:LSODA', 'scipy:Radau'; a larger max_steps only goes further "
          "at the same pace (on a plateau in the log-time clock, a pace that slows like 1/t)")
+
+
+JUMP = ("at log10 t = {log10_t:.6g} entries {entries} (layer, 1-based coordinate) are at w = 0, where the field of "
+        "{flow} jumps (it is not continuous across that plane: AdamProxy's carries sign(dbeta/dw)) and points into it from "
+        "both sides: the exact flow slides along w = 0 there, a sliding mode flowsim does not integrate for this flow; "
+        "the trajectory up to it is kept")
 
 
 SLIDING = ("at log10 t = {log10_t:.6g} the flow slides along a surface where its field -grad L(theta + rho g/|g|) is "

@@ -176,9 +176,10 @@ def check_common(system, data, clock, rtol, atol, max_steps, allow_nonseparable,
     require_separable(data, allow_nonseparable)
     if clock not in CLOCKS:
         raise ValueError(f"clock must be one of {(*CLOCKS, 'auto')}; got {clock!r}.")
-    if getattr(system.flow.direction, "batch", 1) >= data.n > 1:
-        raise ValueError(f"AdamProxy(batch={system.flow.direction.batch}) on n={data.n} samples: batch must be < n "
-                         "(batch = n is the sign flow, a discontinuous field: use flowsim.SignFlow()).")
+    if system.flow.needs_P and getattr(system.flow.direction, "batch", 1) >= data.n:
+        raise ValueError(f"AdamProxy(batch={system.flow.direction.batch}) on n={data.n} sample(s): batch must be < n "
+                         "(batch = n is the sign flow, a discontinuous field: use flowsim.SignFlow(); past n the "
+                         "proxy's field is 0/0).")
     if getattr(system.flow, "clock", None) == SCHEDULE:
         clock = SCHEDULE  # the learning-rate schedule is the clock of sign and Adam-proxy flows
     rtol, atol = positive("rtol", rtol), positive("atol", atol)
