@@ -326,6 +326,23 @@ def _fields_at(loc, root) -> list[str]:
 _TYPE_TAG = re.compile(r"^(float|int|str|bool|none)$|[\[\-]")
 
 
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance (difflib has none: its ratio ranked 'rtol' above 't1' for the typo 'tl')."""
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]
+
+
+def _closest(name: str, choices) -> list:
+    """The likeliest meant key: difflib's close matches and keys one edit away, fewest edits first."""
+    choices = list(choices)
+    near = set(difflib.get_close_matches(name, choices, n=3)) | {c for c in choices if _edits(name, c) <= 1}
+    return sorted(near, key=lambda c: (_edits(name, c), -difflib.SequenceMatcher(None, name, c).ratio()))[:1]
+
+
 def _message(err: ValidationError, root) -> str:
     e = err.errors()[0]
     path = [p for p in e["loc"] if isinstance(p, str)]
@@ -338,10 +355,10 @@ def _message(err: ValidationError, root) -> str:
         if len(loc) == 2 and loc[-1] in root.model_fields:  # TOML puts a key written after [table] in it
             return (f"config: unknown key '{key}': '{loc[-1]}' is a top-level key; in TOML it must come before the "
                     "first [table] (after it, it belongs to that table)")
-        close = difflib.get_close_matches(loc[-1], _fields_at(loc, root), n=1)
+        close = _closest(loc[-1], _fields_at(loc, root))
         if not close and len(loc) == 1:  # a table's key written at the top level: rho = 0.1 for [flow] rho
             tables = {k: t for t in root.model_fields for k in _fields_at([t, ""], root)}
-            near = difflib.get_close_matches(loc[-1], list(tables), n=1)
+            near = _closest(loc[-1], list(tables))
             if near:
                 return f"config: unknown key '{key}'; did you mean '{near[0]}' in the table [{tables[near[0]]}]?"
         hint = f"; did you mean '{'.'.join(loc[:-1] + close)}'?" if close else f"; valid keys here: {_fields_at(loc, root)}"

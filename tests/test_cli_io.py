@@ -299,6 +299,7 @@ def test_data_from_npz_csv_and_builtin_sets(tmp_path):
     ("run", CONFIG.replace("saves = 30", "save_at = [3.0, 2.0]"), "strictly increasing"),
     ("sweep", CONFIG, "missing key 'sweep'"),
     ("sweep", CONFIG + "[sweep]\nalpah = [0.1]\n", "did you mean 'sweep.alpha'?"),
+    ("run", CONFIG.replace("t1 = 1e20", "tl = 1e20"), "unknown key 'tl'; did you mean 't1'?"),  # (difflib: 'rtol')
     ("sweep", CONFIG + "[sweep]\nchunk_size = 2\n", "needs at least one axis"),
     ("sweep", CONFIG + "[sweep]\nrho = []\n", "key 'sweep.rho': List should have at least 1 item"),
     ("run", CONFIG.replace("rho = 0.05", "rho = 0.05\nnorm = \"inf\""), "write it without quotes, norm = inf"),
