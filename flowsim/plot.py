@@ -348,10 +348,34 @@ def _log_if_geometric(ax, axis, v):
 
 
 def _grid_axes(ax, xk, x, yk, y):
-    """Axes of a map over two grid keys: named, logarithmic where the grid is geometric."""
-    _log_if_geometric(ax, "x", x)
-    _log_if_geometric(ax, "y", y)
+    """Axes of a map over two grid keys: named, logarithmic where the grid is geometric, ticked at the grid's
+    own values where there are few (a log axis labelled only 1e-1 and 2e-1 left the cells unnamed)."""
+    from matplotlib.ticker import NullLocator
+
+    for axis, v in (("x", x), ("y", y)):
+        _log_if_geometric(ax, axis, v)
+        if len(v) <= GRID_TICKS:
+            getattr(ax, f"set_{axis}ticks")(v, [f"{a:g}" for a in v])
+            getattr(ax, f"{axis}axis").set_minor_locator(NullLocator())
     ax.set(xlabel=xk, ylabel=yk)
+
+
+#: grid axes of at most this many values are ticked at each value
+GRID_TICKS = 8
+
+
+def _mark_unfinished(ax, ds, xk, yk):
+    """A marker per status at each grid point that did not run to the horizon nor come to rest (collapsed,
+    failed, ...), named in the legend: a map's colour alone does not say why a point has no switch."""
+    from flowsim.integrate.solution import HELD
+
+    status = ds["status"].transpose(yk, xk).values
+    X, Y = np.meshgrid(ds[xk].values, ds[yk].values)
+    marks = [ax.plot(X[status == name], Y[status == name], "xo+sv^"[k % 6], color="w", mec="k", ms=7, mew=1.2, ls="",
+                     label=name)[0] for k, name in enumerate(sorted(set(status.ravel()) - {"completed", *HELD}))]
+    if marks:  # beside what the map's legend already names ("no switch")
+        before = ax.get_legend()
+        ax.legend(handles=(list(before.legend_handles) if before else []) + marks, fontsize=7, loc="upper right")
 
 
 def leader_map(ds, ax=None, key=None, curves=True):
@@ -442,6 +466,8 @@ def sweep_summary(ds, fig=None):
         _leaders(right, ds["leader"].isel(log10_t=-1).transpose(yk, xk).values, x, y, ds.sizes["coordinate"])
         _grid_axes(right, xk, x, yk, y)
         right.set_title("leading coordinate at the end (ended: the point stopped earlier)", fontsize=9)
+        for ax in (left, right):
+            _mark_unfinished(ax, ds, xk, yk)
     statuses, counts = np.unique(ds["status"].values, return_counts=True)
     fig.suptitle(f"sweep over {', '.join(keys)} of {ds.attrs.get('system', 'a flow')}: "
                  + ", ".join(f"{c} {s}" for s, c in zip(statuses, counts)), fontsize=10)

@@ -182,6 +182,26 @@ def test_cli_plot_on_a_saved_sweep(sweeps, tmp_path, which):
     assert "collapsed" in fig.get_suptitle() and ("alpha, rho" in fig.get_suptitle()) == (which == 1)
 
 
+def test_a_two_key_summary_marks_points_that_stopped_and_ticks_the_grid(sweeps):
+    """Collapsed points looked like 'no switch' on the switch-time map and 'ended' beside it: each panel
+    marks them at their grid points, named in its legend (beside 'no switch'); the axes are ticked at the
+    grid's own values."""
+    ds = sweeps[1]
+    fig = plot.sweep_summary(ds)
+    stopped = ds["status"].transpose("rho", "alpha").values == "collapsed"
+    assert stopped.any()
+    X, Y = np.meshgrid(ds["alpha"].values, ds["rho"].values)
+    maps = [ax for ax in fig.axes if ax.get_title()]  # (their colour bars are axes too)
+    assert len(maps) == 2
+    for ax in maps:
+        legend = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert "collapsed" in legend and ("no switch" in legend) == (ax is maps[0])
+        mark = [line for line in ax.get_lines() if line.get_label() == "collapsed"][0]
+        assert sorted(zip(mark.get_xdata(), mark.get_ydata())) == sorted(zip(X[stopped], Y[stopped]))
+        np.testing.assert_allclose(ax.get_xticks(), ds["alpha"].values)
+        assert [t.get_text() for t in ax.get_yticklabels()] == [f"{r:g}" for r in ds["rho"].values]
+
+
 def test_the_modules_a_user_reaches_for_are_attributes_of_flowsim():
     """``fs.plot`` and ``fs.io`` after ``import flowsim as fs`` (the README's snippets use them)."""
     import flowsim.io
