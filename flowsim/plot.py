@@ -277,8 +277,10 @@ def _edges(v):
     return np.exp(e) if geometric else e
 
 
-def _label_names(labels):
-    return ["beta -> 0 (bounded)" if k < 0 else f"e_{k + 1}" for k in labels]
+def _label_names(labels, depth):
+    """Cor 3.5's limits: e_j, or bounded (beta -> 0 at even depth, every beta_j -> rho^L at odd)."""
+    bounded = "beta -> 0 (bounded)" if depth % 2 == 0 else "each beta_j -> rho^L (bounded)"
+    return [bounded if k < 0 else f"e_{k + 1}" for k in labels]
 
 
 def phase_diagram(ds, ax=None):
@@ -306,7 +308,7 @@ def phase_diagram(ds, ax=None):
     if bad.any():
         i, j = np.nonzero(bad)
         ax.plot(a1[i], a2[j], "kx", ms=8, label="flow != Cor 3.5")
-    for k, name in zip(labels, _label_names(labels)):
+    for k, name in zip(labels, _label_names(labels, int(ds.attrs["depth"]))):
         ax.plot([], [], "s", color=colors[(k + 1) % len(colors)], label=name)
     ax.plot([], [], "k-", label="Cor 3.5 boundary (formula)")
     ax.set_xlabel("alpha_1")
