@@ -154,6 +154,14 @@ def test_flow_distance_reports_order_one(one_sample):
     errs, order = fs.flow_distance(lambda eta: OPT.sam(eta, 0.05), fs.SAM(0.05), fs.DiagonalNet(2), "logistic",
                                    one_sample, 0.3, 10.0, [0.1, 0.05, 0.025])
     assert order == pytest.approx(1.0, abs=0.05) and np.all(np.diff(errs) < 0)
+    # eta = 0.3 does not divide t_end = 1: its 3 steps reach t = 0.9, where the flow is compared (not t = 1)
+    errs, _ = fs.flow_distance(lambda eta: OPT.sam(eta, 0.05), fs.SAM(0.05), fs.DiagonalNet(2), "logistic",
+                               one_sample, 0.3, 1.0, [0.3, 0.25])
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.05))
+    for err, eta, steps in zip(errs, (0.3, 0.25), (3, 4)):
+        flow = fs.solve(system, one_sample, 0.3, t1=steps * eta, rtol=1e-12, atol=1e-14, saves=2).beta[-1]
+        run = fs.iterate(OPT.sam(eta, 0.05), fs.DiagonalNet(2), "logistic", one_sample, steps=steps, init=0.3, records=2)
+        assert err == pytest.approx(np.abs(run.beta[-1] - flow).max(), rel=1e-8)
 
 
 @pytest.mark.parametrize("sampling", ["shuffle", "replace"])

@@ -211,14 +211,21 @@ def _discrete_run(name, compiled, data, pts, times, P, status, message, problem)
 
 
 def flow_distance(make_optimizer, flow, model, loss, data, init, t_end: float, etas, *, rtol=1e-12, atol=1e-14):
-    """Run the discrete optimizer ``make_optimizer(eta)`` for t_end / eta steps and the flow to t_end
-    on the same problem; return (errors max|beta_eta - beta_flow|, fitted order in eta). For GD and
-    SAM against their flows the order is 1."""
+    """Run the discrete optimizer ``make_optimizer(eta)`` for round(t_end / eta) steps and the flow to the
+    time those steps reach (steps x eta: t_end itself only where eta divides it) on the same problem;
+    return (errors max|beta_eta - beta_flow|, fitted order in eta). For GD and SAM against their flows
+    the order is 1."""
     from flowsim.symbolic.derive import derive
     from flowsim.integrate.solve import solve
 
-    ref = solve(derive(model, loss, flow), data, init, t1=t_end, rtol=rtol, atol=atol, saves=2, track=()).beta[-1]
-    errs = np.array([np.abs(iterate(make_optimizer(eta), model, loss, data, steps=int(round(t_end / eta)), init=init,
-                                    records=2).beta[-1] - ref).max() for eta in etas])
+    steps = [int(round(t_end / eta)) for eta in etas]
+    if min(steps) < 1:
+        raise ValueError(f"t_end = {t_end:g} is shorter than a step of eta = {max(etas):g}.")
+    reached = [k * float(eta) for k, eta in zip(steps, etas)]
+    at = sorted(set(np.log10(reached).tolist()))
+    ref = solve(derive(model, loss, flow), data, init, log10_t1=at[-1], save_at=at, rtol=rtol, atol=atol, track=())
+    flow_at = dict(zip(at, ref.beta))
+    errs = np.array([np.abs(iterate(make_optimizer(eta), model, loss, data, steps=k, init=init, records=2).beta[-1]
+                            - flow_at[float(np.log10(t))]).max() for eta, k, t in zip(etas, steps, reached)])
     slope = np.polyfit(np.log(np.asarray(etas, float)), np.log(errs), 1)[0]
     return errs, float(slope)
