@@ -164,7 +164,7 @@ class _Rule:
     ("point", lambda s: sp.Symbol("x") * s.G, {"norm": 2.0}, r"uses the symbol\(s\) x, which the solver does not supply"),
     ("point", lambda s: s.g, {}, r"Pt.perturbation: .*no attribute 'g'; its s has the fields w, G, N, S, rho, sigma"),
     ("point", lambda s: s.sigma * s.G**2, {}, r"uses s.sigma .* norm = float\('inf'\), or declare uses_sign = True"),
-    ("point", lambda s: 1 + s.w, {}, r"is w1 \+ 1 where G = 0, though follows_gradient = True .* set follows_gradient = False"),
+    ("point", lambda s: 1 + s.w, {}, r"is w1 \+ 1 where the gradient is 0, though follows_gradient = True .* set follows_gradient = False"),
     ("direction", lambda s: -s.G / s.P, {}, r"Dir.field: uses s.P, .* declare needs_P = True"),
     ("direction", lambda s: -s.G * s.N, {}, r"Dir.field: uses s.N, .* sets no norm"),
     ("direction", lambda s: -s.sigma, {"clock": "schedule"}, r"uses s.sigma .* declare uses_sign = True"),

@@ -30,37 +30,35 @@ def _symbols_of(part, rule, exprs, allowed, handed):
 
 def check_point(point, w, r, N, S, rho, sig, perturbation, normed):
     """``perturbation`` (P per layer, without w + rho) and ``normed`` of an evaluation point."""
-    handed = "s.w, s.G, s.N, s.S, s.rho, s.sigma"
-    used = _symbols_of(point, "perturbation", perturbation, {*w, r, N, S, rho, *sig}, handed)
+    used = _symbols_of(point, "perturbation", perturbation, {*w, r, N, S, rho, *sig}, "s.w, s.G, s.N, s.S, s.rho, s.sigma")
     _symbols_of(point, "normed", normed, {*w, r, S, rho, *sig}, "s.w, s.G, s.S, s.rho, s.sigma; not s.N, its own norm")
-    if N in used and point.norm is None:
-        _refuse(point, "perturbation", "uses s.N, the dual norm of normed(s), but the point sets no norm",
-                "set norm = p (e.g. norm = 2.0) as a field or class attribute")
-    if set(sig) & used and not point.uses_sign:
-        _refuse(point, "perturbation", "uses s.sigma = sign(G), which the solver holds per entry only for a point "
-                "that says so", "use norm = float('inf'), or declare uses_sign = True (a Filippov system)")
-    if point.follows_gradient and not point.uses_sign:
-        at_rest = [sp.simplify(P.xreplace({r: 0})) for P in perturbation]
-        if any(P != 0 for P in at_rest):
-            _refuse(point, "perturbation", f"is {at_rest[0]} where G = 0, though follows_gradient = True promises "
-                    "it vanishes there", "set follows_gradient = False (its rest points are then not the loss's)")
+    _declared(point, "perturbation", perturbation, used, N, sig, {r: 0}, norm_of="the dual norm of normed(s)",
+              sign_fix="use norm = float('inf'), or declare uses_sign = True (a Filippov system)")
 
 
 def check_direction(direction, wt, rt, Pt, n, N, sig, field):
     """``field`` (per layer, at the evaluation point) of a direction."""
     used = _symbols_of(direction, "field", field, {*wt, rt, Pt, n, N, *sig},
                        "s.w, s.dbeta, s.r, s.G, s.N, s.P, s.n, s.sigma")
-    if N in used and direction.norm is None:
-        _refuse(direction, "field", "uses s.N, the dual norm of the gradient, but the direction sets no norm",
-                "set norm = p (e.g. norm = 2.0) as a field or class attribute")
     if Pt in used and not direction.needs_P:
         _refuse(direction, "field", "uses s.P, the per-sample second moment, which the solver computes only for a "
                 "direction that asks", "declare needs_P = True")
-    if set(sig) & used and not direction.uses_sign:
-        _refuse(direction, "field", "uses s.sigma = sign(G), which the solver holds per entry only for a direction "
-                "that says so", "declare uses_sign = True (a Filippov system)")
-    if direction.follows_gradient and not direction.uses_sign:
-        at_rest = [sp.simplify(F.xreplace({rt: 0})) for F in field]
-        if any(F != 0 for F in at_rest):
-            _refuse(direction, "field", f"is {at_rest[0]} where the gradient is 0, though follows_gradient = True "
-                    "promises it carries the gradient's factor", "set follows_gradient = False")
+    _declared(direction, "field", field, used, N, sig, {rt: 0}, norm_of="the dual norm of the gradient",
+              sign_fix="declare uses_sign = True (a Filippov system)")
+
+
+def _declared(part, rule, exprs, used, N, sig, gradient_zero, norm_of, sign_fix):
+    """What the two kinds of part share: N needs a norm, sigma needs uses_sign, and follows_gradient
+    needs the rule to be 0 where the gradient is (``gradient_zero``: the coupling set to 0)."""
+    kind = "point" if rule == "perturbation" else "direction"
+    if N in used and part.norm is None:
+        _refuse(part, rule, f"uses s.N, {norm_of}, but the {kind} sets no norm",
+                "set norm = p (e.g. norm = 2.0) as a field or class attribute")
+    if set(sig) & used and not part.uses_sign:
+        _refuse(part, rule, f"uses s.sigma = sign(G), which the solver holds per entry only for a {kind} that says so",
+                sign_fix)
+    if part.follows_gradient and not part.uses_sign:
+        at_rest = [sp.simplify(e.xreplace(gradient_zero)) for e in exprs]
+        if any(e != 0 for e in at_rest):
+            _refuse(part, rule, f"is {at_rest[0]} where the gradient is 0, though follows_gradient = True promises it "
+                    "vanishes there", "set follows_gradient = False (its rest points are then not the loss's)")
