@@ -83,9 +83,12 @@ def angle_falls(log10_t, angle_deg, *, near: float = 15.0, far: float = 45.0) ->
     return Outcome(None, text)
 
 
-def minor_to_major(amplification: dict) -> Outcome:
-    """The leading coordinate runs from the minor features to the major one (Thm 4.4)."""
+def minor_to_major(amplification: dict, status: str = "completed") -> Outcome:
+    """The leading coordinate runs from the minor features to the major one, which leads last (Thm 4.4),
+    in a run that reached its horizon (a collapsed run has leaders but no limit: undecided)."""
     order = [j + 1 for j in amplification["order"]]
+    if status != "completed":
+        return Outcome(None, f"the run ended {status!r}; leaders over time (1-based): {order}")
     return Outcome(bool(amplification["minor_to_major"]), f"leaders over time (1-based): {order}")
 
 
@@ -121,11 +124,17 @@ def leader_by_scale(leaders) -> Outcome:
     return Outcome(bool(ok), f"leader along alpha (1-based, 0 collapsed, - not reached): {shown}")
 
 
+#: a run judged to reach a reference ends at most this fraction of its distance to the nearest other
+NEAR = 0.1
+
+
 def nearest_reference(distances: dict, want: str) -> Outcome:
     """``distances[k]``: the distance of the run's direction to reference k at each record (last ones
     at the horizon). Holds when ``want`` is the nearest by more than the convergence spread (how far
-    its distance moved over the last quarter of the records) and its distance is falling or tiny;
-    fails when another reference is nearer by more than the spread."""
+    its distance moved over the last quarter of the records), at most a tenth of the nearest other's
+    distance (nearest alone is not near: a reference moved 0.069 off the run's limit, by a planted bug
+    in the metric, was still the nearest of three), and its distance is falling or tiny; fails when
+    another reference is nearer by more than the spread."""
     final = {k: float(np.asarray(v)[-1]) for k, v in distances.items()}
     d = np.asarray(distances[want], float)
     if len(d) < 2 or not all(np.isfinite(v) for v in final.values()):
@@ -136,7 +145,9 @@ def nearest_reference(distances: dict, want: str) -> Outcome:
     text = (", ".join(f"{k} {v:.4g}" for k, v in final.items()) + f" (distance of unit directions); spread of "
             f"'{want}' over the last quarter {spread:.2g}")
     if final[want] + spread < others[rival] and (d[-1] <= d[-max(2, len(d) // 4)] or d[-1] < 1e-6):
-        return Outcome(True, f"nearest is '{want}': " + text)
+        if final[want] <= NEAR * others[rival]:
+            return Outcome(True, f"nearest is '{want}': " + text)
+        return Outcome(None, f"nearest is '{want}' but not near it (over {NEAR:g} of the distance to '{rival}'): " + text)
     if others[rival] + spread < final[want]:
         return Outcome(False, f"nearest is '{rival}', not '{want}': " + text)
     return Outcome(None, "undecided: " + text)

@@ -262,8 +262,10 @@ def depth2_limits(out: Path, quick: bool) -> Claim:
             ("l2-SAM u^2-v^2", fs.DiagonalNet(2, "difference"), fs.SAM(0.1, 2), gauss)]
     for ax, (name, model, flow, dname) in zip(axes[0], runs):
         data = sets[dname]
-        # the Gaussian run is 000-thm3.1's control (to t = 1e100: depth 2 converges like a power of 1/log t)
-        sol = _solve(model, flow, data, 0.2, t1=t1) if dname.startswith("mu") else _solve(model, flow, data, 0.1, t1=1e100)
+        # the Gaussian run to log10 t = 1e6: at t = 1e100 it is still 8.6 deg from the (unique) l1 optimum, its gap
+        # falling like (log t)^-0.18, too early for its limit to be extrapolated (the verdict said inconclusive)
+        sol = _solve(model, flow, data, 0.2, t1=t1) if dname.startswith("mu") else _solve(model, flow, data, 0.1,
+                                                                                            log10_t1=1e6)
         o = converges_to(sol, _refs(data), "l1")
         outcomes.append(o)
         numbers[f"{name}, {dname}"] = o.why
@@ -278,7 +280,7 @@ def depth2_limits(out: Path, quick: bool) -> Claim:
                  "directional convergence; one example and multi-sample Gaussian data).",
                  _setting(loss="logistic", rho=0.1, data="mu=(1,2); Gaussian 10x4 = _gaussian(10, 4, seed 104)",
                           alpha="0.2 (one example), 0.1 (Gaussian)",
-                          t1=f"{t1:g} (one example), 1e100 (Gaussian, controls)"),
+                          t1=f"{t1:g} (one example), log10 t = 1e6 (Gaussian), 1e100 (controls)"),
                  every(outcomes, "runs converge to l1 by the fitted-gap verdict"), controls, numbers, "sam_depth2.png")
 
 
@@ -321,7 +323,7 @@ def amplification_time(out: Path, quick: bool) -> Claim:
     for i, (mu, alpha) in enumerate([(MU, 0.06), (MU3, 0.05)]):
         sol = _solve(fs.DiagonalNet(2), fs.SAM(0.1, 2), fs.Dataset(mu[None], [1]), alpha, t1=t1, track=("magnitude", "growth"))
         amp = fs.sequential_amplification(sol)
-        outcomes.append(minor_to_major(amp))
+        outcomes.append(minor_to_major(amp, sol.status))
         sw = fs.switch_times(sol)
         numbers[f"mu={mu.tolist()}, alpha={alpha}: magnitude switches"] = ", ".join(
             f"beta_{e['from'] + 1} -> beta_{e['to'] + 1} at log10 t = {e['log10_t']:.6g} (tau {e['tau']:.6g})" for e in sw)
@@ -332,7 +334,7 @@ def amplification_time(out: Path, quick: bool) -> Claim:
     main = every(outcomes + [every(cross, "growth switches obey the crossover law")], "checks (order, crossover law)")
     gd = {tuple(mu): _solve(fs.DiagonalNet(2), fs.GD(), fs.Dataset(mu[None], [1]), alpha, t1=t1, track=("magnitude",))
           for mu, alpha in [(MU, 0.06), (MU3, 0.05)]}
-    controls = [Control(f"GD instead of l2-SAM, mu={list(mu)}", ran(sol, minor_to_major(fs.sequential_amplification(sol))))
+    controls = [Control(f"GD instead of l2-SAM, mu={list(mu)}", minor_to_major(fs.sequential_amplification(sol), sol.status))
                 for mu, sol in gd.items()]
     return claim("000-thm4.4", SEED, "Sequential feature amplification along time: l2-SAM at L = 2 from a small uniform alpha "
                  "makes the minor coordinates lead first and the major one last; coordinate k outgrows j (mu_k > mu_j) exactly "

@@ -25,10 +25,10 @@
 # For l2-SAM on this tied net the crossover has a closed form. With G_j = -2 mu_j w_j (the gradient
 # direction for one sample) and N = ||G||_2 = 2 ||mu * w||_2, the evaluation point is
 # w~_j = w_j (1 - 2 rho mu_j / N) and d log w_j/dtau = 2 mu_j (1 - 2 rho mu_j / N), so the rates of
-# coordinates j and k are equal where N = 2 rho (mu_j + mu_k), i.e. ||mu * w||_2 = rho (mu_j + mu_k). (For
-# the balanced product network of docs/theory.md 5b, where the gradient has twice as many entries, this
-# is N = rho (mu_j + mu_k)/sqrt 2.) The curve drawn below is found from the field itself, and the
-# closed form is checked against it.
+# coordinates j and k are equal where N = 2 rho (mu_j + mu_k), i.e. ||mu * w||_2 = rho (mu_j + mu_k). (The
+# balanced product network of docs/theory.md 5b, with twice as many gradient entries and radius rho, crosses
+# over where ||mu * w||_2 = rho (mu_j + mu_k)/sqrt 2, which is that section's N.) The curve drawn below is
+# found from the field itself, and the closed form is checked against it.
 # Run with `FLOWSIM_NB_SMALL=1` for a coarse, fast version (what the tests do).
 
 # %%

@@ -65,6 +65,7 @@ def test_angle_falls():
 def test_minor_to_major_and_crossover():
     assert cr.minor_to_major({"order": [0, 1], "minor_to_major": True}).holds is True
     assert cr.minor_to_major({"order": [1], "minor_to_major": False}).holds is False
+    assert cr.minor_to_major({"order": [0, 2], "minor_to_major": True}, "collapsed").holds is None  # no limit reached
     law = 0.1 * 3 / np.sqrt(2)
     assert cr.crossover_law(law * (1 + 1e-8), 1.0, 2.0, 0.1).holds is True
     assert cr.crossover_law(law * (1 + 1e-3), 1.0, 2.0, 0.1).holds is False
@@ -86,10 +87,12 @@ def test_nearest_reference():
     conv = {"a": 1.0 / steps, "b": 0.5 + 0 * steps}
     assert cr.nearest_reference(conv, "a").holds is True
     assert cr.nearest_reference(conv, "b").holds is False
-    close = {"a": 0.30 + 0 * steps, "b": 0.31 + 0 * steps}
+    close = {"a": 0.02 + 0 * steps, "b": 0.31 + 0 * steps}
     moving = {"a": 0.3 + 0.2 / steps, "b": 0.31 + 0 * steps}
-    assert cr.nearest_reference(close, "a").holds is True  # no spread: a is nearer, and stays so
+    assert cr.nearest_reference(close, "a").holds is True  # no spread: a is near, and stays so
     assert cr.nearest_reference(moving, "a").holds is None  # still moving by more than the gap
+    nearer_only = {"a": 0.069 + 0 * steps, "b": 0.31 + 0 * steps}  # nearest, but not near: a planted metric bug
+    assert cr.nearest_reference(nearer_only, "a").holds is None
 
 
 def test_at_most_at_least():

@@ -19,6 +19,7 @@ from flowsim.integrate.solution import FAILURES, Solution
 from flowsim.integrate.timeline import log10_horizon, log_floor_of, positive, resolve_clock, save_points, u_of
 from flowsim.integrate.vector_field import CLOCKS, SCHEDULE
 from flowsim.symbolic.derive import System
+from flowsim.symbolic.directions import AdamProxyDirection
 from flowsim.theory.reachable import reachable_signs
 
 #: upper bound on the initial entries
@@ -176,7 +177,7 @@ def check_common(system, data, clock, rtol, atol, max_steps, allow_nonseparable,
     require_separable(data, allow_nonseparable)
     if clock not in CLOCKS:
         raise ValueError(f"clock must be one of {(*CLOCKS, 'auto')}; got {clock!r}.")
-    if system.flow.needs_P and getattr(system.flow.direction, "batch", 1) >= data.n:
+    if isinstance(system.flow.direction, AdamProxyDirection) and system.flow.direction.batch >= data.n:
         raise ValueError(f"AdamProxy(batch={system.flow.direction.batch}) on n={data.n} sample(s): batch must be < n "
                          "(batch = n is the sign flow, a discontinuous field: use flowsim.SignFlow(); past n the "
                          "proxy's field is 0/0).")
