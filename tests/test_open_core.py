@@ -169,6 +169,7 @@ class _Rule:
     ("direction", lambda s: -s.G * s.N, {}, r"Dir.field: uses s.N, .* sets no norm"),
     ("direction", lambda s: -s.sigma, {"clock": "schedule"}, r"uses s.sigma .* declare uses_sign = True"),
     ("direction", lambda s: -s.G + 1, {"follows_gradient": True}, r"is 1 where the gradient is 0, though follows_gradient"),
+    ("direction", lambda s: s.r * (1 + s.w**2), {"follows_gradient": True}, r"is \\tilde\{r\}\*\(\\tilde\{w\}_\{1\}\*\*2 \+ 1\) where the gradient is 0"),
 ])
 def test_parts_that_break_the_contract_are_refused_at_derive(part, rule, declared, match):
     """Each rule here used to derive: N without a norm was compiled against an N the solver never computed

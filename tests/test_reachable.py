@@ -168,14 +168,17 @@ def test_gd_conserves_layer_gaps_to_t_1e100(backend):
 SIGNED = {2: np.array([[0.3, -0.3], [-0.3, -0.3]]), 3: np.array([[0.3, 0.3], [-0.3, 0.3], [-0.3, -0.3]])}
 
 
-@pytest.mark.parametrize("flow", [fs.GD(), fs.SAM(0.3, 2), fs.SAM(0.3, 3), fs.USAM(0.3), fs.SAM(0.05, float("inf"))],
+@pytest.mark.parametrize("flow", [fs.GD(), fs.SAM(0.3, 2), fs.SAM(0.3, 3), fs.USAM(0.3), fs.SAM(0.05, float("inf")),
+                                  fs.ASAM(0.3, 3, eta=0.2), fs.SteepestDescent(3), fs.SteepestDescent(1.5),
+                                  fs.NormalizedGD(decay=0.5), fs.Flow(fs.points.Here(), fs.directions.Normalized(3))],
                          ids=str)
 @pytest.mark.parametrize("depth", [2, 3])
 @pytest.mark.parametrize("signed", [False, True], ids=["equal", "equal-up-to-signs"])
 def test_balanced_product_equals_the_product_integrated_as_is(flow, depth, signed, monkeypatch):
-    """The tied reduction (rho L^(-1/p), USAM rho/L, time x L; layers equal up to signs on sign-flipped
-    data) against the full product integrated by an explicit method, which keeps the layers equal (up to
-    their signs) to rounding: the rescalings and the flips are checked, not assumed."""
+    """The tied reduction (rho L^(-1/p) for SAM and ASAM, USAM rho/L, time x L^(2/p) for steepest descent,
+    lr x L^(-1/p) for normalised flows; layers equal up to signs on sign-flipped data) against the full
+    product integrated by an explicit method, which keeps the layers equal (up to their signs) to
+    rounding: the rescalings and the flips are checked, not assumed."""
     import flowsim.integrate.solve
 
     data = fs.Dataset(np.array([[1.0, 2.0], [0.5, 1.5]]), [1, 1])
@@ -188,19 +191,25 @@ def test_balanced_product_equals_the_product_integrated_as_is(flow, depth, signe
         assert reduced.config["integrated_as"].startswith(f"System(DiagonalNet(depth={depth}, form='tied')")
         assert ("flipped" in reduced.config["integrated_as"]) == signed
         monkeypatch.setattr(flowsim.integrate.solve, "reduction", lambda *a: None)
-        full = fs.solve(system, data, init, **tight)
-    assert "integrated_as" not in full.config
-    np.testing.assert_allclose(reduced.log10_t[1:], full.log10_t[1:], rtol=0, atol=1e-9)
-    np.testing.assert_allclose(reduced.params, full.params, rtol=1e-7, atol=1e-9)
-    np.testing.assert_allclose(reduced.beta, full.beta, rtol=1e-7, atol=1e-9)
+        full = fs.solve(system, data, init, throw=False, **tight)
+    assert "integrated_as" not in full.config and reduced.status == "completed"
+    # the product cannot follow an anti-balanced coordinate that reaches 0 in finite time (l3 steepest descent,
+    # l3-normalised flow: both layers at once) and stops stiff there; compared up to a little before that
+    n = len(full.log10_t) if full.status == "completed" else int(np.sum(full.log10_t < full.log10_t[-1] - 0.1))
+    assert n >= 20, (full.status, full.log10_t[-1])
+    np.testing.assert_allclose(reduced.log10_t[1:n], full.log10_t[1:n], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(reduced.params[:n], full.params[:n], rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(reduced.beta[:n], full.beta[:n], rtol=1e-7, atol=1e-9)
 
 
-@pytest.mark.parametrize("flow", [fs.GD(), fs.USAM(0.05), fs.SAM(0.05)], ids=str)
+@pytest.mark.parametrize("flow", [fs.GD(), fs.USAM(0.05), fs.SAM(0.05), fs.ASAM(0.05), fs.SteepestDescent(3),
+                                  fs.NormalizedGD(), fs.SteepestDescent(float("inf")), fs.SignFlow()], ids=str)
 def test_an_anti_balanced_start_never_separates_what_the_exact_flow_cannot(flow):
     """w_2 = -w_1 in coordinate 1 keeps beta_1 = -w^2 <= 0 for ever, so these data (separable only with
     beta_1 > 0) are never separated. Integrated as a product, BDF, Radau and LSODA left that manifold and
-    returned 'completed' with beta_1 up to +2.3e4 (Tsit5 and DOP853 did not): every backend now ends at
-    the same rest point, beta_1 = 0."""
+    returned 'completed' with beta_1 up to +2.6e4 (GD, USAM, steepest descent, normalised GD; Tsit5 and
+    DOP853 did not): every backend now stays at beta_1 <= 0, and those that end at a rest point end at
+    the same one, beta_1 = 0 (the others fail or chatter there, and say so)."""
     data = fs.Dataset(np.array([[1.0, 0.5], [1.0, -0.2]]), [1, 1])
     init = np.array([[0.1, 0.1], [-0.1, 0.1]])
     system = fs.derive(fs.DiagonalNet(2), "logistic", flow)
@@ -210,12 +219,14 @@ def test_an_anti_balanced_start_never_separates_what_the_exact_flow_cannot(flow)
         warnings.simplefilter("ignore", fs.ReachabilityWarning)
         for backend in ("auto", "scipy:BDF", "scipy:Radau", "scipy:LSODA", "scipy:DOP853"):
             sol = fs.solve(system, data, init, t1=1e100, backend=backend, throw=False)
-            assert sol.status in ("converged", "stalled") and np.all(sol.beta[:, 0] <= 0), (backend, sol)
+            assert sol.status != "completed" and np.all(sol.beta[:, 0] <= 0), (backend, sol)
             assert np.all(sol.params[:, 1, 0] == -sol.params[:, 0, 0])
-            ends[backend] = sol.beta[-1]
+            if sol.status in ("converged", "stalled"):
+                ends[backend] = sol.beta[-1]
+    assert "auto" in ends or flow.uses_sign
     for end in ends.values():
-        np.testing.assert_allclose(end, ends["auto"], rtol=1e-6, atol=1e-9)
-    assert ends["auto"][0] == 0 and ends["auto"][1] > 2  # the loss's minimiser over beta_2 with beta_1 = 0
+        np.testing.assert_allclose(end, next(iter(ends.values())), rtol=1e-6, atol=1e-9)
+        assert end[0] == 0 and end[1] > 2  # the loss's minimiser over beta_2 with beta_1 = 0
 
 
 def test_reachable_signs_and_is_separable_by(gaussian):

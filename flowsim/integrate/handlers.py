@@ -205,7 +205,7 @@ def _at_a_jump(run):
     even depth is sign(w)) that failed or spent its steps with entries at that plane, its field pointing
     into it from both sides without shrinking there: a sliding mode flowsim does not integrate for such a
     flow; said so, naming the entries, rather than blaming the step budget or the tolerances."""
-    if run.status not in ("max_steps", "failed") or run.vf.signed or follows_gradient(run.system.flow) or _too_large(run):
+    if run.status not in ("max_steps", "failed") or run.vf.signed or run.system.flow.follows_gradient or _too_large(run):
         return
     theta = run.theta
     near = np.abs(theta) <= JUMP_NEAR * np.abs(theta).max()

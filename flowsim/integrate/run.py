@@ -20,7 +20,6 @@ from flowsim.integrate.solution import FAILURES, OUTCOMES, log10_t_from_u
 from flowsim.integrate.timeline import (LN10, assemble, at_rest, beta_margins_loss, clock_plan, close_records,
                                         extend_constant)
 from flowsim.integrate.vector_field import jax_field, numpy_field
-from flowsim.symbolic.flow import follows_gradient
 from flowsim.theory.reachable import invariant_planes, kept_entry_signs
 
 MAX_SEGMENTS = 10_000
@@ -53,7 +52,8 @@ class Run:
         self.sigma = kept_entry_signs(system.model, theta0, system.flow)
         self.pinned = np.zeros((self.K, self.d), bool)
         # per layer: w = 0 is invariant, and may be reached in finite time (``handlers._put_on_planes``)
-        self.planes = invariant_planes(system.model) if follows_gradient(system.flow) else ()
+        # (the part-level promise, in any clock: a normalised flow's field carries the factor too)
+        self.planes = invariant_planes(system.model) if system.flow.follows_gradient else ()
         self.status, self.message, self.problem = None, "", None
         theta = theta0
         if self.uses_sign:

@@ -36,14 +36,18 @@ def check_point(point, w, r, N, S, rho, sig, perturbation, normed):
               sign_fix="use norm = float('inf'), or declare uses_sign = True (a Filippov system)")
 
 
-def check_direction(direction, wt, rt, Pt, n, N, sig, field):
-    """``field`` (per layer, at the evaluation point) of a direction."""
+def check_direction(direction, wt, rt, Pt, n, N, sig, field, free_dbeta):
+    """``field`` (per layer, at the evaluation point) of a direction; ``free_dbeta``: (the rule with dbeta a
+    free symbol D, D), where the gradient G = -D r vanishes at D = 0 as well as at r = 0."""
     used = _symbols_of(direction, "field", field, {*wt, rt, Pt, n, N, *sig},
                        "s.w, s.dbeta, s.r, s.G, s.N, s.P, s.n, s.sigma")
     if Pt in used and not direction.needs_P:
         _refuse(direction, "field", "uses s.P, the per-sample second moment, which the solver computes only for a "
                 "direction that asks", "declare needs_P = True")
+    rule, D = free_dbeta
     _declared(direction, "field", field, used, N, sig, {rt: 0}, norm_of="the dual norm of the gradient",
+              sign_fix="declare uses_sign = True (a Filippov system)")
+    _declared(direction, "field", [rule], used, N, sig, {D: 0}, norm_of="the dual norm of the gradient",
               sign_fix="declare uses_sign = True (a Filippov system)")
 
 

@@ -361,7 +361,9 @@ def _derive_parts(model: Parametrization, loss: Loss, flow):
     # gradient flows: dtheta/dtau = -G(theta~) = +dbeta/dw(theta~) * r~; others: their own rule
     field_wt = _rule(flow.direction, "field", "DirectionSymbols",
                      lambda k: flow.field(wt[k], grad_beta[k].xreplace(at_tilde), rt, Pt, n, N, sig[k]), K)
-    check_direction(flow.direction, wt, rt, Pt, n, N, sig, field_wt)
+    D = sp.Symbol("D", real=True)  # dbeta/dw as a free symbol: a field that carries the gradient's factor is 0 at D = 0
+    free_dbeta = _rule(flow.direction, "field", "DirectionSymbols", lambda k: flow.field(wt[0], D, rt, Pt, n, N, sig[0]), 1)
+    check_direction(flow.direction, wt, rt, Pt, n, N, sig, field_wt, (free_dbeta[0], D))
     field_wt = tuple(_tidy(f) for f in field_wt)
     field_w = tuple(f.xreplace(dict(zip(wt, perturbed))) for f in field_wt)
 

@@ -56,6 +56,10 @@ class Direction(Part):
     def tied_speedup(self, depth):
         return None
 
+    def tied_lr(self, depth):
+        """The factor on the schedule's lr of the tied net a balanced product follows (schedule-clock directions)."""
+        return 1.0
+
 
 @dataclass(frozen=True)
 class Gradient(Direction):
@@ -90,7 +94,9 @@ class Steepest(Direction):
         return -s.N * dual_power(s.G, s.N, self.norm, s.sigma)
 
     def tied_speedup(self, depth):
-        return float(depth) if self.norm == 2 else None
+        # tied gradient L g: N_tied = L ||g||_q against L^(1/q) ||g||_q over L equal layers, so the tied field
+        # is L^(2 - 2/q) = L^(2/p) times each layer's (L for p = 2, 1 for p = inf)
+        return float(depth) ** (2.0 / self.norm)
 
 
 @dataclass(frozen=True)
@@ -100,6 +106,7 @@ class Normalized(Direction):
 
     norm: float = 2
     clock = "schedule"
+    follows_gradient = True  # sign(g)|g|^(q-1) carries the gradient's factor (p = inf: sign(g), a Filippov field)
 
     def __post_init__(self):
         object.__setattr__(self, "norm", check_norm(self.norm))
@@ -112,7 +119,11 @@ class Normalized(Direction):
         return -dual_power(s.G, s.N, self.norm, s.sigma)
 
     def tied_speedup(self, depth):
-        return 1.0 if math.isinf(self.norm) else None  # sign(g) is invariant to scaling g
+        return 1.0  # a unit direction: scaling g changes nothing (tied_lr carries the layers' share)
+
+    def tied_lr(self, depth):
+        # the unit-l_p direction over L equal layers gives each L^(-(q-1)/q) = L^(-1/p) of the tied net's step
+        return float(depth) ** (-1.0 / self.norm)
 
 
 @dataclass(frozen=True)

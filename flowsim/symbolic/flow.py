@@ -114,7 +114,7 @@ class Flow:
         rho, speedup = self.point.tied_rho(self.rho, depth), self.direction.tied_speedup(depth)
         if rho is None or speedup is None:
             return None
-        return replace(self, rho=rho), speedup
+        return replace(self, rho=rho, lr=self.lr * self.direction.tied_lr(depth)), speedup
 
     @property
     def key(self):

@@ -148,3 +148,7 @@ class AdaptiveAscent(EvaluationPoint):
 
     def normed(self, s):
         return self._T(s.w) * s.G
+
+    def tied_rho(self, rho, depth):
+        # T = |w| + eta is the same in every equal layer: as Ascent, the ball over L layers is L^(1/q) wider
+        return rho / depth ** (1.0 / self.norm)
