@@ -46,7 +46,7 @@ def _field_at(vf, theta, Z, rho, sigma, k, w):
         return float(vf.field_and_scale(probe, Z, rho, sigma)[0][k])
 
 
-def _reached(vf, theta, Z, rho, sigma, k, center, delta):
+def reached(vf, theta, Z, rho, sigma, k, center, delta):
     """Whether entry ``k``'s field points into ``center`` from both sides (probed at ``delta``) while
     vanishing there sub-linearly, so that ``center`` is reached in finite time."""
     right, left, near = (_field_at(vf, theta, Z, rho, sigma, k, center + w) for w in (delta, -delta, delta / RATIO))
@@ -61,7 +61,7 @@ def arrivals(vf, theta, Z, rho, sigma, planes, tol) -> np.ndarray:
     near = (np.abs(theta) <= tol) & (theta != 0) & np.asarray(planes, bool)[:, None]
     out = np.zeros_like(near)
     for k in zip(*np.nonzero(near)):
-        out[k] = _field_at(vf, theta, Z, rho, sigma, k, 0.0) == 0.0 and _reached(vf, theta, Z, rho, sigma, k, 0.0,
+        out[k] = _field_at(vf, theta, Z, rho, sigma, k, 0.0) == 0.0 and reached(vf, theta, Z, rho, sigma, k, 0.0,
                                                                                float(tol[k]))
     return out
 
@@ -80,5 +80,5 @@ def sliding(vf, theta, Z, rho, sigma, rtol, atol, planes=()) -> np.ndarray:
     for k in zip(*np.nonzero(theta != 0)):
         delta = atol + rtol * abs(theta[k])
         center = 0.0 if planes[k[0]] and abs(theta[k]) <= delta else theta[k]
-        out[k] = _reached(vf, theta, Z, rho, sigma, k, center, delta)
+        out[k] = reached(vf, theta, Z, rho, sigma, k, center, delta)
     return out

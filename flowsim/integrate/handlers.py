@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from flowsim.integrate import critical
-from flowsim.integrate.arrival import ORDER, _reached, arrivals, sliding
+from flowsim.integrate.arrival import ORDER, arrivals, reached, sliding
 from flowsim.integrate.backends import backend_for
 from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.critical import LOSS_STILL
@@ -209,7 +209,7 @@ def _at_a_jump(run):
         return
     theta = run.theta
     near = np.abs(theta) <= JUMP_NEAR * np.abs(theta).max()
-    on = [(int(i), int(j) + 1) for i, j in zip(*np.nonzero(near)) if _reached(
+    on = [(int(i), int(j) + 1) for i, j in zip(*np.nonzero(near)) if reached(
         run.vf, theta, run.Z, run.rho, run.sigma, (i, j), 0.0, max(2.0 * abs(theta[i, j]), run.atol))]
     if on:
         run.status = "chattering"
@@ -345,8 +345,8 @@ STIFF = ("{backend} ran out of its step budget at log10 t = {log10_t:.6g} with s
 
 
 JUMP = ("at log10 t = {log10_t:.6g} entries {entries} (layer, 1-based coordinate) are at w = 0, where the field of "
-        "{flow} jumps (it is not continuous across that plane: AdamProxy's carries sign(dbeta/dw)) and points into it from "
-        "both sides: the exact flow slides along w = 0 there, a sliding mode flowsim does not integrate for this flow; "
+        "{flow} points into that plane from both sides without vanishing linearly (AdamProxy's carries sign(dbeta/dw) "
+        "and jumps there): the exact flow reaches w = 0 and slides along it, which flowsim does not integrate for this flow; "
         "the trajectory up to it is kept")
 
 
