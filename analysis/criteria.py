@@ -147,7 +147,8 @@ def nearest_reference(distances: dict, want: str) -> Outcome:
     if final[want] + spread < others[rival] and (d[-1] <= d[-max(2, len(d) // 4)] or d[-1] < 1e-6):
         if final[want] <= NEAR * others[rival]:
             return Outcome(True, f"nearest is '{want}': " + text)
-        return Outcome(None, f"nearest is '{want}' but not near it (over {NEAR:g} of the distance to '{rival}'): " + text)
+        return Outcome(None, f"nearest is '{want}' but not near it (over {NEAR:g} of the distance to '{rival}'): "
+                       + text)
     if others[rival] + spread < final[want]:
         return Outcome(False, f"nearest is '{rival}', not '{want}': " + text)
     return Outcome(None, "undecided: " + text)

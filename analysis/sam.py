@@ -338,7 +338,8 @@ def amplification_time(out: Path, quick: bool) -> Claim:
     main = every(outcomes + [every(cross, "growth switches obey the crossover law")], "checks (order, crossover law)")
     gd = {tuple(mu): _solve(fs.DiagonalNet(2), fs.GD(), fs.Dataset(mu[None], [1]), alpha, t1=t1, track=("magnitude",))
           for mu, alpha in [(MU, 0.06), (MU3, 0.05)]}
-    controls = [Control(f"GD instead of l2-SAM, mu={list(mu)}", minor_to_major(fs.sequential_amplification(sol), sol.status))
+    controls = [Control(f"GD instead of l2-SAM, mu={list(mu)}",
+                        minor_to_major(fs.sequential_amplification(sol), sol.status))
                 for mu, sol in gd.items()]
     return claim("000-thm4.4", SEED, "Sequential feature amplification along time: l2-SAM at L = 2 from a small uniform alpha "
                  "makes the minor coordinates lead first and the major one last; coordinate k outgrows j (mu_k > mu_j) exactly "

@@ -74,7 +74,8 @@ class Dataset:
         from flowsim.theory.reachable import reachable_signs
 
         if not isinstance(model, Parametrization):
-            raise ValueError(f"model must be a flowsim.Parametrization (DiagonalNet, Linear() or your own); got {model!r}.")
+            raise ValueError(f"model must be a flowsim.Parametrization (DiagonalNet, Linear() or your own); "
+                             f"got {model!r}.")
         signs = reachable_signs(model, model.init_params(init, self.d), GD() if flow is None else flow)
         return self.separable_with(signs)
 

@@ -103,7 +103,8 @@ def discrete_to_xarray(run):
          "params": (("step", "layer", "coordinate"), run.params), "log_loss": ("step", run.log_loss),
          "margins": (("step", "sample"), run.margins)},
         coords={"step": np.asarray(run.steps, np.int64), "coordinate": np.arange(1, d + 1), "sample": np.arange(1, n + 1)},
-        attrs={"title": f"{run.optimizer}, discrete", "optimizer": run.optimizer, "problem": run.problem, "status": run.status,
+        attrs={"title": f"{run.optimizer}, discrete", "optimizer": run.optimizer, "problem": run.problem,
+               "status": run.status,
                "message": run.message, "versions": json.dumps(_versions()), "git_revision": _git_revision()})
     ds["step"].attrs.update(long_name="step number k", units="1")
     ds["t"].attrs.update(long_name="the flow's time t = sum of the step sizes so far", units="1")

@@ -135,7 +135,8 @@ def portrait(ax, name, system, rho=None, n=N_GRID, trajectories=True):
             keep = (np.abs(w) < 0.45).all(axis=1)
             line, = ax.plot(w[keep, 0], w[keep, 1], lw=1.8, color=f"C{k}", label=f"from ({a[0]:g}, {a[1]:g})")
             ax.plot(*a, "o", color=line.get_color(), ms=4)
-    ax.set(xlim=(-0.01, 0.45), ylim=(-0.01, 0.45), xlabel="w_1", ylabel="w_2", title=f"{name}, rho={rho:g}: field F = dw/dtau, trajectories to t = {T1:.0e}")
+    ax.set(xlim=(-0.01, 0.45), ylim=(-0.01, 0.45), xlabel="w_1", ylabel="w_2",
+           title=f"{name}, rho={rho:g}: field F = dw/dtau, trajectories to t = {T1:.0e}")
     ax.legend(fontsize=7, loc="upper right")
     return ax
 

@@ -65,7 +65,8 @@ def test_cli_plot_on_a_saved_run(sol, tmp_path, ext):
 
 def test_cli_plot_on_a_saved_discrete_run_draws_its_records(tmp_path, monkeypatch):
     data = fs.Dataset([[1.0, 2.0, 3.0]], [1])
-    run = fs.iterate(fs.optimizers.sam(0.05, 0.1), fs.DiagonalNet(2), "logistic", data, steps=3000, init=0.05, records=60)
+    run = fs.iterate(fs.optimizers.sam(0.05, 0.1), fs.DiagonalNet(2), "logistic", data, steps=3000, init=0.05,
+                     records=60)
     io.save(run, tmp_path / "it.nc")
     drawn = []
     monkeypatch.setattr(plot, "save", lambda fig, path, **kw: drawn.append(fig) or Figure.savefig(fig, path))

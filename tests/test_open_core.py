@@ -161,15 +161,19 @@ class _Rule:
 
 @pytest.mark.parametrize("part, rule, declared, match", [
     ("point", lambda s: s.G / s.N, {}, r"Pt.perturbation: uses s.N, .* sets no norm; set norm = p"),
-    ("point", lambda s: sp.Symbol("x") * s.G, {"norm": 2.0}, r"uses the symbol\(s\) x, which the solver does not supply"),
+    ("point", lambda s: sp.Symbol("x") * s.G, {"norm": 2.0},
+     r"uses the symbol\(s\) x, which the solver does not supply"),
     ("point", lambda s: s.g, {}, r"Pt.perturbation: .*no attribute 'g'; its s has the fields w, G, N, S, rho, sigma"),
     ("point", lambda s: s.sigma * s.G**2, {}, r"uses s.sigma .* norm = float\('inf'\), or declare uses_sign = True"),
-    ("point", lambda s: 1 + s.w, {}, r"is w1 \+ 1 where the gradient is 0, though follows_gradient = True .* set follows_gradient = False"),
+    ("point", lambda s: 1 + s.w, {},
+     r"is w1 \+ 1 where the gradient is 0, though follows_gradient = True .* set follows_gradient = False"),
     ("direction", lambda s: -s.G / s.P, {}, r"Dir.field: uses s.P, .* declare needs_P = True"),
     ("direction", lambda s: -s.G * s.N, {}, r"Dir.field: uses s.N, .* sets no norm"),
     ("direction", lambda s: -s.sigma, {"clock": "schedule"}, r"uses s.sigma .* declare uses_sign = True"),
-    ("direction", lambda s: -s.G + 1, {"follows_gradient": True}, r"is 1 where the gradient is 0, though follows_gradient"),
-    ("direction", lambda s: s.r * (1 + s.w**2), {"follows_gradient": True}, r"is \\tilde\{r\}\*\(\\tilde\{w\}_\{1\}\*\*2 \+ 1\) where the gradient is 0"),
+    ("direction", lambda s: -s.G + 1, {"follows_gradient": True},
+     r"is 1 where the gradient is 0, though follows_gradient"),
+    ("direction", lambda s: s.r * (1 + s.w**2), {"follows_gradient": True},  # 0 at r = 0 but not where dbeta = 0
+     r"is \\tilde\{r\}\*\(\\tilde\{w\}_\{1\}\*\*2 \+ 1\) where the gradient is 0"),
 ])
 def test_parts_that_break_the_contract_are_refused_at_derive(part, rule, declared, match):
     """Each rule here used to derive: N without a norm was compiled against an N the solver never computed
@@ -186,8 +190,8 @@ def test_parts_that_keep_the_contract_still_derive():
     declared = _Rule(lambda s: s.G / s.N, norm=2.0).point()
     mine = fs.derive(fs.DiagonalNet(2), "logistic", fs.Flow(declared, fs.directions.Gradient(), rho=0.1))
     data = fs.Dataset([[1.0, 2.0]], [1])
-    np.testing.assert_allclose(mine.vector_field(0.3, data)[0],
-                               fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1)).vector_field(0.3, data)[0], rtol=1e-14)
+    builtin = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1))
+    np.testing.assert_allclose(mine.vector_field(0.3, data)[0], builtin.vector_field(0.3, data)[0], rtol=1e-14)
     shifted = _Rule(lambda s: 1 + s.w, follows_gradient=False).point()
     fs.derive(fs.Linear(), "logistic", fs.Flow(shifted, fs.directions.Gradient(), rho=0.1))
 

@@ -160,7 +160,8 @@ def test_flow_distance_reports_order_one(one_sample):
     system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.05))
     for err, eta, steps in zip(errs, (0.3, 0.25), (3, 4)):
         flow = fs.solve(system, one_sample, 0.3, t1=steps * eta, rtol=1e-12, atol=1e-14, saves=2).beta[-1]
-        run = fs.iterate(OPT.sam(eta, 0.05), fs.DiagonalNet(2), "logistic", one_sample, steps=steps, init=0.3, records=2)
+        run = fs.iterate(OPT.sam(eta, 0.05), fs.DiagonalNet(2), "logistic", one_sample, steps=steps, init=0.3,
+                         records=2)
         assert err == pytest.approx(np.abs(run.beta[-1] - flow).max(), rel=1e-8)
 
 

@@ -193,7 +193,8 @@ def test_linf_sam_phase_matches_cor_3_5(depth):
     np.testing.assert_array_equal(ds["observed"].values, pred)
     assert ds["match"].values.all()
     legend = [t.get_text() for t in fs.plot.phase_diagram(ds).get_legend().get_texts()]
-    assert ("beta -> 0 (bounded)" in legend) == (depth == 2) and ("each beta_j -> rho^L (bounded)" in legend) == (depth == 3)
+    assert ("beta -> 0 (bounded)" in legend) == (depth == 2)
+    assert ("each beta_j -> rho^L (bounded)" in legend) == (depth == 3)
 
 
 def test_switch_times_from_a_sweep_agree_with_solver_events():

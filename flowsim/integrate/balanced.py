@@ -69,7 +69,8 @@ def lift(sol, system, speedup, data, flips):
                    **({"beta": (c * np.asarray(e["beta"])).tolist()} if "beta" in e else {})) for e in sol.events]
     with np.errstate(over="ignore"):  # a tau past float range (t near 1e308) is inf; log10_t holds the time
         tau = sol.tau * speedup
-    flipped = "" if np.all(flips > 0) else f", layers flipped by {flips.astype(int).tolist()} (data columns by {c.astype(int).tolist()})"
+    flipped = "" if np.all(flips > 0) else \
+        f", layers flipped by {flips.astype(int).tolist()} (data columns by {c.astype(int).tolist()})"
     return dataclasses.replace(
         sol, system=system, data=data, log10_t=sol.log10_t + shift, tau=tau, beta=sol.beta * c,
         params=np.repeat(sol.params, system.model.n_layers, axis=1) * flips, events=events,

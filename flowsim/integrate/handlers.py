@@ -205,7 +205,8 @@ def _at_a_jump(run):
     even depth is sign(w)) that failed or spent its steps with entries at that plane, its field pointing
     into it from both sides without shrinking there: a sliding mode flowsim does not integrate for such a
     flow; said so, naming the entries, rather than blaming the step budget or the tolerances."""
-    if run.status not in ("max_steps", "failed") or run.vf.signed or run.system.flow.follows_gradient or _too_large(run):
+    if run.status not in ("max_steps", "failed") or run.vf.signed or run.system.flow.follows_gradient \
+            or _too_large(run):
         return
     theta = run.theta
     near = np.abs(theta) <= JUMP_NEAR * np.abs(theta).max()
@@ -345,9 +346,9 @@ STIFF = ("{backend} ran out of its step budget at log10 t = {log10_t:.6g} with s
 
 
 JUMP = ("at log10 t = {log10_t:.6g} entries {entries} (layer, 1-based coordinate) are at w = 0, where the field of "
-        "{flow} points into that plane from both sides without vanishing linearly (AdamProxy's carries sign(dbeta/dw) "
-        "and jumps there): the exact flow reaches w = 0 and slides along it, which flowsim does not integrate for this flow; "
-        "the trajectory up to it is kept")
+        "{flow} points into that plane from both sides without vanishing linearly (AdamProxy's carries "
+        "sign(dbeta/dw) and jumps there): the exact flow reaches w = 0 and slides along it, which flowsim does not "
+        "integrate for this flow; the trajectory up to it is kept")
 
 
 SLIDING = ("at log10 t = {log10_t:.6g} the flow slides along a surface where its field -grad L(theta + rho g/|g|) is "

@@ -30,7 +30,8 @@ def _symbols_of(part, rule, exprs, allowed, handed):
 
 def check_point(point, w, r, N, S, rho, sig, perturbation, normed):
     """``perturbation`` (P per layer, without w + rho) and ``normed`` of an evaluation point."""
-    used = _symbols_of(point, "perturbation", perturbation, {*w, r, N, S, rho, *sig}, "s.w, s.G, s.N, s.S, s.rho, s.sigma")
+    used = _symbols_of(point, "perturbation", perturbation, {*w, r, N, S, rho, *sig},
+                       "s.w, s.G, s.N, s.S, s.rho, s.sigma")
     _symbols_of(point, "normed", normed, {*w, r, S, rho, *sig}, "s.w, s.G, s.S, s.rho, s.sigma; not s.N, its own norm")
     _declared(point, "perturbation", used, N, sig, [(perturbation, {r: 0})], norm_of="the dual norm of normed(s)",
               sign_fix="use norm = float('inf'), or declare uses_sign = True (a Filippov system)")
@@ -61,7 +62,8 @@ def _declared(part, rule, used, N, sig, at_zero_gradient, norm_of, sign_fix):
         _refuse(part, rule, f"uses s.sigma = sign(G), which the solver holds per entry only for a {kind} that says so",
                 sign_fix)
     if part.follows_gradient and not part.uses_sign:
-        at_rest = [e for e in (sp.simplify(e.xreplace(zero)) for exprs, zero in at_zero_gradient for e in exprs) if e != 0]
+        values = (sp.simplify(e.xreplace(zero)) for exprs, zero in at_zero_gradient for e in exprs)
+        at_rest = [e for e in values if e != 0]
         if at_rest:
             _refuse(part, rule, f"is {at_rest[0]} where the gradient is 0, though follows_gradient = True promises it "
                     "vanishes there", "set follows_gradient = False (its rest points are then not the loss's)")

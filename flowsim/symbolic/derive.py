@@ -106,8 +106,8 @@ class System:
         """The derivation as a LaTeX ``align*`` block, one aligned line per equation, then what its
         symbols stand for (the couplings the solver computes from the data, and this flow's norm N)."""
         lines = [f"{sp.latex(e.lhs)} &= {sp.latex(e.rhs)}" for e in self.equations.values()]
-        body = " \\\\\n".join(lines + [rf"&\text{{where }} {part}" if i == 0 else rf"&\phantom{{\text{{where }}}} {part}"
-                                            for i, part in enumerate(self._legend())])
+        lead = [r"&\text{where } "] + [r"&\phantom{\text{where }} "] * len(self._legend())
+        body = " \\\\\n".join(lines + [a + part for a, part in zip(lead, self._legend())])
         return (f"% {self.model} x {self.loss} loss x {self.flow}; per coordinate j: w_k is w_{{k,j}}, r is r_j\n"
                 f"\\begin{{align*}}\n{body}\n\\end{{align*}}")
 
@@ -115,7 +115,8 @@ class System:
         """The equations in plain text, one per line (sympy's syntax; decorated names as ``w1~``, ``rho``)."""
         plain = {x: sp.Symbol(_plain_name(x.name), **x.assumptions0)
                  for e in self.equations.values() for x in e.free_symbols if "\\" in x.name}
-        return "\n".join(f"{name}: {e.lhs.xreplace(plain)} = {e.rhs.xreplace(plain)}" for name, e in self.equations.items())
+        return "\n".join(f"{name}: {e.lhs.xreplace(plain)} = {e.rhs.xreplace(plain)}"
+                         for name, e in self.equations.items())
 
     def _legend(self) -> list:
         """What the equations' symbols stand for, in LaTeX: the data couplings at theta and at the
@@ -289,7 +290,8 @@ def _structure(flow):
 
 
 def _plain_name(name: str) -> str:
-    """A LaTeX symbol name in plain text: ``\\tilde{w}_{1}`` -> ``w1~``, ``\\sigma_{w1}`` -> ``sigma_w1``, ``\\rho`` -> ``rho``."""
+    """A LaTeX symbol name in plain text: ``\\tilde{w}_{1}`` -> ``w1~``, ``\\sigma_{w1}`` -> ``sigma_w1``,
+    ``\\rho`` -> ``rho``."""
     tilde = name.startswith("\\tilde")
     core = re.sub(r"^\\tilde\{(\w+)\}", r"\1", name)
     core = re.sub(r"_\{(\w+)\}", r"_\1", core).replace("\\", "").replace(" ", "_")
@@ -326,9 +328,11 @@ def _rule(part, name, symbols, rule, K):
     try:
         out = tuple(sp.sympify(rule(k)) for k in range(K))
     except AttributeError as err:
-        raise ValueError(f"{type(part).__name__}.{name}: {err}; its s has the fields {', '.join(_FIELDS[symbols])}.") from None
+        raise ValueError(f"{type(part).__name__}.{name}: {err}; its s has the fields "
+                         f"{', '.join(_FIELDS[symbols])}.") from None
     except (sp.SympifyError, TypeError) as err:
-        raise ValueError(f"{type(part).__name__}.{name} must return a sympy expression of its s; got an error: {err}") from None
+        raise ValueError(f"{type(part).__name__}.{name} must return a sympy expression of its s; "
+                         f"got an error: {err}") from None
     return out
 
 
@@ -352,8 +356,10 @@ def _derive_parts(model: Parametrization, loss: Loss, flow):
     grad_beta = [sp.diff(beta, w[k]) for k in range(K)]
     direction = tuple(sp.simplify(-grad_beta[k] * r) for k in range(K))
     # no simplify here: for general p it rewrites |G|^(q-1) through sqrt of possibly negative terms
-    P = _rule(flow.point, "perturbation", "PointSymbols", lambda k: flow.perturbation(w[k], direction[k], N, S, rho, sig[k]), K)
-    normed = _rule(flow.point, "normed", "PointSymbols", lambda k: flow.normed(w[k], direction[k], N, S, rho, sig[k]), K)
+    P = _rule(flow.point, "perturbation", "PointSymbols",
+              lambda k: flow.perturbation(w[k], direction[k], N, S, rho, sig[k]), K)
+    normed = _rule(flow.point, "normed", "PointSymbols",
+                   lambda k: flow.normed(w[k], direction[k], N, S, rho, sig[k]), K)
     check_point(flow.point, w, r, N, S, rho, sig, P, normed)
     perturbed = tuple(w[k] + rho * P[k] for k in range(K))
     at_tilde = dict(zip(w, wt))
@@ -362,7 +368,8 @@ def _derive_parts(model: Parametrization, loss: Loss, flow):
     field_wt = _rule(flow.direction, "field", "DirectionSymbols",
                      lambda k: flow.field(wt[k], grad_beta[k].xreplace(at_tilde), rt, Pt, n, N, sig[k]), K)
     D = sp.Symbol("D", real=True)  # dbeta/dw as a free symbol: a field that carries the gradient's factor is 0 at D = 0
-    free_dbeta = _rule(flow.direction, "field", "DirectionSymbols", lambda k: flow.field(wt[0], D, rt, Pt, n, N, sig[0]), 1)
+    free_dbeta = _rule(flow.direction, "field", "DirectionSymbols",
+                       lambda k: flow.field(wt[0], D, rt, Pt, n, N, sig[0]), 1)
     check_direction(flow.direction, wt, rt, Pt, n, N, sig, field_wt, (free_dbeta[0], D))
     field_wt = tuple(_tidy(f) for f in field_wt)
     field_w = tuple(f.xreplace(dict(zip(wt, perturbed))) for f in field_wt)

@@ -185,7 +185,8 @@ def _settled_on(sol, unit, claim, rivals, fit) -> tuple:
         return False, "; too few saves in the tail to compare its halves (8 needed; solve with more saves)"
     text = f"; rate {early:.3g} then {late:.3g} over the tail's halves"
     if not fit.steady:
-        return False, text + f" (not one power law: still in a transient, the limit not yet in sight; within {STEADY:.0%} needed)"
+        return False, text + (" (not one power law: still in a transient, the limit not yet in sight; "
+                              f"within {STEADY:.0%} needed)")
     try:
         limit = limit_direction(sol)
     except ValueError as err:
