@@ -147,3 +147,15 @@ def test_discriminating_set_separates_the_references():
     assert max(cos) <= 0.98, cos
 
 
+def test_cells_match_wants_every_cell_and_forgives_only_the_boundary():
+    """Cor 3.5's phase diagram: every cell agreeing holds; disagreements only on cells next to a predicted
+    boundary are undecided; one away from the boundaries fails (">= 99%" held with a wrong threshold)."""
+    a = np.linspace(0.02, 0.4, 40)
+    predicted = np.where(a[:, None] > 0.1, 0, -1) * np.ones((1, 40), int)
+    assert cr.cells_match(np.ones((40, 40), bool), predicted).holds is True
+    shifted = np.where(a[:, None] > 0.11, 0, -1) * np.ones((1, 40), int)  # the threshold 10% off: a band of cells
+    assert 0.97 < (shifted == predicted).mean() < 1 and cr.cells_match(shifted == predicted, predicted).holds is None
+    far = np.ones((40, 40), bool)
+    far[35, 20] = False
+    assert cr.cells_match(far, predicted).holds is False
+
