@@ -159,3 +159,16 @@ def test_cells_match_wants_every_cell_and_forgives_only_the_boundary():
     far[35, 20] = False
     assert cr.cells_match(far, predicted).holds is False
 
+
+
+def test_angle_falls_wants_one_power_law_not_a_level_above_zero():
+    """An angle falling toward 10.6 deg (c + A (log t)^-k), under the 15 deg bound and falling at every
+    save, held; its rate slows from one half of the tail to the next, which a power law's does not."""
+    lt = np.linspace(1.0, 100.0, 200)
+    x = lt * np.log(10.0)
+    power = 40.0 * x**-0.35
+    assert cr.angle_falls(lt, power).holds is True
+    levelling = 10.6 + 40.0 * x**-0.9
+    assert levelling[-1] < 15 and np.all(np.diff(levelling) < 0)
+    o = cr.angle_falls(lt, levelling)
+    assert o.holds is None and "over the tail's halves" in o.why, o.why
