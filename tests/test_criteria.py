@@ -172,3 +172,5 @@ def test_angle_falls_wants_one_power_law_not_a_level_above_zero():
     assert levelling[-1] < 15 and np.all(np.diff(levelling) < 0)
     o = cr.angle_falls(lt, levelling)
     assert o.holds is None and "over the tail's halves" in o.why, o.why
+    few = np.linspace(1.0, 100.0, 10)  # 5 tail saves: the halves cannot be compared, so no "holds" either
+    assert cr.angle_falls(few, 10.6 + 40.0 * (few * np.log(10.0)) ** -0.9).holds is None

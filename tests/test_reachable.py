@@ -200,6 +200,7 @@ def test_balanced_product_equals_the_product_integrated_as_is(flow, depth, signe
     np.testing.assert_allclose(reduced.log10_t[1:n], full.log10_t[1:n], rtol=0, atol=1e-9)
     np.testing.assert_allclose(reduced.params[:n], full.params[:n], rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(reduced.beta[:n], full.beta[:n], rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(reduced.tau[:n], full.tau[:n], rtol=1e-7, atol=1e-9)  # (a schedule flow's clock s)
 
 
 @pytest.mark.parametrize("flow", [fs.GD(), fs.USAM(0.05), fs.SAM(0.05), fs.ASAM(0.05), fs.SteepestDescent(3),

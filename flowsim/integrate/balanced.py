@@ -61,14 +61,16 @@ def reduction(system, theta0, data):
 def lift(sol, system, speedup, data, flips):
     """The product network's solution from the tied one's: layer l is ``flips[l]`` times w (every layer
     w for a balanced start), beta and the events' beta the flips' product times the tied beta (the
-    margins and the loss are the same), time and tau ``speedup`` times longer (the tied flow is that
-    much faster)."""
+    margins and the loss are the same), time ``speedup`` times longer (the tied flow is that much faster)
+    and tau as much, over the tied lr's factor: a schedule-clock flow's tau is its clock s, which the tied
+    net's lr x L^(-1/p) shortens by that factor."""
     shift = math.log10(speedup)
     c = np.prod(flips, axis=0)
-    events = [dict(e, log10_t=e["log10_t"] + shift, tau=e["tau"] * speedup,
+    stretch = speedup / system.flow.direction.tied_lr(system.model.depth)
+    events = [dict(e, log10_t=e["log10_t"] + shift, tau=e["tau"] * stretch,
                    **({"beta": (c * np.asarray(e["beta"])).tolist()} if "beta" in e else {})) for e in sol.events]
     with np.errstate(over="ignore"):  # a tau past float range (t near 1e308) is inf; log10_t holds the time
-        tau = sol.tau * speedup
+        tau = sol.tau * stretch
     flipped = "" if np.all(flips > 0) else \
         f", layers flipped by {flips.astype(int).tolist()} (data columns by {c.astype(int).tolist()})"
     return dataclasses.replace(
