@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 import flowsim as fs
-from flowsim.theory.analysis import STEADY
+from flowsim.theory.analysis import is_steady, rate_halves
 
 from ._claim import Outcome
 
@@ -79,11 +79,10 @@ def angle_falls(log10_t, angle_deg, *, near: float = 15.0, far: float = 45.0) ->
     rate = -np.polyfit(np.log(x[pos]), np.log(y[pos]), 1)[0] if pos.sum() >= 3 else np.nan
     text = f"angle {y[0]:.3g} -> {y[-1]:.3g} deg over log10 t {x[0]:.3g}..{x[-1]:.3g}, fitted ~ (log t)^-{rate:.3g}"
     # one power law over the tail, as fs.verdict asks of a gap: an angle levelling off at c > 0 slows down
-    h = pos.sum() // 2
-    if h < 3:
+    if pos.sum() < 6:
         return Outcome(None, text + "; too few saves in the tail to compare its halves (6 needed)")
-    halves = [-np.polyfit(np.log(x[pos][part]), np.log(y[pos][part]), 1)[0] for part in (slice(0, h), slice(h, None))]
-    steady = bool(halves[0] > 0 and abs(halves[1] / halves[0] - 1.0) <= STEADY)
+    halves = rate_halves(np.log(x[pos]), np.log(y[pos]))
+    steady = is_steady(halves)
     text += f" ({halves[0]:.3g} then {halves[1]:.3g} over the tail's halves)"
     if bool(np.all(np.diff(y) <= 1e-12 * y[:-1])) and rate > 0 and y[-1] < near and steady:
         return Outcome(True, text)

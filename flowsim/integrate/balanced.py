@@ -42,12 +42,8 @@ def reduction(system, theta0, data):
     from flowsim.symbolic.derive import derive
 
     model = system.model
-    if not isinstance(model, DiagonalNet) or model.form != "product" or model.depth < 2:
-        return None
-    if not np.all(np.abs(theta0) == np.abs(theta0[:1])):
-        return None
-    flips = np.where(np.sign(theta0) == np.sign(theta0[:1]), 1.0, -1.0)
-    if np.any(flips < 0) and not commutes_with_sign_flips(system.flow):
+    flips = layer_flips(model, theta0)
+    if flips is None or (np.any(flips < 0) and not commutes_with_sign_flips(system.flow)):
         return None
     tied = system.flow.tied_equivalent(model.depth)
     if tied is None:  # a flow whose parts do not say how the tied net follows: integrate the product
@@ -56,6 +52,16 @@ def reduction(system, theta0, data):
     c = np.prod(flips, axis=0)
     tied_data = data if np.all(c > 0) else Dataset(data.X * c, data.y)
     return derive(DiagonalNet(model.depth, "tied"), system.loss, flow), speedup, tied_data, flips
+
+
+def layer_flips(model, theta0):
+    """(layers, d) signs of each entry relative to layer 1's where ``theta0`` starts a product network
+    (depth >= 2) with layers equal up to signs (all 1 for a balanced start), else None."""
+    if not isinstance(model, DiagonalNet) or model.form != "product" or model.depth < 2:
+        return None
+    if not np.all(np.abs(theta0) == np.abs(theta0[:1])):
+        return None
+    return np.where(np.sign(theta0) == np.sign(theta0[:1]), 1.0, -1.0)
 
 
 def lift(sol, system, speedup, data, flips):

@@ -28,7 +28,7 @@ import numpy as np
 from flowsim._checks import is_whole
 from flowsim.symbolic.derive import System, derive
 from flowsim.io import annotate
-from flowsim.integrate.balanced import reduction
+from flowsim.integrate.balanced import layer_flips, reduction
 from flowsim.theory.reachable import kept_entry_signs
 from flowsim.integrate.backends import backend_for
 from flowsim.integrate.critical import LOSS_STILL
@@ -342,9 +342,9 @@ def _chunk(spec, data, inits, rhos, opts):
 
 
 def _flipped_balance(model, theta0) -> bool:
-    """A product network's layers of equal magnitudes, not all equal (e.g. an anti-balanced start)."""
-    return (getattr(model, "form", None) == "product" and len(theta0) > 1
-            and bool(np.all(np.abs(theta0) == np.abs(theta0[:1])) and np.any(theta0 != theta0[:1])))
+    """A product network's layers equal up to signs, not all equal (e.g. an anti-balanced start)."""
+    flips = layer_flips(model, theta0)
+    return flips is not None and bool(np.any(flips < 0))
 
 
 def _plateau_at_end(log_loss):

@@ -87,8 +87,19 @@ class Convergence:
     @property
     def steady(self) -> bool:
         """The rate is the same on both halves of the tail (within 15%)."""
-        early, late = self.halves
-        return bool(early > 0 and late > 0 and abs(late / early - 1.0) <= STEADY)
+        return is_steady(self.halves)
+
+
+def rate_halves(log_x, log_y) -> tuple:
+    """The rate k of log y = c - k log x fitted on the first and on the second half of the points."""
+    h = len(log_x) // 2
+    return tuple(float(-np.polyfit(log_x[part], log_y[part], 1)[0]) for part in (slice(0, h), slice(h, None)))
+
+
+def is_steady(halves) -> bool:
+    """One power law: a positive rate, the same on both halves within ``STEADY``."""
+    early, late = halves
+    return bool(early > 0 and late > 0 and abs(late / early - 1.0) <= STEADY)
 
 
 def convergence(sol, ref: MaxMargin, name: str = "", tail: float = 0.5) -> Convergence:
@@ -107,8 +118,7 @@ def convergence(sol, ref: MaxMargin, name: str = "", tail: float = 0.5) -> Conve
         ss = np.sum((np.log(g) - np.log(g).mean()) ** 2)
         r2 = 1.0 - np.sum((np.log(g) - pred) ** 2) / ss if ss > 0 else 1.0
         if keep.sum() >= 8:
-            h = len(x) // 2
-            halves = tuple(float(-np.polyfit(x[part], np.log(g[part]), 1)[0]) for part in (slice(0, h), slice(h, None)))
+            halves = rate_halves(x, np.log(g))
     elif keep.sum() >= 1 and np.all(g <= 1e-12):
         rate, r2 = np.inf, 1.0
     q = max(1, keep.sum() // 3)
