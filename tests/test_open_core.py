@@ -166,14 +166,17 @@ class _Rule:
     ("point", lambda s: s.g, {}, r"Pt.perturbation: .*no attribute 'g'; its s has the fields w, G, N, S, rho, sigma"),
     ("point", lambda s: s.sigma * s.G**2, {}, r"uses s.sigma .* norm = float\('inf'\), or declare uses_sign = True"),
     ("point", lambda s: 1 + s.w, {},
-     r"is w1 \+ 1 where the gradient is 0, though follows_gradient = True .* set follows_gradient = False"),
+     r"tends to w1 \+ 1 where the gradient is 0, though follows_gradient = True .* set follows_gradient = False"),
     ("direction", lambda s: -s.G / s.P, {}, r"Dir.field: uses s.P, .* declare needs_P = True"),
     ("direction", lambda s: -s.G * s.N, {}, r"Dir.field: uses s.N, .* sets no norm"),
     ("direction", lambda s: -s.sigma, {"clock": "schedule"}, r"uses s.sigma .* declare uses_sign = True"),
     ("direction", lambda s: -s.G + 1, {"follows_gradient": True},
-     r"is 1 where the gradient is 0, though follows_gradient"),
+     r"tends to 1 where the gradient is 0, though follows_gradient"),
     ("direction", lambda s: s.r * (1 + s.w**2), {"follows_gradient": True},  # 0 at r = 0 but not where dbeta = 0
-     r"is \\tilde\{r\}\*\(\\tilde\{w\}_\{1\}\*\*2 \+ 1\) where the gradient is 0"),
+     r"tends to \\tilde\{r\}\*\(\\tilde\{w\}_\{1\}\*\*2 \+ 1\) where the gradient is 0"),
+    # sympy's sign(0) is 0, so the value at dbeta = 0 hid that the rule jumps to +-r~ beside it
+    ("direction", lambda s: s.r * sp.sign(s.dbeta), {"follows_gradient": True},
+     r"tends to \\tilde\{r\} where the gradient is 0"),
 ])
 def test_parts_that_break_the_contract_are_refused_at_derive(part, rule, declared, match):
     """Each rule here used to derive: N without a norm was compiled against an N the solver never computed
@@ -192,6 +195,9 @@ def test_parts_that_keep_the_contract_still_derive():
     data = fs.Dataset([[1.0, 2.0]], [1])
     builtin = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1))
     np.testing.assert_allclose(mine.vector_field(0.3, data)[0], builtin.vector_field(0.3, data)[0], rtol=1e-14)
+    # 0/0 at dbeta = 0 but tending to 0 there: it keeps the promise (its value at 0 was nan, and refused)
+    fs.derive(fs.DiagonalNet(2), "logistic", fs.Flow(fs.points.Here(), _Rule(
+        lambda s: s.dbeta**2 * s.r / sp.Abs(s.dbeta), follows_gradient=True).direction()))
     shifted = _Rule(lambda s: 1 + s.w, follows_gradient=False).point()
     fs.derive(fs.Linear(), "logistic", fs.Flow(shifted, fs.directions.Gradient(), rho=0.1))
 

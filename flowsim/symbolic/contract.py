@@ -33,7 +33,7 @@ def check_point(point, w, r, N, S, rho, sig, perturbation, normed):
     used = _symbols_of(point, "perturbation", perturbation, {*w, r, N, S, rho, *sig},
                        "s.w, s.G, s.N, s.S, s.rho, s.sigma")
     _symbols_of(point, "normed", normed, {*w, r, S, rho, *sig}, "s.w, s.G, s.S, s.rho, s.sigma; not s.N, its own norm")
-    _declared(point, "perturbation", used, N, sig, [(perturbation, {r: 0})], norm_of="the dual norm of normed(s)",
+    _declared(point, "perturbation", used, N, sig, [(perturbation, r)], norm_of="the dual norm of normed(s)",
               sign_fix="use norm = float('inf'), or declare uses_sign = True (a Filippov system)")
 
 
@@ -46,14 +46,14 @@ def check_direction(direction, wt, rt, Pt, n, N, sig, field, free_dbeta):
         _refuse(direction, "field", "uses s.P, the per-sample second moment, which the solver computes only for a "
                 "direction that asks", "declare needs_P = True")
     rule, D = free_dbeta
-    _declared(direction, "field", used, N, sig, [(field, {rt: 0}), ([rule], {D: 0})],
+    _declared(direction, "field", used, N, sig, [(field, rt), ([rule], D)],
               norm_of="the dual norm of the gradient", sign_fix="declare uses_sign = True (a Filippov system)")
 
 
 def _declared(part, rule, used, N, sig, at_zero_gradient, norm_of, sign_fix):
     """What the two kinds of part share: N needs a norm, sigma needs uses_sign, and follows_gradient
-    needs the rule to be 0 where the gradient is (``at_zero_gradient``: (expressions, the substitution
-    that makes their gradient 0) pairs)."""
+    needs the rule to tend to 0 where the gradient does (``at_zero_gradient``: (expressions, the symbol
+    whose 0 makes their gradient 0) pairs)."""
     kind = "point" if rule == "perturbation" else "direction"
     if N in used and part.norm is None:
         _refuse(part, rule, f"uses s.N, {norm_of}, but the {kind} sets no norm",
@@ -62,8 +62,18 @@ def _declared(part, rule, used, N, sig, at_zero_gradient, norm_of, sign_fix):
         _refuse(part, rule, f"uses s.sigma = sign(G), which the solver holds per entry only for a {kind} that says so",
                 sign_fix)
     if part.follows_gradient and not part.uses_sign:
-        values = (sp.simplify(e.xreplace(zero)) for exprs, zero in at_zero_gradient for e in exprs)
-        at_rest = [e for e in values if e != 0]
+        values = (_limits_at_zero(e, x) for exprs, x in at_zero_gradient for e in exprs)
+        at_rest = [v for pair in values for v in pair if v != 0]
         if at_rest:
-            _refuse(part, rule, f"is {at_rest[0]} where the gradient is 0, though follows_gradient = True promises it "
+            _refuse(part, rule, f"tends to {at_rest[0]} where the gradient is 0, though follows_gradient = True promises it "
                     "vanishes there", "set follows_gradient = False (its rest points are then not the loss's)")
+
+
+def _limits_at_zero(expr, x):
+    """The one-sided limits of ``expr`` as ``x`` -> 0: a rule is judged by where it tends, so sign(x) r (which
+    sympy evaluates to 0 at x = 0) is refused and x/|x|^(1/2), 0/0 there, is not."""
+    expr = sp.sympify(expr)
+    try:
+        return tuple(sp.simplify(sp.limit(expr, x, 0, side)) for side in "+-")
+    except (NotImplementedError, ValueError, TypeError):  # sympy cannot take it: the value at 0, as before
+        return (sp.simplify(expr.xreplace({x: 0})),)
