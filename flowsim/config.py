@@ -343,13 +343,27 @@ def _closest(name: str, choices) -> list:
     return sorted(near, key=lambda c: (_edits(name, c), -difflib.SequenceMatcher(None, name, c).ratio()))[:1]
 
 
+def _reported(err: ValidationError) -> dict:
+    """The error to report: pydantic tries a union's branches in order, so a [loss] table with a stray key
+    failed the name branch first ("should be 'logistic' or 'exponential'"); the table branch, deeper, says why."""
+    first, *rest = err.errors()
+    deeper = [e for e in rest if isinstance(first.get("input"), dict) and len(e["loc"]) > len(first["loc"])]
+    return deeper[0] if deeper else first
+
+
+def _is_branch_tag(part: str) -> bool:
+    """A union branch's name in an error's location (float, literal[...], LossExpression), not a key."""
+    named = globals().get(part)
+    return bool(_TYPE_TAG.search(part)) or (isinstance(named, type) and issubclass(named, BaseModel))
+
+
 def _message(err: ValidationError, root) -> str:
-    e = err.errors()[0]
+    e = _reported(err)
     path = [p for p in e["loc"] if isinstance(p, str)]
     # the last part of an unknown or missing key is the key itself, whatever it is called (a prefix test
     # had dropped 'intial' and 'floatx', and crashed)
     named = e["type"] in ("extra_forbidden", "missing") and path
-    loc = [p for p in (path[:-1] if named else path) if not _TYPE_TAG.search(p)] + (path[-1:] if named else [])
+    loc = [p for p in (path[:-1] if named else path) if not _is_branch_tag(p)] + (path[-1:] if named else [])
     key = ".".join(loc) or "(top level)"
     if e["type"] == "extra_forbidden":
         if len(loc) == 2 and loc[-1] in root.model_fields:  # TOML puts a key written after [table] in it

@@ -107,6 +107,11 @@ def test_config_builds_your_own_model_loss_and_flow(tmp_path):
      (CONFIG.replace('depth = 2', 'depth = 2\nbeta = "a*b"'), "beta defines the model; drop form and depth"),
      (CONFIG.replace('loss = "logistic"\n', "") + '[loss]\nexpr = "exp(m)"\n', "must be > 0 for every margin"),
      (CONFIG.replace('rho = 0.05', 'rho = 0.05\nbatch = 2'), "name = 'sam' takes rho, norm; drop batch"),
+     # a [loss] table's stray key was reported as the name branch's "should be 'logistic' or 'exponential'"
+     (CONFIG.replace('loss = "logistic"\n', "") + '[loss]\nexpr = "exp(-m)"\nnmae = "e"\n',
+      "unknown key 'loss.nmae'; did you mean 'loss.name'?"),
+     (CONFIG.replace('loss = "logistic"\n', "") + '[loss]\nexpr = "exp(-m)"\nrtol = 1e-9\n',
+      "unknown key 'loss.rtol': 'rtol' is a top-level key; in TOML it must come before the first [table]"),
      # SAM without rho ran as SAM with rho = 0 (gradient flow under SAM's name)
      (CONFIG.replace("rho = 0.05\n", ""), "flow 'sam' needs rho"),
      (CONFIG.replace("t1 = 1e20", "t1 = 1e20\nhorizon = 3"), "unknown key 'horizon'"),
