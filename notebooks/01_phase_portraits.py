@@ -52,31 +52,19 @@ inits = [[0.3, 0.05], [0.05, 0.3], [0.2, 0.2], [0.08, 0.25], [0.35, 0.15]]
 
 
 # %% [markdown]
-# The field is evaluated on the whole grid at once: `field_on(system)` maps the single-point field
-# (the same `VectorField` the JAX backend integrates) over all grid points with `jax.vmap` and
-# compiles it once per system; rho is an argument, so the slider below needs no recompile. It is
-# checked against `system.vector_field` point by point.
+# The field is evaluated on the whole grid at once: `system.field_on(data)` is the single-point field
+# (the one the JAX backend integrates) mapped over many points and compiled once; rho is an argument,
+# so the slider below needs no recompile. It is checked against `system.vector_field` point by point.
 
 # %%
 import functools
 
-import jax
-import jax.numpy as jnp
-
-from flowsim.integrate.vector_field import jax_field
-
 
 @functools.cache
 def field_on(system):
-    """A compiled function (points (M, 2) of (w_1, w_2), rho) -> F (M, 2): the rescaled field at every point."""
-    vf, Z, K = jax_field(system, system.n_layers, 2), jnp.asarray(data.z), system.n_layers
-
-    def one(w, rho):
-        theta = jnp.broadcast_to(w, (K, 2))
-        sigma = jnp.sign(vf.direction(theta, Z)[0]) if system.flow.uses_sign else jnp.ones((K, 2))
-        return vf.field_and_scale(theta, Z, rho, sigma)[0][0]
-
-    return jax.jit(jax.vmap(one, in_axes=(0, None)))
+    """(points (M, 2) of (w_1, w_2), rho) -> F (M, 2): the rescaled field at every point, both layers equal."""
+    at_points = system.field_on(data)
+    return lambda w, rho: at_points(np.repeat(np.asarray(w)[:, None, :], system.n_layers, axis=1), rho)[:, 0]
 
 
 def field_grid(system, lo, hi, n, log=False, rho=None):
@@ -84,7 +72,7 @@ def field_grid(system, lo, hi, n, log=False, rho=None):
     axis = np.geomspace(lo, hi, n) if log else np.linspace(lo, hi, n)
     W1, W2 = np.meshgrid(axis, axis)
     rho = float(system.flow.rho) if rho is None else float(rho)
-    F = np.asarray(field_on(system)(jnp.stack([W1.ravel(), W2.ravel()], axis=1), rho))
+    F = field_on(system)(np.stack([W1.ravel(), W2.ravel()], axis=1), rho)
     return axis, W1, W2, F.T.reshape(2, n, n)
 
 
@@ -103,7 +91,7 @@ angles = np.linspace(0.1, 1.4, 7)
 on_curve = RHO * MU.sum() * np.stack([np.cos(angles) / MU[0], np.sin(angles) / MU[1]], axis=1)
 for scale, sign in ((0.99, 1.0), (1.01, -1.0)):  # inside, the minor coordinate w_1 grows faster
     w = scale * on_curve
-    F = np.asarray(field_on(systems["l2-SAM"])(jnp.asarray(w), RHO)).T
+    F = field_on(systems["l2-SAM"])(w, RHO).T
     assert np.all(sign * rate_gap(systems["l2-SAM"], w[:, 0], w[:, 1], F) > 0)
 
 

@@ -1,6 +1,8 @@
 """The sympy-derived field against autodiff: for every model x loss x flow, at random points, the
 real-time field e^{S~} F must equal -jax.grad(L)(theta~) with theta~ built from jax.grad(L)(theta)."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -117,6 +119,25 @@ def test_derive_is_cached_and_rho_is_runtime():
     a = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1))
     b = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.7))
     assert a.numpy is b.numpy and a.flow.rho == 0.1 and b.flow.rho == 0.7
+
+
+@pytest.mark.parametrize("flow", [fs.GD(), fs.SAM(0.07, 2), fs.SAM(0.07, np.inf), fs.ASAM(0.05), fs.SignFlow(),
+                                  fs.AdamProxy(batch=2), fs.SteepestDescent(3)], ids=str)
+def test_field_on_many_points_is_the_field_at_each(flow):
+    """The phase-portrait evaluator (one compiled call for a grid) against ``vector_field`` point by point,
+    at the flow's rho and another (rho is an argument: no recompile)."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(4, 3))
+    data = fs.Dataset(X, np.sign(X @ np.array([1.0, 0.5, 2.0])))
+    system = fs.derive(fs.DiagonalNet(3), "logistic", flow)
+    points = rng.uniform(-0.8, 0.8, size=(6, 3, 3))
+    field_on = system.field_on(data)
+    for rho in (None, 0.2) if flow.rho else (None,):
+        at = system if rho is None else fs.derive(fs.DiagonalNet(3), "logistic", dataclasses.replace(flow, rho=rho))
+        expected = np.stack([at.vector_field(p, data)[0] for p in points])
+        np.testing.assert_allclose(field_on(points, rho), expected, rtol=1e-11, atol=1e-14)
+    with pytest.raises(ValueError, match=r"params: shape \(6, 3\); expected \(points, 3, 3\)"):
+        field_on(points[:, 0])
 
 
 @pytest.mark.parametrize("flow", [fs.GD(), fs.SAM(0.07, 2)], ids=str)

@@ -169,6 +169,32 @@ class System:
         sigma = np.sign(vf.direction(theta, data.z)[0]) if self.flow.uses_sign else np.ones((K, d))
         return vf.field_and_scale(theta, data.z, float(self.flow.rho), sigma)
 
+    def field_on(self, data):
+        """``vector_field``'s F at many points in one call, for phase portraits on grids: a compiled function
+        (params (M, layers, d), rho=None) -> F (M, layers, d) on ``data`` (JAX, vmapped; compiled once per
+        number of points, and rho, the flow's by default, is an argument: a new radius does not recompile).
+        Sign flows use sign(G) at each point, as ``vector_field`` does."""
+        from flowsim._jax import jax, jnp
+        from flowsim.integrate.vector_field import jax_field
+
+        K, Z = self.n_layers, jnp.asarray(data.z)
+        vf = jax_field(self, K, data.d)
+
+        def one(theta, rho):
+            sigma = jnp.sign(vf.direction(theta, Z)[0]) if self.flow.uses_sign else jnp.ones((K, data.d))
+            return vf.field_and_scale(theta, Z, rho, sigma)[0]
+
+        batched = jax.jit(jax.vmap(one, in_axes=(0, None)))
+
+        def evaluate(params, rho=None):
+            params = np.asarray(params, dtype=float)
+            if params.ndim != 3 or params.shape[1:] != (K, data.d):
+                raise ValueError(f"params: shape {params.shape}; expected (points, {K}, {data.d}) for this system "
+                                 "and data (one row of layers per point)")
+            return np.asarray(batched(jnp.asarray(params), float(self.flow.rho if rho is None else rho)))
+
+        return evaluate
+
     def __repr__(self) -> str:
         return f"System({self.model}, {self.loss.name}, {self.flow})"
 
