@@ -208,7 +208,7 @@ class Experiment(_Problem):
     backend: str = "auto"
     clock: Literal["auto", "log_time", "tau"] = "auto"
     rtol: float = Field(1e-8, gt=0.0, lt=1.0)
-    atol: float = Field(1e-10, gt=0.0)
+    atol: float | None = Field(None, gt=0.0)  # None: solve's default (1e-10, smaller for a small init)
     saves: int | None = Field(None, ge=2, le=100_000)
     save_at: list[float] | None = None  # log10 t of each save, instead of saves
     allow_nonseparable: bool = False

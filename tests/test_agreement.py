@@ -133,3 +133,26 @@ def test_stats_mean_the_same_on_every_backend(backend):
         assert ("njev" in st and "nlu" in st) == (backend != "scipy:DOP853")
         if backend == "scipy:Radau":  # (LSODA stays on its non-stiff method here: no Jacobian)
             assert st["nlu"] >= st["njev"] > 0
+
+
+@pytest.mark.parametrize("init", [1e-3, 1e-6])
+def test_small_inits_are_resolved_to_rtol_by_default(init):
+    """The default atol follows the init's size: with atol 1e-10 a run from init 1e-6 was 1.6e-5 off a tight
+    reference at rtol 1e-8 (the state near atol is resolved to atol/size only); now ~6e-8."""
+    data = fs.Dataset([[1.0, 2.0, 3.0]], [1])
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
+    tight = fs.solve(system, data, init, t1=1e100, saves=50, rtol=1e-12, atol=1e-30, backend="scipy:DOP853")
+    sol = fs.solve(system, data, init, t1=1e100, saves=50)
+    assert sol.config["atol"] == min(1e-10, 1e-8 * init)
+    assert np.max(np.abs(sol.params - tight.params) / np.abs(tight.params)) < 3e-7
+
+
+def test_a_collapse_from_below_the_old_floor_is_a_collapse():
+    """l2-SAM from init 1e-8 (below 1000 x the old fixed atol) reached 0 by arrival and said 'stalled', from 1e-6
+    'collapsed': the same collapse, now one status at every init."""
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1))
+    data = fs.Dataset([[1.0, 2.0, 3.0]], [1])
+    ends = {a: fs.solve(system, data, a, t1=1e100) for a in (1e-6, 1e-8, 1e-9)}
+    assert {sol.status for sol in ends.values()} == {"collapsed"}
+    # the collapse time scales with the init (finite-time arrival at 0: t ~ alpha / rho-scaled rate)
+    np.testing.assert_allclose(np.diff([sol.log10_t[-1] for sol in ends.values()]), [-2.0, -1.0], atol=0.01)

@@ -16,7 +16,7 @@ from flowsim.integrate.handlers import HANDLERS, _on_failure
 from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.run import Run
 from flowsim.integrate.solution import FAILURES, Solution
-from flowsim.integrate.timeline import log10_horizon, log_floor_of, positive, resolve_clock, save_points, u_of
+from flowsim.integrate.timeline import default_atol, log10_horizon, log_floor_of, positive, resolve_clock, save_points, u_of
 from flowsim.integrate.vector_field import CLOCKS, SCHEDULE
 from flowsim.symbolic.derive import System
 from flowsim.symbolic.directions import AdamProxyDirection
@@ -36,7 +36,7 @@ def solve(
     backend: str = "auto",
     clock: str = "auto",
     rtol: float = 1e-8,
-    atol: float = 1e-10,
+    atol: float | None = None,
     saves: int | None = None,
     save_at=None,
     max_steps: int = 16_384,
@@ -69,7 +69,9 @@ def solve(
             BDF fails near log10 t = 1.2e5, LSODA returns NaN), while in tau theta's field has no
             such factor (both complete to log10 t = 1e6, in fewer steps).
         rtol: relative step-size control tolerance on the state.
-        atol: absolute step-size control tolerance on the state.
+        atol: absolute step-size control tolerance on the state; by default 1e-10, or rtol x the init's
+            size (max |theta0|) where that is smaller (an atol near the state's size resolves it only to
+            atol/size). The value used is in ``sol.config["atol"]``.
         saves: number of default save points (400 if neither this nor ``save_at`` is given): one just
             after t = 0 (t = 1e-6), then dense in log10 t over the first decades (from t = 1e-3) and
             in log10 log10 t far out, so early switches are resolved at any horizon.
@@ -103,6 +105,7 @@ def solve(
     if any(k not in SCORES for k in track):
         raise ValueError(f"track takes scores from {SCORES}; got {track!r}.")
     theta0 = initial_params(system, data, init)
+    atol = default_atol(theta0, rtol) if atol is None else atol
     if not allow_nonseparable:
         _warn_if_unreachable(system, data, theta0)
     # ``arguments`` re-runs this solve (``Solution.evaluate``, saved runs); the rest says how it ran
@@ -183,7 +186,8 @@ def check_common(system, data, clock, rtol, atol, max_steps, allow_nonseparable,
                          "proxy's field is 0/0).")
     if getattr(system.flow, "clock", None) == SCHEDULE:
         clock = SCHEDULE  # the learning-rate schedule is the clock of sign and Adam-proxy flows
-    rtol, atol = positive("rtol", rtol), positive("atol", atol)
+    rtol = positive("rtol", rtol)
+    atol = None if atol is None else positive("atol", atol)
     if rtol >= 1:
         raise ValueError(f"rtol must be < 1 (a relative error per step; 1e-8 is the default); got {rtol!r}.")
     collapse_tol, blowup_size = positive("collapse_tol", collapse_tol), positive("blowup_size", blowup_size)

@@ -36,7 +36,7 @@ from flowsim.integrate.handlers import ENDINGS, end_status
 from flowsim.integrate.run import structure_key
 from flowsim.integrate.solve import check_common, initial_params, solve
 from flowsim.integrate.solution import FAILURES, log10_t_from_u
-from flowsim.integrate.timeline import (clock_plan, log10_horizon, log_floor_of,
+from flowsim.integrate.timeline import (clock_plan, default_atol, log10_horizon, log_floor_of,
                                         resolve_clock, save_points, u_of)
 
 #: grid keys: "alpha" (every entry), "alpha_<j>" (coordinate j, 1-based as in the papers), "rho"
@@ -95,7 +95,7 @@ def sweep(
     backend: str = "auto",
     clock: str = "auto",
     rtol: float = 1e-8,
-    atol: float = 1e-10,
+    atol: float | None = None,
     saves: int | None = None,
     save_at=None,
     max_steps: int = 16_384,
@@ -124,6 +124,7 @@ def sweep(
         saves: the number of default save points shared by every point (200 when neither this nor
             ``save_at`` is given), as in :func:`flowsim.solve`.
         save_at: the log10 t of each save instead, as in :func:`flowsim.solve`.
+        atol: as in :func:`flowsim.solve` (by default each point's own, from its init's size).
 
     Returns:
         An ``xarray.Dataset`` with one dimension per grid key plus ``log10_t`` (the save grid,
@@ -190,7 +191,8 @@ def sweep(
     return _dataset(system, data, axes, out, grid_t, attrs={
         "interrupted": stopped,
         "system": named, "method": "vmap" if vmapped else "solve per point", "chunk_size": int(chunk_size),
-        "chunks": len(chunks), "executor": where, "wall_s": wall, "rtol": rtol, "atol": atol, "clock": run_clock,
+        "chunks": len(chunks), "executor": where, "wall_s": wall, "rtol": rtol,
+        "atol": "per point (1e-10, or rtol x the init's size where smaller)" if atol is None else atol, "clock": run_clock,
         "backend": "diffrax:" + be.solver if vmapped else backend, "log10_t1": L1,
         "init": "alpha swept" if ALPHA in axes else str(np.asarray(init).tolist())})
 
@@ -389,7 +391,8 @@ def _vmapped(system, data, inits, rhos, opts):
     m, K, d = theta0.shape
     to_s, to_u, targets, run_targets, s_max = clock_plan(clock, flow, u1, opts["save_at"], math.log10(speedup))
     Z = data.z
-    floors = log_floor_of(theta0, opts["collapse_tol"], opts["atol"])
+    atol = np.array([default_atol(th, opts["rtol"]) if opts["atol"] is None else opts["atol"] for th in theta0])
+    floors = log_floor_of(theta0, opts["collapse_tol"], atol)
     y0 = np.concatenate([theta0.reshape(m, -1), np.zeros((m, 1))], axis=1)
     # the crossing event, shared by all members: the signs each keeps depend on the signs of its init only
     patterns = np.unique(np.sign(theta0), axis=0)
@@ -401,7 +404,7 @@ def _vmapped(system, data, inits, rhos, opts):
                         opts["max_steps"], len(targets), (), batched=True)
     args = (Z, rhos, sigma, pinned, u1, floors, log_ceiling, leaders)
     s_t, (beta, log_loss), ok, s_end, (y_end, beta_end, loss_end), (fired, maxed, failed), stats = jax.tree.map(
-        np.asarray, run(*host_arguments(y0, 0.0, s_max, args, run_targets, [opts["rtol"], opts["atol"]])))
+        np.asarray, run(*host_arguments(y0, 0.0, s_max, args, run_targets, np.stack([np.full(m, opts["rtol"]), atol], 1))))
     ends = {e: _status(names, *e, clock) for e in set(zip(fired.tolist(), maxed.tolist(), failed.tolist()))}
     status = np.array([ends[e] for e in zip(fired.tolist(), maxed.tolist(), failed.tolist())], dtype=object)
     # a completed point saves its end at the targets within the horizon event's precision of it (close_records)

@@ -124,8 +124,8 @@ def _observing(run, vf):
 
 def kernel(vf, key, clock, uses_sign, sliding, solver, max_steps, n_targets, track=(), batched=False):
     """The jitted segment solve ``run(y0, s0, s_max, args, u_targets)`` and its event names, compiled
-    once per structure. ``batched=True``: vmapped over y0 and the per-member arguments rho
-    (``args[1]``) and log_floor (``args[5]``), the rest shared, and returning beta and the log-loss at the
+    once per structure. ``batched=True``: vmapped over y0, the per-member arguments rho
+    (``args[1]``) and log_floor (``args[5]``) and the tolerances (rtol, atol per member), the rest shared, and returning beta and the log-loss at the
     saves and at the end, not the states (``_observing``; for :func:`flowsim.sweep`)."""
     ck = (key, clock, uses_sign, sliding, solver, max_steps, n_targets, vf.K, vf.d, track, batched)
     with _BUILDING:  # a sweep's chunks ask for it together, from threads: one kernel (compiled once)
@@ -133,7 +133,7 @@ def kernel(vf, key, clock, uses_sign, sliding, solver, max_steps, n_targets, tra
             run, names = _build(vf, clock, uses_sign, sliding, solver, max_steps, n_targets, track)
             if batched:
                 axes = (None, 0, None, None, None, 0, None, None)
-                run = jax.vmap(_observing(run, vf), in_axes=(0, None, None, axes, None, None))
+                run = jax.vmap(_observing(run, vf), in_axes=(0, None, None, axes, None, 0))
             structure = (clock, uses_sign, sliding, solver, max_steps, n_targets, track, batched)
             _CACHE[ck] = StoredKernel(jax.jit(run), vf, structure), names
         return _CACHE[ck]
