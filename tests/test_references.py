@@ -78,3 +78,58 @@ def test_errors():
         fs.max_margin(fs.Dataset([[1.0, 2.0]], [1]), 3)
     with pytest.raises(ValueError, match="depth must be"):
         fs.kkt_max_margin(fs.Dataset([[1.0, 2.0]], [1]), 0)
+
+
+@pytest.mark.parametrize("scale", [1e-8, 1.0, 1e8])
+def test_l2_is_the_exact_optimum_at_any_scale(scale):
+    """Against the closed form of two orthogonal samples and SLSQP on random data: L-BFGS-B on the dual stopped
+    after one step at scale 1e7 (a direction 20 degrees off) and 1e-8, without a word."""
+    from scipy.optimize import minimize
+
+    two = fs.max_margin(fs.Dataset(scale * np.array([[3.0, 0.0], [0.0, 10.0]])), 2).direction
+    np.testing.assert_allclose(two, np.array([1 / 3, 1 / 10]) / np.hypot(1 / 3, 1 / 10), rtol=1e-12)
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        X = rng.normal(size=(rng.integers(2, 10), rng.integers(2, 6)))
+        data = fs.Dataset(scale * X, np.sign(X @ rng.normal(size=X.shape[1])))
+        ref = fs.max_margin(data, 2)
+        Z = data.z / scale
+        res = minimize(lambda w: (w @ w, 2 * w), 1.1 * ref.direction / (ref.margin / scale), jac=True, method="SLSQP",
+                       constraints=[{"type": "ineq", "fun": lambda w: Z @ w - 1, "jac": lambda w: Z}],
+                       options=dict(ftol=1e-16, maxiter=1000))
+        assert ref.margin >= fs.normalised_margin(data, res.x, 2) * (1 - 1e-12)
+    metric = fs.max_margin(fs.Dataset([[1.0, 0.0], [1.0, 1.0], [1.0, -0.5]]), "mahalanobis", metric=1e16 * np.eye(2))
+    np.testing.assert_allclose(metric.direction * 1e8, [1.0, 0.0], atol=1e-12)
+
+
+@pytest.mark.parametrize("X, norm, unique", [
+    ([[1e7, 0.0]], np.inf, False),       # w_2 free in [-1, 1]: a face of small entries, called a point
+    ([[1.0, 1 - 1e-4]], 1, True),        # (1, 0) unique: a thin band of near-optimal points was called a face
+    ([[1.0, 1.0]], 1, False),
+    ([[1.0, 2.0]], 1, True),
+    ([[1.0, 0.0]], np.inf, False),
+    ([[1e8, 1.0], [1.0, 1e8]], np.inf, True),  # the LP said "infeasible" at this scale
+])
+def test_uniqueness_of_lp_optima(X, norm, unique):
+    assert fs.max_margin(fs.Dataset(X), norm).unique is unique
+
+
+def test_kkt_from_a_start_that_does_not_separate():
+    """SLSQP from a non-separating start failed and its end (margin -2) came back as the KKT point."""
+    data = fs.Dataset([[1.0, -1.0], [1.0, -2.0]])
+    k = fs.kkt_max_margin(data, 3, start=np.array([1.0, 1.0]))
+    assert np.min(data.z @ k.direction) > 0 and k.kkt_residual < 1e-8
+    np.testing.assert_allclose(k.direction / np.abs(k.direction).max(), [1.0, 0.0], atol=1e-8)
+    with pytest.raises(ValueError, match=r"start: no beta with its signs \[-1, 1\] separates"):
+        fs.kkt_max_margin(data, 3, start=np.array([-1.0, 1.0]))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(norm="mahalanobis", metric=1e-9 * np.array([[1.0, 5.0], [0.0, 1.0]])), "symmetric"),
+    (dict(norm="mahalanobis", metric=[[1.0, np.inf], [np.inf, 1.0]]), "finite"),
+    (dict(norm=2, metric=np.eye(2)), "metric is for norm='mahalanobis' only"),
+    (dict(norm=True), "norm must be 2, 1"),
+])
+def test_bad_reference_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        fs.max_margin(fs.Dataset([[1.0, 1.0]]), **kwargs)

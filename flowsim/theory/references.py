@@ -1,7 +1,8 @@
 r"""Max-margin references (no bias term), docs/theory.md 6.
 
 - l2:  :math:`\min \|w\|_2^2` s.t. :math:`Zw \ge 1`, solved through its bound-constrained dual
-  :math:`\max_{\alpha \ge 0} 1^\top\alpha - \tfrac12\|Z^\top\alpha\|^2` (L-BFGS-B), :math:`w = Z^\top\alpha`;
+  :math:`\max_{\alpha \ge 0} 1^\top\alpha - \tfrac12\|Z^\top\alpha\|^2`, :math:`w = Z^\top\alpha`, as a
+  least-distance program by NNLS (an exact active-set method);
 - Mahalanobis: the l2 problem after :math:`v = M^{1/2} w`;
 - l1, l_inf: linear programs (scipy HiGHS, bounds passed explicitly). Their optima are often not
   unique: ``unique`` is decided by optimising two random objectives over the optimal face.
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linprog, minimize
+from scipy.optimize import linprog, minimize, nnls
 
 from flowsim._checks import is_whole
 from flowsim.data import Dataset
@@ -60,17 +61,24 @@ def _check(data):
 
 
 def _l2(Z):
-    n = Z.shape[0]
-    G = Z @ Z.T
-
-    def f(a):
-        g = G @ a
-        return 0.5 * a @ g - a.sum(), g - 1.0
-
-    res = minimize(f, np.full(n, 1.0 / max(np.trace(G), 1e-300)), jac=True, method="L-BFGS-B",
-                   bounds=[(0, None)] * n, options=dict(ftol=1e-15, gtol=1e-12, maxiter=20_000))
-    a = np.maximum(res.x, 0.0)
-    return Z.T @ a, a
+    """min ||w|| s.t. Z w >= 1 as a least-distance program, solved exactly by NNLS (Lawson and Hanson, ch. 23):
+    u = argmin_{u >= 0} ||[Z^T; 1^T] u - e_{d+1}||, w = Z^T u / (1 - 1.u), duals u / (1 - 1.u). An active-set
+    method, on Z scaled to entries <= 1: L-BFGS-B on the dual stopped after one step on data of scale 1e7
+    (its tolerance is relative to max(|f|, 1)) and returned a direction 20 degrees off."""
+    scale = np.abs(Z).max()
+    E = np.vstack([(Z / scale).T, np.ones(Z.shape[0])])
+    f = np.zeros(E.shape[0])
+    f[-1] = 1.0
+    u, _ = nnls(E, f, maxiter=50 * E.shape[1])
+    slack = 1.0 - u.sum()
+    if slack <= 1e-14:
+        raise NonSeparableError("data are not linearly separable: the l2 max-margin problem is infeasible.")
+    a = u / slack
+    w = (Z / scale).T @ a
+    low = np.min((Z / scale) @ w)
+    if not low >= 1.0 - 1e-9:  # NNLS stopped short: say so rather than return a point that is not the optimum
+        raise RuntimeError(f"the l2 max-margin QP did not solve: min z.w = {low:.3g} < 1 at its end.")
+    return w, a
 
 
 def _lp(c, A_ub, b_ub, bounds):
@@ -81,18 +89,23 @@ def _lp(c, A_ub, b_ub, bounds):
 
 
 def _face_is_point(c, A_ub, b_ub, bounds, x_opt, pick, seed=0):
-    """Optimise two random objectives over {c.x <= opt} intersected with the feasible set."""
+    """Whether the optimum is unique: random objectives optimised over the feasible points within a slack
+    of the optimal value. A unique optimum's spread shrinks with the slack (in proportion), an optimal
+    face's does not; one slack with an absolute spread test called a thin near-optimal band a face and a
+    face of small entries (data of scale 1e7) a point."""
     opt = c @ x_opt
     A = np.vstack([A_ub, c])
-    b = np.concatenate([b_ub, [opt + 1e-9 * max(1.0, abs(opt))]])
     rng = np.random.default_rng(seed)
-    ws = []
-    for _ in range(2):
-        r = rng.normal(size=pick(x_opt).size)
-        for sgn in (1, -1):
-            ws.append(pick(_lp(_lift(sgn * r, pick, c.size), A, b, bounds).x))
-    spread = max(np.abs(w - ws[0]).max() for w in ws)
-    return spread <= 1e-6 * max(1.0, np.abs(pick(x_opt)).max())
+    objectives = [sgn * r for r in rng.normal(size=(2, pick(x_opt).size)) for sgn in (1, -1)]
+    size = np.abs(pick(x_opt)).max()
+
+    def spread(slack):
+        b = np.concatenate([b_ub, [opt + slack * abs(opt)]])
+        ws = [pick(_lp(_lift(r, pick, c.size), A, b, bounds).x) for r in objectives]
+        return max(np.abs(w - ws[0]).max() for w in ws) / size
+
+    wide, narrow = spread(1e-6), spread(1e-8)
+    return narrow <= 1e-7 or narrow <= 0.1 * wide
 
 
 def _lift(r, pick, size):
@@ -105,19 +118,25 @@ def max_margin(data: Dataset, norm=2, *, metric=None) -> MaxMargin:
     """The max-margin direction for ``norm`` in {2, 1, inf, "mahalanobis"} (``metric``: M, positive
     definite, for the last). Returns a :class:`MaxMargin`."""
     _check(data)
-    Z = data.z
+    Z = data.z / np.abs(data.z).max()  # the same directions; the solvers' tolerances meet entries <= 1
     n, d = Z.shape
     if norm == "mahalanobis":
         M = np.asarray(metric, float) if metric is not None else None
-        if M is None or M.shape != (d, d) or not np.allclose(M, M.T):
-            raise ValueError(f"metric must be a symmetric positive-definite ({d}, {d}) array for norm='mahalanobis'.")
+        if M is None or M.shape != (d, d) or not np.all(np.isfinite(M)) or not np.allclose(M, M.T, rtol=1e-10, atol=0):
+            raise ValueError(f"metric must be a finite, symmetric positive-definite ({d}, {d}) array for "
+                             f"norm='mahalanobis'.")
         evals, evecs = np.linalg.eigh(M)
-        if evals.min() <= 0:
+        if not evals.min() > 0:
             raise ValueError("metric must be positive definite (its smallest eigenvalue is <= 0).")
         root_inv = evecs @ np.diag(evals**-0.5) @ evecs.T
         v, a = _l2(Z @ root_inv)
         w = root_inv @ v
         return _result(data, w, a, norm, True, metric=M)
+    if metric is not None:
+        raise ValueError(f"metric is for norm='mahalanobis' only; got it with norm={norm!r} (leave it out, or use "
+                         "norm='mahalanobis').")
+    if isinstance(norm, bool):
+        raise ValueError(f"norm must be 2, 1, float('inf') or 'mahalanobis'; got {norm!r}.")
     if norm in (2, 2.0):
         w, a = _l2(Z)
         return _result(data, w, a, 2, True)
@@ -182,12 +201,17 @@ def kkt_max_margin(data: Dataset, depth: int, *, start=None) -> MaxMargin:
     if start.shape != (data.d,):
         raise ValueError(f"start must have shape (d,) = ({data.d},); got {start.shape}.")
     s = np.where(start >= 0, 1.0, -1.0)
-    scale = 1.0 / max(np.min(Z @ start), 1e-12)
+    if not np.min(Z @ start) > 0:  # SLSQP from a point that does not separate failed and was returned as the optimum
+        start = _separating_with_signs(Z, s)
+    scale = 1.0 / np.min(Z @ start)
     w0 = (np.abs(start) * scale + 1e-6) ** (1.0 / L)
     cons = {"type": "ineq", "fun": lambda w: Z @ (s * w**L) - 1.0, "jac": lambda w: Z * (s * L * w ** (L - 1))}
     res = minimize(lambda w: (w @ w, 2 * w), w0, jac=True, constraints=[cons], method="SLSQP",
                    bounds=[(0, None)] * data.d, options=dict(ftol=1e-15, maxiter=2000))
     beta = s * res.x**L
+    if not np.min(Z @ beta) >= 1.0 - 1e-7:
+        raise RuntimeError(f"kkt_max_margin: SLSQP ended at a point that does not meet the margin constraints "
+                           f"(min z.beta = {np.min(Z @ beta):.3g} < 1; {res.message}); try another start.")
     # KKT of min sum |beta_j|^{2/L} s.t. Z beta >= 1 on the support of beta: (2/L)|b|^{2/L-1} sign(b) = Z^T lam
     on = np.abs(beta) > 1e-8 * np.abs(beta).max()
     act = np.abs(Z @ beta - 1.0) < 1e-7
@@ -198,3 +222,13 @@ def kkt_max_margin(data: Dataset, depth: int, *, start=None) -> MaxMargin:
         lam[act] = np.maximum(lam_act, 0.0)
     resid = np.linalg.norm(Z[:, on].T @ lam - grad) / max(np.linalg.norm(grad), 1e-300)
     return _result(data, beta, lam, 2.0 / L, False, kkt_residual=resid)
+
+
+def _separating_with_signs(Z, s):
+    """A beta with the sign pattern ``s`` (beta_j s_j >= 0) and Z beta >= 1, by LP; a ValueError if none."""
+    res = linprog(np.ones(Z.shape[1]), A_ub=-(Z * s), b_ub=-np.ones(Z.shape[0]), bounds=[(0, None)] * Z.shape[1],
+                  method="highs")
+    if res.status != 0:
+        raise ValueError(f"start: no beta with its signs {s.astype(int).tolist()} separates the data; give a start "
+                         "with other signs (e.g. a flow's end direction).")
+    return s * res.x
