@@ -183,3 +183,21 @@ def test_plots_take_and_return_an_axis(one_sample):
     assert plot.margin_gaps(sol, refs, axes[2], fit=False) is axes[2] and len(axes[2].lines) == 2
     assert plot.loss_vs_t(sol, axes[3]) is axes[3]
     np.testing.assert_allclose(axes[3].lines[0].get_ydata(), sol.log_loss / np.log(10))
+
+
+def test_verdict_on_a_face_of_optima_judges_the_margin():
+    """Where the l1 optimum is not unique (a face), the angle to the LP's one vertex says nothing: a run on the face
+    89 deg from that vertex was "closer to another reference" for l1 and inconclusive for l2, which it is 44 deg
+    from with its margin standing still. Now l1 holds and l2 fails; and a run off the face fails l1."""
+    d = fs.Dataset([[1.0, 1.0]])
+    refs = {"l1": fs.max_margin(d, 1), "l2": fs.max_margin(d, 2)}
+    assert not refs["l1"].unique
+    sol = fs.solve(fs.derive(fs.DiagonalNet(2, "difference"), "exponential", fs.GD()), d,
+                   [[1e-3, 1e-2], [1e-3, 1e-2]], t1=1e100)
+    assert fs.verdict(sol, refs, "l1").holds is True
+    assert fs.verdict(sol, refs, "l2").holds is False
+    off = fs.Dataset([[1.0, 1.0, 0.5]])  # l1 face {w_1 + w_2 = 1, w >= 0, w_3 = 0}; linear GD goes to l2, off it
+    refs = {"l1": fs.max_margin(off, 1), "l2": fs.max_margin(off, 2)}
+    linear = fs.solve(fs.derive(fs.Linear(), "exponential", fs.GD()), off, 0.01, t1=1e100)
+    assert not refs["l1"].unique
+    assert fs.verdict(linear, refs, "l1").holds is False and fs.verdict(linear, refs, "l2").holds is True
