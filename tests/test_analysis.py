@@ -201,3 +201,27 @@ def test_verdict_on_a_face_of_optima_judges_the_margin():
     linear = fs.solve(fs.derive(fs.Linear(), "exponential", fs.GD()), off, 0.01, t1=1e100)
     assert not refs["l1"].unique
     assert fs.verdict(linear, refs, "l1").holds is False and fs.verdict(linear, refs, "l2").holds is True
+
+
+def test_linf_sam_prediction_ties_and_bad_input():
+    """Tied scores gave the first coordinate as the leader (the limit is then no basis vector: at L = 2 with
+    mu = (1, 1) it is proportional to (alpha_j - rho)^2), and depth 1 said "collapse" where l_inf-SAM grows."""
+    assert fs.linf_sam_prediction([1, 1], [0.5, 0.3], 0.1, 2)["tied"] == [0, 1]
+    assert fs.linf_sam_prediction([1, 1], [0.5, 0.3], 0.1, 2)["leader"] is None
+    assert fs.linf_sam_prediction([1, 2], [0.5, 0.3], 0.1, 2)["leader"] == 1
+    assert fs.linf_sam_prediction([1, 1], [0.5, 0.3], 0.1, 3)["leader"] == 0  # L >= 3: (alpha_j - rho)^(L-2) decides
+    tied = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, np.inf)), fs.Dataset([[1.0, 1.0]]),
+                    [0.5, 0.3], t1=1e30)
+    # equal features grow at one rate: w_j - rho keeps the ratio (0.5 - 0.1)/(0.3 - 0.1), so beta_1/beta_2 -> 4
+    w = tied.params[-1, 0]
+    np.testing.assert_allclose((w[0] - 0.1) / (w[1] - 0.1), 2.0, rtol=1e-6)
+    assert tied.direction[-1, 1] > 0.2
+    for args, match in [(([1, 2], 0.05, 0.1, 1), "depth must be an integer >= 2"),
+                        (([1, 2], 0.2, float("nan"), 2), "rho must be a finite number"),
+                        (([1, np.nan], 0.2, 0.1, 2), "mu must be finite"),
+                        (([1, 2], 0.2, 0.1, 2.5), "depth must be an integer"),
+                        (([1, 2], [0.2, 0.2, 0.2], 0.1, 2), r"alpha must be .* shape \(2,\)")]:
+        with pytest.raises(ValueError, match=match):
+            fs.linf_sam_prediction(*args)
+    with pytest.raises(ValueError, match="mu_1 = mu_2 = 1 at depth 2"):
+        fs.linf_sam_boundaries([1, 1], 0.1, 2, 0.4)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from flowsim._checks import is_whole
 from flowsim.theory.references import MaxMargin, normalised_margin
 
 
@@ -246,12 +247,23 @@ def linf_sam_prediction(mu, alpha, rho: float, depth: int) -> dict:
     """Seed 000, Thm 3.2 / Cor 3.5 for l_inf-SAM on one example mu > 0 with balanced positive init
     alpha: per coordinate "collapse" (alpha_j < rho; beta_j -> 0 for even L, rho^L for odd L),
     "stay" (alpha_j = rho; beta_j = rho^L) or "grow"; the limit direction e_{j*} with
-    j* = argmax_{alpha_j > rho} mu_j (alpha_j - rho)^(L-2), or None (beta stays bounded)."""
-    mu, alpha = np.asarray(mu, float), np.broadcast_to(np.asarray(alpha, float), np.shape(mu))
-    if np.any(mu <= 0) or np.any(alpha <= 0):
-        raise ValueError("the prediction holds for mu > 0 and a positive initialisation alpha.")
-    if rho < 0 or depth < 1:
-        raise ValueError("need rho >= 0 and depth >= 1.")
+    j* = argmax_{alpha_j > rho} mu_j (alpha_j - rho)^(L-2), or None: where beta stays bounded, and where
+    growing coordinates tie in that score (``tied`` lists them; the limit is then not a basis vector: at
+    L = 2 with mu_j = mu_k it is proportional to (alpha_j - rho)^2 on them). Depth 1 is Thm 3.1 (the l2
+    max-margin, not a basis vector), refused here."""
+    mu = _finite_vector("mu", mu)
+    if mu.ndim != 1 or np.any(mu <= 0):
+        raise ValueError(f"mu must be a vector of positive features (Thm 3.2 is for mu > 0); got {mu.tolist()}.")
+    alpha = _finite_vector("alpha", alpha)
+    if alpha.shape not in ((), mu.shape) or np.any(alpha <= 0):
+        raise ValueError(f"alpha must be a positive scalar or one entry per feature, shape {mu.shape}; got "
+                         f"{alpha.tolist()}.")
+    alpha = np.broadcast_to(alpha, mu.shape)
+    if not (isinstance(rho, (int, float)) and not isinstance(rho, bool) and np.isfinite(rho) and rho >= 0):
+        raise ValueError(f"rho must be a finite number >= 0; got {rho!r}.")
+    if not is_whole(depth) or depth < 2:
+        raise ValueError(f"depth must be an integer >= 2 (Thm 3.2; at depth 1 l_inf-SAM goes to the l2 max-margin, "
+                         f"Thm 3.1); got {depth!r}.")
     fate, limit = [], []
     for a in alpha:
         if a == rho:  # exact: alpha_j = rho + 5e-9 grows (w_j - rho = 5e-9 e^{mu_j tau}), so no tolerance
@@ -263,9 +275,21 @@ def linf_sam_prediction(mu, alpha, rho: float, depth: int) -> dict:
         else:
             fate.append("grow")
             limit.append(np.inf)
-    grow = [j for j, f in enumerate(fate) if f == "grow"]
-    j_star = max(grow, key=lambda j: mu[j] * (alpha[j] - rho) ** (depth - 2)) if grow else None
-    return {"fate": fate, "limit": limit, "leader": j_star}
+    score = {j: mu[j] * (alpha[j] - rho) ** (depth - 2) for j, f in enumerate(fate) if f == "grow"}
+    best = max(score.values(), default=None)
+    top = [j for j, v in score.items() if v >= best * (1 - 1e-12)] if score else []
+    return {"fate": fate, "limit": limit, "leader": top[0] if len(top) == 1 else None,
+            "tied": top if len(top) > 1 else []}
+
+
+def _finite_vector(name, value):
+    try:
+        out = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be numbers; got {value!r}.") from None
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"{name} must be finite; got {out.tolist()}.")
+    return out
 
 
 def leading_by_alpha(system, data, alphas, log10_t: float, **solve_kw) -> np.ndarray:

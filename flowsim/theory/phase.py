@@ -65,6 +65,7 @@ def linf_sam_boundaries(mu, rho: float, depth: int, alpha_max: float) -> list[np
     mu1, mu2 = (float(m) for m in np.asarray(mu, float)[:2])
     if depth < 2:
         raise ValueError(f"Cor 3.5 is for depth >= 2; got depth={depth}.")
+    _distinct_at_depth_2(mu1, mu2, depth)
     lines = [np.array([[rho, 0.0], [rho, rho]]), np.array([[0.0, rho], [rho, rho]])]
     if depth == 2:
         lines.append(np.array([[rho, rho], [alpha_max, rho]]) if mu2 > mu1 else np.array([[rho, rho], [rho, alpha_max]]))
@@ -75,6 +76,12 @@ def linf_sam_boundaries(mu, rho: float, depth: int, alpha_max: float) -> list[np
     return lines
 
 
+def _distinct_at_depth_2(mu1, mu2, depth):
+    if depth == 2 and mu1 == mu2:  # every growing init then ties: the limit is no basis vector (not a boundary)
+        raise ValueError(f"mu_1 = mu_2 = {mu1:g} at depth 2: Cor 3.5 predicts no basis vector there (the limit is "
+                         "proportional to (alpha_j - rho)^2 on the tied features); use distinct features.")
+
+
 def linf_sam_phase(mu, alpha_1, alpha_2, rho: float, depth: int = 2, *, loss="logistic", t1: float | None = None,
                    log10_t1: float | None = None, atol: float | None = None, init=None, leader_factor: float = 10.0,
                    flow=None, **sweep_kw):
@@ -82,7 +89,8 @@ def linf_sam_phase(mu, alpha_1, alpha_2, rho: float, depth: int = 2, *, loss="lo
     000's prediction (Thm 3.2 / Cor 3.5, :func:`flowsim.linf_sam_prediction`).
 
     Labels: j (0-based) when the flow's limit direction is e_j, i.e. beta_j leads at the end and
-    exceeds ``leader_factor`` * rho^L; -1 when beta stays bounded. Defaults: t1 = 1e30 and
+    exceeds ``leader_factor`` * rho^L; -1 when beta stays bounded; predicted -2 where growing coordinates
+    tie (on a boundary curve: no basis vector is predicted, so no observation matches). Defaults: t1 = 1e30 and
     atol 1e-10 for even L; t1 = 1e10 and atol 1e-14 for odd L, where w_j = rho is semi-stable
     (attracting from below, repelling from above) and a solver error of size atol lets w_j escape
     at t ~ 1/(mu_j atol). ``flow``: the flow to run, by default the l_inf-SAM flow the prediction is
@@ -94,6 +102,7 @@ def linf_sam_phase(mu, alpha_1, alpha_2, rho: float, depth: int = 2, *, loss="lo
     mu = np.asarray(mu, dtype=np.float64)
     if mu.ndim != 1 or mu.size < 2 or np.any(mu <= 0):
         raise ValueError(f"mu must be a vector of >= 2 positive features (Cor 3.5 is for mu > 0); got {mu.tolist()}.")
+    _distinct_at_depth_2(mu[0], mu[1], depth)
     odd = depth % 2 == 1
     if t1 is None and log10_t1 is None:
         t1 = 1e10 if odd else 1e30
@@ -110,8 +119,8 @@ def linf_sam_phase(mu, alpha_1, alpha_2, rho: float, depth: int = 2, *, loss="lo
         for j, a2 in enumerate(ds["alpha_2"].values):
             alpha = base_v.copy()
             alpha[:2] = a1, a2
-            lead = linf_sam_prediction(mu, alpha, rho, depth)["leader"]
-            predicted[i, j] = -1 if lead is None else lead
+            said = linf_sam_prediction(mu, alpha, rho, depth)
+            predicted[i, j] = -2 if said["tied"] else -1 if said["leader"] is None else said["leader"]
     dims = ("alpha_1", "alpha_2")
     ds["observed"] = (dims, observed)
     ds["predicted"] = (dims, predicted)
