@@ -225,3 +225,14 @@ def test_linf_sam_prediction_ties_and_bad_input():
             fs.linf_sam_prediction(*args)
     with pytest.raises(ValueError, match="mu_1 = mu_2 = 1 at depth 2"):
         fs.linf_sam_boundaries([1, 1], 0.1, 2, 0.4)
+
+
+def test_growth_order_without_a_switch_starts_at_the_growth_leader():
+    """Tied depth-2 GD on mu = (1, 2): d log beta_j/dtau = 4 mu_j (beta = w^2, dw_j/dtau = 2 mu_j w_j) is largest
+    for coordinate 1 (0-based) throughout, while beta_0 leads in magnitude from init (0.5, 0.05). With no growth
+    switch the order was [0] whoever led."""
+    sol = fs.solve(fs.derive(fs.DiagonalNet(2, "tied"), "exponential", fs.GD()), fs.Dataset([[1.0, 2.0]]),
+                   [0.5, 0.05], t1=1e40, track=("magnitude", "growth"))
+    assert fs.switch_times(sol, "growth") == []
+    assert fs.sequential_amplification(sol, "growth")["order"] == [1]
+    assert fs.sequential_amplification(sol, "magnitude")["order"] == [0, 1]

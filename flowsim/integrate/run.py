@@ -61,6 +61,7 @@ class Run:
                                                                     np.zeros((self.K, self.d)), self.pinned)
         self.track = () if self.d == 1 else track  # one coordinate always leads
         self.leaders = np.array([self.leader(kind, theta) for kind in self.track], dtype=np.int64)
+        self.first_leaders = dict(zip(self.track, self.leaders.tolist()))  # who leads before any switch
         self.s, self.y = 0.0, np.concatenate([theta.ravel(), [0.0]])
         self.rec_s, self.rec_y = [], []  # the init is not a save: the first save is just after it
         self.rec_loss = []  # the log-losses of the first saves, where found (``saved_losses``)
@@ -168,7 +169,8 @@ class Run:
             self.message = RATE_OVERFLOW.format(log10_t=self.log10_t_asked, rate=rate / LN10)
         message = self.message or (OUTCOMES.get(self.status) or FAILURES.get(self.status, ""))
         return assemble(self.system, self.data, self.clock, self.to_u, np.asarray(self.rec_s), np.asarray(self.rec_y),
-                         self.K, self.d, self.status, message, self.stats, self.events, config, self.rec_loss)
+                         self.K, self.d, self.status, message, self.stats, self.events,
+                         dict(config, first_leaders=self.first_leaders), self.rec_loss)
 
     def saved_losses(self, start):
         """The log-losses of the saves from ``start`` on, each found once: ``rec_loss[i]`` is that of

@@ -50,9 +50,15 @@ def sequential_amplification(sol, by: str = "magnitude") -> dict:
     major, minor and major meaning the size of the coordinate's data feature (sum_i |x_ij|):
     seed 000's "minor first, major last" (Thm 4.4): each leader's feature larger than the one before,
     and the last the major one (a run stopped at beta_2 of three was "minor to major")."""
-    first = int(leading_coordinate(sol)[1]) if by == "magnitude" else None
     evs = switch_times(sol, by)
-    order = [evs[0]["from"] if evs else (first if first is not None else 0)] + [e["to"] for e in evs]
+    # the leader before any switch, as the solver found it (a growth leader cannot be read off the saves: with
+    # no switch the order was [0] whoever led)
+    first = sol.config.get("first_leaders", {}).get(by)
+    if first is None:  # saved by an older flowsim, or one coordinate
+        first = int(leading_coordinate(sol)[1]) if by == "magnitude" or sol.beta.shape[1] == 1 else None
+    if first is None and not evs:
+        raise ValueError("this solution does not record which coordinate led in growth at its start; solve it again.")
+    order = [evs[0]["from"] if evs else first] + [e["to"] for e in evs]
     feature = np.abs(sol.data.X).sum(axis=0)
     sizes = feature[order]
     rising = len(order) > 1 and np.all(np.diff(sizes) > 0) and sizes[-1] == feature.max()
