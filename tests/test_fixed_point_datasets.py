@@ -44,3 +44,21 @@ def test_data_sets_are_seeded_separable_and_shaped():
     assert np.allclose(np.abs(r.X), np.abs(r.X[:, :1]))  # equal absolute coordinates per sample
     dg = DS.digits(0, 1)
     assert dg.d == 64 and dg.is_separable and set(np.unique(dg.y)) == {-1.0, 1.0} and dg.X.max() <= 1.0
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(c0=[1.0, 1.0]), "c0 must be 3 finite weights"),          # a numpy broadcast error
+    (dict(c0=[0.0, 0.0, 0.0]), "c0 must be 3 finite weights"),     # "metric must be positive definite"
+    (dict(c0=[1.0, -1.0, 1.0]), "c0 must be 3 finite weights"),    # accepted: c off the simplex
+    (dict(tol=-1.0), "tol must be a finite number > 0"),           # 2000 iterations, then "residual 0"
+])
+def test_adam_fixed_point_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        fs.adam_fixed_point(fs.Dataset([[1.0, 0.2], [0.3, 1.0], [1.0, 1.0]]), **kwargs)
+
+
+def test_adam_fixed_point_where_none_exists_says_why():
+    """c concentrates on sample 1, whose second coordinate is 0: M(c) singular. It said "metric must be positive
+    definite" though no metric was passed."""
+    with pytest.raises(RuntimeError, match=r"M\(c\) is singular at iteration \d+: coordinate\(s\) \[2\]"):
+        fs.adam_fixed_point(fs.Dataset([[1.0, 0.0], [2.0, 1.0]]))

@@ -269,3 +269,16 @@ def test_an_interrupted_run_keeps_what_it_computed(monkeypatch):
     k = len(run.steps)
     assert 1 < k < len(full.steps) and full.status == "completed"
     np.testing.assert_array_equal(run.params, full.params[:k])  # the records before the interrupt are the real ones
+
+
+@pytest.mark.parametrize("etas, t_end, match", [
+    ([0.1], 1.0, "at least two different"),          # fitted an "order" from one step size
+    ([0.1, 0.1], 1.0, "at least two different"),
+    ([0.0, 0.1], 1.0, "finite step sizes > 0"),      # ZeroDivisionError
+    ([-0.1, 0.05], 1.0, "finite step sizes > 0"),
+    ([0.5, 3.0], 1.0, "shorter than a step of eta = 3"),
+    ([0.1, 0.05], float("nan"), "t_end must be a finite time"),
+])
+def test_flow_distance_bad_step_sizes(one_sample, etas, t_end, match):
+    with pytest.raises(ValueError, match=match):
+        fs.flow_distance(lambda eta: OPT.gd(eta), fs.GD(), fs.DiagonalNet(2), "logistic", one_sample, 0.3, t_end, etas)

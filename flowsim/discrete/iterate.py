@@ -218,9 +218,18 @@ def flow_distance(make_optimizer, flow, model, loss, data, init, t_end: float, e
     from flowsim.symbolic.derive import derive
     from flowsim.integrate.solve import solve
 
+    try:
+        etas = np.asarray(etas, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise ValueError(f"etas must be step sizes (numbers); got {etas!r}.") from None
+    if etas.size < 2 or len(set(etas.tolist())) < 2 or not np.all(np.isfinite(etas) & (etas > 0)):
+        raise ValueError(f"etas must be at least two different finite step sizes > 0 (the order is a slope in "
+                         f"log eta); got {etas.tolist()}.")
+    if not (np.isfinite(t_end) and t_end > 0):
+        raise ValueError(f"t_end must be a finite time > 0; got {t_end!r}.")
     steps = [int(round(t_end / eta)) for eta in etas]
     if min(steps) < 1:
-        raise ValueError(f"t_end = {t_end:g} is shorter than a step of eta = {max(etas):g}.")
+        raise ValueError(f"t_end = {t_end:g} is shorter than a step of eta = {etas[int(np.argmin(steps))]:g}.")
     reached = [k * float(eta) for k, eta in zip(steps, etas)]
     at = sorted(set(np.log10(reached).tolist()))
     ref = solve(derive(model, loss, flow), data, init, log10_t1=at[-1], save_at=at, rtol=rtol, atol=atol, track=())

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from flowsim._checks import is_whole
 from flowsim.data import Dataset
 from flowsim.theory.references import MaxMargin, max_margin
 
@@ -37,16 +38,23 @@ def adam_metric(data: Dataset, c) -> np.ndarray:
 
 def adam_fixed_point(data: Dataset, *, damping: float = 0.5, tol: float = 1e-9, max_iter: int = 2000,
                      c0=None) -> AdamFixedPoint:
-    """Solve c* = T(c*) by damped iteration c <- (1 - damping) c + damping T(c). Raises
-    ``RuntimeError`` with the last residual if it does not converge."""
+    """Solve c* = T(c*) by damped iteration c <- (1 - damping) c + damping T(c), from ``c0`` (n weights >= 0,
+    normalised here; uniform by default). The fixed point need not be unique: on some data two starts end
+    at two of them, each with residual < 1e-9, and which one the flow reaches is not decided here. Raises
+    ``RuntimeError`` with the last residual if it does not converge, or where c leaves a coordinate
+    without weight (M(c) singular: the fixed-point theory does not apply to those data)."""
+    if not isinstance(data, Dataset):
+        raise ValueError(f"data must be a flowsim.Dataset; got {type(data).__name__}.")
     if not 0 < damping <= 1:
         raise ValueError(f"damping must be in (0, 1]; got {damping!r}.")
-    c = np.full(data.n, 1.0 / data.n) if c0 is None else np.asarray(c0, float) / np.sum(c0)
+    if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol > 0):
+        raise ValueError(f"tol must be a finite number > 0; got {tol!r}.")
+    if not is_whole(max_iter):
+        raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}.")
+    c = np.full(data.n, 1.0 / data.n) if c0 is None else _start(c0, data.n)
     res = np.inf
     for it in range(1, max_iter + 1):
-        M = adam_metric(data, c)
-        if np.any(np.diag(M) <= 0):
-            raise RuntimeError("M(c) is singular: some coordinate is zero on every sample with c_i > 0.")
+        M = _regular_metric(data, c, it)
         sol = max_margin(data, "mahalanobis", metric=M)
         Tc = sol.duals / sol.duals.sum()
         res = float(np.abs(Tc - c).sum())
@@ -57,7 +65,24 @@ def adam_fixed_point(data: Dataset, *, damping: float = 0.5, tol: float = 1e-9, 
     else:
         raise RuntimeError(f"adam_fixed_point did not converge in {max_iter} iterations (residual {res:.3g}); "
                            "try a smaller damping.")
-    M = adam_metric(data, c)
+    M = _regular_metric(data, c, it)
     sol = max_margin(data, "mahalanobis", metric=M)
     d = sol.direction / np.linalg.norm(sol.direction)
     return AdamFixedPoint(direction=d, c=c, metric=M, residual=res, iterations=it, solution=sol)
+
+
+def _regular_metric(data, c, it):
+    M = adam_metric(data, c)
+    low = np.diag(M) <= 1e-12 * np.diag(M).max()
+    if np.any(low):
+        raise RuntimeError(f"M(c) is singular at iteration {it}: coordinate(s) {(np.nonzero(low)[0] + 1).tolist()} "
+                           "carry no weight once c concentrates on the samples it keeps (Thm 4.8's fixed point does "
+                           "not exist for these data; the AdamProxy flow shows where the direction goes).")
+    return M
+
+
+def _start(c0, n):
+    c0 = np.asarray(c0, dtype=np.float64)
+    if c0.shape != (n,) or not np.all(np.isfinite(c0)) or np.any(c0 < 0) or not c0.sum() > 0:
+        raise ValueError(f"c0 must be {n} finite weights >= 0, not all 0 (one per sample); got {c0.tolist()}.")
+    return c0 / c0.sum()

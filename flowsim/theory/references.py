@@ -76,7 +76,7 @@ def _l2(Z):
     a = u / slack
     w = (Z / scale).T @ a
     low = np.min((Z / scale) @ w)
-    if not low >= 1.0 - 1e-9:  # NNLS stopped short: say so rather than return a point that is not the optimum
+    if not low >= 1.0 - 1e-6:  # NNLS stopped short: say so rather than return a point that is not the optimum
         raise RuntimeError(f"the l2 max-margin QP did not solve: min z.w = {low:.3g} < 1 at its end.")
     return w, a
 
