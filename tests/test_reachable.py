@@ -386,3 +386,14 @@ def test_the_warning_names_the_status_a_limit_at_beta_0_ends_with():
         sol = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.GD()), data, 0.1, t1=1e30, throw=False)
     assert sol.status == "collapsed" and np.abs(sol.beta[-1]).max() < 1e-12
     assert sol.log_loss[-1] == pytest.approx(np.log(np.log(2.0)), abs=1e-9)
+
+
+@pytest.mark.parametrize("theta0, flow, match", [
+    ([0.5, 0.5], fs.GD(), r"theta0 must be finite parameters of shape \(layers, d\) = \(2, d\)"),  # unpack error
+    (np.ones((3, 2)), fs.GD(), r"got shape \(3, 2\)"),                                         # accepted, said -1
+    (np.full((2, 2), np.nan), fs.GD(), "theta0 must be finite"),                                # said nan
+    (np.ones((2, 2)), None, "flow must be a flowsim flow"),                                     # AttributeError
+])
+def test_reachable_signs_bad_arguments(theta0, flow, match):
+    with pytest.raises(ValueError, match=match):
+        fs.reachable_signs(fs.DiagonalNet(2), theta0, flow)

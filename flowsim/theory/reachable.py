@@ -26,8 +26,8 @@ from functools import lru_cache
 import numpy as np
 import sympy as sp
 
-from flowsim.symbolic.flow import commutes_with_sign_flips, follows_gradient
-from flowsim.symbolic.model import DiagonalNet
+from flowsim.symbolic.flow import Flow, commutes_with_sign_flips, follows_gradient
+from flowsim.symbolic.model import DiagonalNet, Parametrization
 
 
 @lru_cache(maxsize=None)
@@ -54,8 +54,16 @@ def _sign_on(model, signs: tuple) -> float:
 
 
 def reachable_signs(model, theta0, flow) -> np.ndarray:
-    """Per coordinate: +1 (beta_j >= 0 for ever), -1 (<= 0), 0 (= 0) or nan (either sign)."""
+    """Per coordinate: +1 (beta_j >= 0 for ever), -1 (<= 0), 0 (= 0) or nan (either sign). ``theta0``: the
+    parameters, (layers, d) (``model.init_params(alpha, d)`` makes them from a scalar or a (d,) init)."""
+    if not isinstance(model, Parametrization):
+        raise ValueError(f"model must be a flowsim model (fs.DiagonalNet(...), fs.Linear(), ...); got {model!r}.")
+    if not isinstance(flow, Flow):
+        raise ValueError(f"flow must be a flowsim flow (fs.GD(), fs.SAM(rho), ...); got {flow!r}.")
     theta0 = np.asarray(theta0, float)
+    if theta0.ndim != 2 or theta0.shape[0] != model.n_layers or not np.all(np.isfinite(theta0)):
+        raise ValueError(f"theta0 must be finite parameters of shape (layers, d) = ({model.n_layers}, d) for {model}; "
+                         f"got shape {theta0.shape} (model.init_params(alpha, d) makes them from an init).")
     K, d = theta0.shape
     if model.beta.is_nonnegative or model.beta.is_nonpositive:
         return np.full(d, 1.0 if model.beta.is_nonnegative else -1.0)
