@@ -48,6 +48,7 @@ def test_a_given_log_expr_is_checked_against_the_derived_one():
     (sp.exp(m), "must be > 0"),
     (sp.sqrt(1 + m**2) - m, "exponential tail"),  # decreasing, q ~ 1/(2 m^2)
     (sp.exp(-m) + sp.Symbol("c"), "several symbols"),
+    (sp.exp(-m) + 1 / m, "at m = 0 it is nan"),   # a ZeroDivisionError from mpmath, as a traceback on the CLI
 ])
 def test_losses_the_clocks_cannot_serve_are_rejected(expr, match):
     with pytest.raises(ValueError, match=match):

@@ -210,8 +210,14 @@ def _mp_values(e, at):
     f = sp.lambdify(M, e, modules=[{"softplus": lambda x: mpmath.log1p(mpmath.exp(x)),
                                      "log_softplus": lambda x: mpmath.log(mpmath.log1p(mpmath.exp(x))),
                                      "logsumexp": lambda *a: mpmath.log(mpmath.fsum(mpmath.exp(v) for v in a))}, "mpmath"])
+    def at_point(m):
+        try:
+            return f(mpmath.mpf(float(m)))
+        except ZeroDivisionError:  # 1/m at m = 0: undefined there, reported by the caller as nan
+            return mpmath.mpf("nan")
+
     with mpmath.workdps(40):
-        return [f(mpmath.mpf(float(m))) for m in at]
+        return [at_point(m) for m in at]
 
 
 def _check_same(a, b, what, of):
