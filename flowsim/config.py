@@ -110,7 +110,7 @@ class Data(_Strict):
         import flowsim as fs
 
         if self.X is not None:
-            return fs.Dataset(np.asarray(self.X, float), self.y)
+            return fs.Dataset(self.X, self.y)  # (Dataset names a ragged X)
         if self.gaussian is not None:
             return fs.datasets.iid_gaussian(self.gaussian.n, self.gaussian.d, self.gaussian.seed)
         if self.builtin is not None:
@@ -348,7 +348,9 @@ def _reported(err: ValidationError) -> dict:
     failed the name branch first ("should be 'logistic' or 'exponential'"); the table branch, deeper, says why."""
     first, *rest = err.errors()
     deeper = [e for e in rest if isinstance(first.get("input"), dict) and len(e["loc"]) > len(first["loc"])]
-    return deeper[0] if deeper else first
+    # a misspelt table ([dta]) is both a missing key and an unknown one: the unknown one can say what was meant
+    misspelt = [e for e in rest if first["type"] == "missing" and e["type"] == "extra_forbidden"]
+    return (deeper or misspelt or [first])[0]
 
 
 def _is_branch_tag(part: str) -> bool:

@@ -28,10 +28,11 @@ class Dataset:
     z: np.ndarray = field(init=False, repr=False)
 
     def __init__(self, X, y=None):
-        if np.iscomplexobj(X) or np.iscomplexobj(y):
+        if _is_complex(X) or _is_complex(y):
             raise ValueError("X and y must be real; got complex values (take .real or abs() first if that is meant).")
-        X = np.array(X, dtype=np.float64)  # a copy: editing the caller's array later must not change data.X
-        if X.ndim == 1:
+        X = _floats("X", X)  # a copy: editing the caller's array later must not change data.X
+        one_row = X.ndim == 1
+        if one_row:  # one sample, written as a vector
             X = X[None, :]
         if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
             raise ValueError(
@@ -39,9 +40,12 @@ class Dataset:
             )
         if not np.all(np.isfinite(X)):
             raise ValueError("X contains NaN or inf; clean or drop those samples before building a Dataset.")
-        y = np.ones(X.shape[0]) if y is None else np.array(y, dtype=np.float64).reshape(-1)
+        y = np.ones(X.shape[0]) if y is None else _floats("y", y).reshape(-1)
         if y.shape != (X.shape[0],):
-            raise ValueError(f"y must have one label per row of X: X has {X.shape[0]} rows, y has shape {y.shape}.")
+            hint = (" (X was 1-D, taken as one sample of d features; for n samples of one feature pass "
+                    "X[:, None])") if one_row else ""
+            raise ValueError(f"y must have one label per row of X: X has {X.shape[0]} rows, y has shape {y.shape}"
+                             f"{hint}.")
         if not np.all(np.isfinite(y)):
             raise ValueError("y contains NaN or inf; labels must be +1 or -1.")
         if not np.all(np.isin(y, (-1.0, 1.0))):
@@ -152,3 +156,19 @@ def _bounds(d, signs):
     """Bounds on beta from ``signs`` (nan compares false: free)."""
     s = np.full(d, np.nan) if signs is None else np.asarray(signs, float)
     return np.where(s >= 0, 0.0, -np.inf), np.where(s <= 0, 0.0, np.inf)
+
+
+def _is_complex(values) -> bool:
+    try:
+        return np.iscomplexobj(values)
+    except ValueError:  # ragged: reported by _floats
+        return False
+
+
+def _floats(name, values) -> np.ndarray:
+    """``values`` as a float64 array (a copy), or a ValueError naming ``name`` (ragged rows gave numpy's
+    "inhomogeneous shape", which names no argument)."""
+    try:
+        return np.array(values, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be an array of numbers, every row of the same length ({err}).") from None

@@ -107,6 +107,10 @@ def test_config_builds_your_own_model_loss_and_flow(tmp_path):
      (CONFIG.replace('depth = 2', 'depth = 2\nbeta = "a*b"'), "beta defines the model; drop form and depth"),
      (CONFIG.replace('loss = "logistic"\n', "") + '[loss]\nexpr = "exp(m)"\n', "must be > 0 for every margin"),
      (CONFIG.replace('rho = 0.05', 'rho = 0.05\nbatch = 2'), "name = 'sam' takes rho, norm; drop batch"),
+     # a misspelt table was reported as the missing one
+     (CONFIG.replace("[data]", "[dta]"), "unknown key 'dta'; did you mean 'data'?"),
+     (CONFIG.replace("X = [[1.0, 2.0]]\ny = [1]", "X = [[1.0, 2.0], [1.0]]\ny = [1, 1]"),
+      "X must be an array of numbers, every row of the same length"),
      # a [loss] table's stray key was reported as the name branch's "should be 'logistic' or 'exponential'"
      (CONFIG.replace('loss = "logistic"\n', "") + '[loss]\nexpr = "exp(-m)"\nnmae = "e"\n',
       "unknown key 'loss.nmae'; did you mean 'loss.name'?"),

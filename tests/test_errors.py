@@ -139,6 +139,24 @@ def test_dataset_copies_its_input_and_rejects_complex_data():
         fs.Dataset(np.array([[1 + 1j, 2.0]]), [1])
 
 
+@pytest.mark.parametrize("X, y, match", [
+    ([[1.0, 2.0], [1.0]], [1, 1], "X must be an array of numbers, every row of the same length"),  # numpy's words
+    ([[1.0, 2.0]], [[1, 1], [1]], "y must be an array of numbers"),
+    (np.array([1.0, 2.0, -3.0]), [1, 1, -1], r"X was 1-D, taken as one sample of d features; .* X\[:, None\]"),
+])
+def test_dataset_names_ragged_or_misshapen_input(X, y, match):
+    with pytest.raises(ValueError, match=match):
+        fs.Dataset(X, y)
+
+
+def test_track_takes_one_score_as_a_string():
+    """track="magnitude" was read letter by letter ("got ('m', 'a', 'g', ...)")."""
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1))
+    data = fs.Dataset([[1.0, 2.0, 3.0]], [1])
+    one = fs.solve(system, data, 0.05, t1=1e10, track="magnitude")
+    assert [e["to"] for e in fs.switch_times(one)] == [1, 2]
+
+
 @pytest.mark.parametrize("steps, records", [(2000, 50), (10**5, 200), (100, 200), (7, 2), (1, 5), (10**6, 3)])
 def test_iterate_records_as_many_distinct_steps_as_asked(steps, records):
     """0 and ``steps`` always, ``records`` distinct steps in all (every step where there are fewer), log-spaced

@@ -101,7 +101,7 @@ def solve(
     rtol, atol, collapse_tol, blowup_size, clock = check_common(
         system, data, resolve_clock(clock, be), rtol, atol, max_steps, allow_nonseparable, collapse_tol, blowup_size)
     points = save_points(L1, saves, save_at)
-    track = tuple(track)
+    track = (track,) if isinstance(track, str) else tuple(track)  # track="magnitude" was read letter by letter
     if any(k not in SCORES for k in track):
         raise ValueError(f"track takes scores from {SCORES}; got {track!r}.")
     theta0 = initial_params(system, data, init)
