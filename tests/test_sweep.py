@@ -296,3 +296,13 @@ def test_a_sweep_from_layers_equal_up_to_signs_equals_its_solves():
                            throw=False)
             np.testing.assert_array_equal(ds["beta_end"].values[k], sol.beta[-1])
             assert ds["status"].values[k] == sol.status and sol.beta[-1][0] == 0
+
+
+def test_a_point_solve_hands_over_is_handed_over_in_the_sweep():
+    """With backend and clock "auto", solve continues on BDF once Tsit5 spends a chunk of steps; the lockstep
+    sweep kept Tsit5 (11,953 steps at this point) and ended 5e-8 away from the solve it promises to equal."""
+    data = fs.datasets.iid_gaussian(5, 4, seed=1)
+    system = fs.derive(fs.DiagonalNet(3, "difference"), "exponential", fs.SAM(0.2, 2))
+    ds = fs.sweep(system, data, {"alpha": [0.3, 1.0]}, t1=1e30, saves=40)
+    for i, a in enumerate([0.3, 1.0]):
+        _compare(ds, (i,), fs.solve(system, data, a, t1=1e30, saves=40))

@@ -30,6 +30,11 @@ MAX_SEGMENTS = 10_000
 CHECK_EVERY = 1024
 
 
+def chunk_of(max_steps: int) -> int:
+    """The steps of a chunk: ``max_steps`` in equal chunks, none over CHECK_EVERY."""
+    return -(-max_steps // -(-max_steps // CHECK_EVERY))
+
+
 class Run:
     """The mutable state of one solve between segments: the state, the Filippov signs, the records,
     the counters and, once decided, the status. Each segment ending has one handler (``HANDLERS``)."""
@@ -39,7 +44,7 @@ class Run:
         self.system, self.data, self.be, self.clock = system, data, be, clock
         self.adaptive = adaptive  # may hand over to an implicit method (``_hand_over``)
         self.rtol, self.atol, self.max_steps = rtol, atol, max_steps
-        self.chunk = -(-max_steps // -(-max_steps // CHECK_EVERY))  # equal chunks, none over CHECK_EVERY
+        self.chunk = chunk_of(max_steps)
         self.K, self.d = theta0.shape
         self.uses_sign = system.flow.uses_sign
         self.vf = numpy_field(system, self.K, self.d)
