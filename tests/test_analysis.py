@@ -164,6 +164,11 @@ def test_limit_direction_extrapolates_and_says_when_it_cannot():
     est = fs.limit_direction(slow)
     assert est.spread > 0.1 or est.moved > 0.1
     np.testing.assert_allclose(fs.distance(slow, fs.max_margin(one, 1))[-1], np.linalg.norm(slow.direction[-1] - [1, 0]))
+    # a run that stopped short has no tail to extrapolate (a collapse here)
+    collapsed = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1)), fs.Dataset([[1.0, 2.0]]), 1e-3,
+                         t1=1e100)
+    with pytest.raises(ValueError, match="this one ended 'collapsed' at log10 t ="):
+        fs.limit_direction(collapsed)
 
 
 def test_plots_take_and_return_an_axis(one_sample):

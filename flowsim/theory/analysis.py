@@ -334,7 +334,13 @@ class LimitEstimate:
 
 def limit_direction(sol, tail: float = 0.5, rates=np.linspace(0.05, 2.0, 40)) -> LimitEstimate:
     """Estimate the limit direction by fitting the unit direction against x = (log t)^(-k) (the
-    clock in which depth-L convergence is a straight line, docs/theory.md 4) and reading it at x = 0."""
+    clock in which depth-L convergence is a straight line, docs/theory.md 4) and reading it at x = 0.
+    Only for a run that reached its horizon (status "completed"): one that stopped short, or came to rest,
+    has no tail to extrapolate (a failed run's fit pointed 0.9 away from where it ended)."""
+    if sol.status != "completed":
+        raise ValueError(f"limit_direction extrapolates a run to t -> infinity; this one ended {sol.status!r} at "
+                         f"log10 t = {sol.log10_t[-1]:.6g} ({sol.message[:120]}). Use sol.direction[-1] for where it "
+                         "ended.")
     lt = sol.log10_t
     ok = np.isfinite(lt) & (lt > 0)
     keep = ok & (lt >= lt[-1] - tail * (lt[-1] - lt[ok][0]))
