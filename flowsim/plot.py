@@ -6,6 +6,7 @@ beyond), so leader switches at log10 t ~ 0.5 and ~ 6 and a horizon of t = 1e100 
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -43,12 +44,16 @@ def save(fig, path, dpi: int = 110):
 def log_time_axis(ax, label: str = "log10 t (symlog axis)", linthresh: float = 1.0):
     """x = log10 t on a symlog scale: linear for |log10 t| < ``linthresh``, logarithmic beyond. Ticks
     read as values of log10 t (-1, 0, 1, 10, 100), not as powers."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter
+    from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 
     ax.set_xscale("symlog", linthresh=linthresh, linscale=0.6)
     steps = np.array([m * 10.0**k for k in range(-1, 6) for m in (1, 2, 5)])
     ticks = np.concatenate([-steps[::-1], [0.0], steps])
-    ax.xaxis.set_major_locator(FixedLocator(ticks[np.abs(ticks) >= min(linthresh, 1.0) - 1e-12].tolist() + [0.0]))
+    ticks = np.array(ticks[np.abs(ticks) >= min(linthresh, 1.0) - 1e-12].tolist() + [0.0])
+    lo, hi = sorted(ax.get_xlim())
+    # a short span (a discrete run to log10 t = 1.6) held one of these ticks: plain ones there
+    shown = np.sum((ticks >= lo) & (ticks <= hi))
+    ax.xaxis.set_major_locator(FixedLocator(ticks) if shown >= 3 else MaxNLocator(nbins=6))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_xlabel(label)
     return ax
@@ -375,9 +380,11 @@ def _mark_unfinished(ax, ds, xk, yk):
     X, Y = np.meshgrid(ds[xk].values, ds[yk].values)
     marks = [ax.plot(X[status == name], Y[status == name], "xo+sv^"[k % 6], color="w", mec="k", ms=7, mew=1.2, ls="",
                      label=name)[0] for k, name in enumerate(sorted(set(status.ravel()) - {"completed", *HELD}))]
-    if marks:  # beside what the map's legend already names ("no switch")
+    if marks:  # beside what the map's legend already names ("no switch"), below the map: on it, it hid markers
         before = ax.get_legend()
-        ax.legend(handles=(list(before.legend_handles) if before else []) + marks, fontsize=7, loc="upper right")
+        handles = (list(before.legend_handles) if before else []) + marks
+        ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=len(handles),
+                  frameon=False)
 
 
 def leader_map(ds, ax=None, key=None, curves=True):
@@ -471,8 +478,9 @@ def sweep_summary(ds, fig=None):
         for ax in (left, right):
             _mark_unfinished(ax, ds, xk, yk)
     statuses, counts = np.unique(ds["status"].values, return_counts=True)
-    fig.suptitle(f"sweep over {', '.join(keys)} of {ds.attrs.get('system', 'a flow')}: "
-                 + ", ".join(f"{c} {s}" for s, c in zip(statuses, counts)), fontsize=10)
+    title = (f"sweep over {', '.join(keys)} of {ds.attrs.get('system', 'a flow')}: "
+             + ", ".join(f"{c} {s}" for s, c in zip(statuses, counts)))
+    fig.suptitle(textwrap.fill(title, 120), fontsize=10)  # one line was clipped at both ends
     return fig
 
 
@@ -494,7 +502,8 @@ def switch_time_map(da, ax=None, title=None):
     mesh = ax.pcolormesh(xe, ye, values, cmap="viridis")
     _grid_axes(ax, xk, da[xk].values, yk, da[yk].values)
     label = _MAP_LABELS.get(da.name, da.name or "value")
-    ax.figure.colorbar(mesh, ax=ax, label=label)
+    if np.isfinite(values).any():  # (a colour bar for no values ran from -0.1 to 0.1)
+        ax.figure.colorbar(mesh, ax=ax, label=label)
     if np.isnan(values).any():
         from matplotlib.patches import Rectangle
 

@@ -347,6 +347,20 @@ def test_progress_outside_a_terminal_is_plain_lines(one_sample):
     assert "\r" not in text and text.endswith("s elapsed\n") and "100%" in text and "log10 t = 100" in text
 
 
+def test_plain_progress_ends_in_one_line_at_the_total(monkeypatch):
+    """The last update and close each printed the same line, and log10 t summed over steps read 102.999/103."""
+    import io as stdio
+
+    from flowsim import progress
+
+    monkeypatch.setattr(progress, "LOG_EVERY", 0.0)
+    out = stdio.StringIO()
+    bar = progress.LineProgress(103.0, "decades", "solve", out)
+    bar.update(102.9994)
+    bar.close()
+    assert out.getvalue().count("\n") == 1 and "(103/103 decades)" in out.getvalue()
+
+
 def test_progress_of_a_balanced_solve_counts_the_asked_for_time(one_sample, monkeypatch):
     """A balanced product runs as the tied net, 2x faster (its own u is log10 2 behind): the bar still
     ends at the horizon asked for."""

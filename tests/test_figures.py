@@ -203,6 +203,34 @@ def test_a_two_key_summary_marks_points_that_stopped_and_ticks_the_grid(sweeps):
         assert [t.get_text() for t in ax.get_yticklabels()] == [f"{r:g}" for r in ds["rho"].values]
 
 
+def test_the_status_legend_is_below_the_map_and_no_values_get_no_colour_bar(sweeps):
+    """The legend sat on the map's top right and hid markers there; a map with no switch anywhere had a colour
+    bar from -0.1 to 0.1."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = plot.sweep_summary(sweeps[1])
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    for ax in [ax for ax in fig.axes if ax.get_title()]:
+        assert ax.get_legend().get_window_extent(renderer).y1 < ax.get_window_extent(renderer).y0
+    none = fs.first_switch_log10_t(sweeps[1]).transpose("rho", "alpha") * np.nan
+    assert len(plot.switch_time_map(none).figure.axes) == 1
+
+
+def test_a_short_time_span_gets_ticks_of_its_own():
+    """A span of under a decade (log10 t from 0.3 to 1.6) showed one tick, "1", on the symlog axis."""
+    from matplotlib.figure import Figure
+
+    ax = Figure().subplots()
+    ax.plot([0.3, 1.6], [0.0, 1.0])
+    plot.log_time_axis(ax)
+    lo, hi = ax.get_xlim()
+    assert np.sum((ax.get_xticks() >= lo) & (ax.get_xticks() <= hi)) >= 3
+    ax.plot([-5.0, 100.0], [0.0, 1.0])  # a long span keeps the decade ticks
+    plot.log_time_axis(ax)
+    assert {-1.0, 0.0, 1.0, 10.0, 100.0} <= set(ax.get_xticks().tolist())
+
+
 def test_the_modules_a_user_reaches_for_are_attributes_of_flowsim():
     """``fs.plot`` and ``fs.io`` after ``import flowsim as fs`` (the README's snippets use them)."""
     import flowsim.io

@@ -282,3 +282,9 @@ def test_an_interrupted_run_keeps_what_it_computed(monkeypatch):
 def test_flow_distance_bad_step_sizes(one_sample, etas, t_end, match):
     with pytest.raises(ValueError, match=match):
         fs.flow_distance(lambda eta: OPT.gd(eta), fs.GD(), fs.DiagonalNet(2), "logistic", one_sample, 0.3, t_end, etas)
+
+
+def test_a_discrete_run_prints_in_one_line(one_sample):
+    run = fs.iterate(OPT.gd(0.1), fs.DiagonalNet(2), "logistic", one_sample, steps=100, init=0.1)
+    assert repr(run).startswith("DiscreteRun(gd on DiagonalNet(depth=2") and "\n" not in repr(run)
+    assert "101 records to step 100, t = 10)" in repr(run)

@@ -32,6 +32,11 @@ class DiscreteRun(NamedTuple):
     message: str = ""
     problem: str = ""
 
+    def __repr__(self) -> str:  # (the tuple's own printed every array: hundreds of lines)
+        last, t_end = (int(self.steps[-1]), float(self.t[-1])) if len(self.steps) else (0, 0.0)
+        return (f"DiscreteRun({self.optimizer} on {self.problem or 'a problem'}, {self.status}, {len(self.steps)} "
+                f"records to step {last}, t = {t_end:g})")
+
     @property
     def log10_t(self):
         """log10 of the flow's time at each record (-inf at step 0), the axis of the flows' figures."""
