@@ -92,7 +92,8 @@ class Solution:
         the solve is run again with these points added to its save points. Saves come from the
         solver's dense output and do not change its steps, so the rows at the original saves repeat
         them (to rounding) and the new rows lie on the same trajectory. Returns a Solution with one row
-        per asked time the flow reached (a flow that ended early, e.g. "collapsed", has fewer).
+        per distinct asked time the flow reached, in increasing order whatever the order asked (a
+        Solution's times increase; a flow that ended early, e.g. "collapsed", has fewer).
         Costs one solve."""
         from flowsim.integrate.solve import solve
 
