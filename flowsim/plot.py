@@ -299,7 +299,7 @@ def phase_diagram(ds, ax=None):
     ax = _axes(ax)
     a1, a2 = ds["alpha_1"].values, ds["alpha_2"].values
     obs, pred = ds["observed"].values, ds["predicted"].values
-    labels = np.unique(np.concatenate([obs.ravel(), pred.ravel()]))
+    labels = np.unique(np.concatenate([obs.ravel(), pred[pred != -2].ravel()]))  # (-2: a tie, drawn apart)
     colors = ["0.85", "tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"]
     cmap = ListedColormap([colors[(k + 1) % len(colors)] for k in labels])
     norm = BoundaryNorm(np.concatenate([labels - 0.5, [labels[-1] + 0.5]]), cmap.N)
@@ -309,10 +309,14 @@ def phase_diagram(ds, ax=None):
         ax.plot(line[:, 0], line[:, 1], "k-", lw=1.2)
     ax.set_xlim(_edges(a1)[[0, -1]])
     ax.set_ylim(_edges(a2)[[0, -1]])
-    bad = ~ds["match"].values
+    tie = pred == -2
+    bad = ~ds["match"].values & ~tie
     if bad.any():
         i, j = np.nonzero(bad)
         ax.plot(a1[i], a2[j], "kx", ms=8, label="flow != Cor 3.5")
+    if tie.any():
+        i, j = np.nonzero(tie)
+        ax.plot(a1[i], a2[j], "k+", ms=8, label="on a boundary: tie, no e_j predicted")
     for k, name in zip(labels, _label_names(labels, int(ds.attrs["depth"]))):
         ax.plot([], [], "s", color=colors[(k + 1) % len(colors)], label=name)
     ax.plot([], [], "k-", label="Cor 3.5 boundary (formula)")

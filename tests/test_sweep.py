@@ -184,9 +184,10 @@ def test_a_point_interrupted_inside_a_per_point_chunk_ends_the_sweep(monkeypatch
 
 @pytest.mark.parametrize("depth", [2, 3])
 def test_linf_sam_phase_matches_cor_3_5(depth):
-    # off the boundaries alpha_j = rho and (for L = 3) mu_1 (alpha_1 - rho) = mu_2 (alpha_2 - rho)
+    # off the boundaries alpha_j = rho and (for L = 3) mu_1 (alpha_1 - rho) = mu_2 (alpha_2 - rho) (alpha_2 = 0.13 with
+    # alpha_1 = 0.16 was on that curve, where the prediction is now a tie, -2)
     a1 = np.array([0.03, 0.07, 0.16, 0.33])
-    a2 = np.array([0.05, 0.13, 0.21, 0.27])
+    a2 = np.array([0.05, 0.12, 0.21, 0.27])
     ds = fs.linf_sam_phase([1.0, 2.0], a1, a2, rho=0.1, depth=depth)
     pred = ds["predicted"].values
     assert set(np.unique(pred)) == {-1, 0, 1}  # all three phases are on the grid
@@ -195,6 +196,11 @@ def test_linf_sam_phase_matches_cor_3_5(depth):
     legend = [t.get_text() for t in fs.plot.phase_diagram(ds).get_legend().get_texts()]
     assert ("beta -> 0 (bounded)" in legend) == (depth == 2)
     assert ("each beta_j -> rho^L (bounded)" in legend) == (depth == 3)
+    if depth == 3:
+        on_curve = fs.linf_sam_phase([1.0, 2.0], [0.16], [0.13], rho=0.1, depth=3)
+        assert on_curve["predicted"].values.tolist() == [[-2]] and not on_curve["match"].values.any()
+        legend = [t.get_text() for t in fs.plot.phase_diagram(on_curve).get_legend().get_texts()]
+        assert "on a boundary: tie, no e_j predicted" in legend and "flow != Cor 3.5" not in legend
 
 
 def test_switch_times_from_a_sweep_agree_with_solver_events():
