@@ -49,5 +49,6 @@ class LineProgress:
         where = f", {self.postfix}" if self.postfix else ""
         # to 0.1% of the total: log10 t summed over steps reads 102.999 of 103 decades at the end
         done = round(self.n * 1000 / self.total) * self.total / 1000 if self.total else self.n
-        print(f"flowsim: {self.desc + ' ' if self.desc else ''}{share}({done:.6g}/{self.total:.6g} {self.unit}{where}), "
-              f"{self.logged - self.t0:.1f} s elapsed", file=self.file, flush=True)
+        lead = f"flowsim: {self.desc + ' ' if self.desc else ''}{share}"
+        print(f"{lead}({done:.6g}/{self.total:.6g} {self.unit}{where}), {self.logged - self.t0:.1f} s elapsed",
+              file=self.file, flush=True)

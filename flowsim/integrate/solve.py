@@ -16,7 +16,8 @@ from flowsim.integrate.handlers import HANDLERS, _on_failure
 from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.run import Run
 from flowsim.integrate.solution import FAILURES, Solution
-from flowsim.integrate.timeline import default_atol, log10_horizon, log_floor_of, positive, resolve_clock, save_points, u_of
+from flowsim.integrate.timeline import (default_atol, log10_horizon, log_floor_of, positive, resolve_clock,
+                                        save_points, u_of)
 from flowsim.integrate.vector_field import CLOCKS, SCHEDULE
 from flowsim.symbolic.derive import System
 from flowsim.symbolic.directions import AdamProxyDirection

@@ -191,8 +191,8 @@ def sweep(
     return _dataset(system, data, axes, out, grid_t, attrs={
         "interrupted": stopped,
         "system": named, "method": "vmap" if vmapped else "solve per point", "chunk_size": int(chunk_size),
-        "chunks": len(chunks), "executor": where, "wall_s": wall, "rtol": rtol,
-        "atol": "per point (1e-10, or rtol x the init's size where smaller)" if atol is None else atol, "clock": run_clock,
+        "chunks": len(chunks), "executor": where, "wall_s": wall, "rtol": rtol, "clock": run_clock,
+        "atol": "per point (1e-10, or rtol x the init's size where smaller)" if atol is None else atol,
         "backend": "diffrax:" + be.solver if vmapped else backend, "log10_t1": L1,
         "init": "alpha swept" if ALPHA in axes else str(np.asarray(init).tolist())})
 
@@ -411,8 +411,9 @@ def _vmapped(system, data, inits, rhos, opts):
     run, names = kernel(jax_field(system, K, d), structure_key(system), clock, False, False, be.solver,
                         opts["max_steps"], len(targets), (), batched=True)
     args = (Z, rhos, sigma, pinned, u1, floors, log_ceiling, leaders)
+    tol = np.stack([np.full(m, opts["rtol"]), atol], axis=1)  # per point, as each point's solve would have it
     s_t, (beta, log_loss), ok, s_end, (y_end, beta_end, loss_end), (fired, maxed, failed), stats = jax.tree.map(
-        np.asarray, run(*host_arguments(y0, 0.0, s_max, args, run_targets, np.stack([np.full(m, opts["rtol"]), atol], 1))))
+        np.asarray, run(*host_arguments(y0, 0.0, s_max, args, run_targets, tol)))
     ends = {e: _status(names, *e, clock) for e in set(zip(fired.tolist(), maxed.tolist(), failed.tolist()))}
     status = np.array([ends[e] for e in zip(fired.tolist(), maxed.tolist(), failed.tolist())], dtype=object)
     # a completed point saves its end at the targets within the horizon event's precision of it (close_records)

@@ -96,13 +96,12 @@ def resolve_clock(clock, be):
 ATOL = 1e-10
 
 
-def default_atol(inits, rtol):
-    """The absolute tolerance for inits (K, d), or a stack of them: ATOL, or rtol x the smallest init's size
-    where that is smaller. An atol near the state's size resolves it to atol/size only: from init 1e-6 with
-    atol 1e-10 the params were 1.6e-5 off a tight reference at rtol 1e-8 (6e-8 with atol 1e-14)."""
-    sizes = np.abs(np.asarray(inits, np.float64)).max(axis=(-2, -1))
-    smallest = float(np.min(sizes[sizes > 0])) if np.any(sizes > 0) else math.inf
-    return min(ATOL, rtol * smallest)
+def default_atol(theta0, rtol):
+    """The absolute tolerance for an init (K, d): ATOL, or rtol x its size (max |theta0|) where that is smaller.
+    An atol near the state's size resolves it to atol/size only: from init 1e-6 with atol 1e-10 the params were
+    1.6e-5 off a tight reference at rtol 1e-8 (6e-8 with atol 1e-14)."""
+    size = float(np.abs(theta0).max())
+    return min(ATOL, rtol * size) if size > 0 else ATOL
 
 
 def log_floor_of(theta0, collapse_tol, atol):

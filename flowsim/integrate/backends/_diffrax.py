@@ -124,9 +124,9 @@ def _observing(run, vf):
 
 def kernel(vf, key, clock, uses_sign, sliding, solver, max_steps, n_targets, track=(), batched=False):
     """The jitted segment solve ``run(y0, s0, s_max, args, u_targets)`` and its event names, compiled
-    once per structure. ``batched=True``: vmapped over y0, the per-member arguments rho
-    (``args[1]``) and log_floor (``args[5]``) and the tolerances (rtol, atol per member), the rest shared, and returning beta and the log-loss at the
-    saves and at the end, not the states (``_observing``; for :func:`flowsim.sweep`)."""
+    once per structure. ``batched=True``: vmapped over y0, the per-member arguments rho (``args[1]``) and
+    log_floor (``args[5]``) and the tolerances (rtol, atol per member), the rest shared, and returning beta
+    and the log-loss at the saves and at the end, not the states (``_observing``; for :func:`flowsim.sweep`)."""
     ck = (key, clock, uses_sign, sliding, solver, max_steps, n_targets, vf.K, vf.d, track, batched)
     with _BUILDING:  # a sweep's chunks ask for it together, from threads: one kernel (compiled once)
         if ck not in _CACHE:
