@@ -66,7 +66,8 @@ def _declared(part, rule, used, N, sig, at_zero_gradient, norm_of, sign_fix):
         at_rest = [v for pair in values for v in pair if v != 0]
         if at_rest:
             _refuse(part, rule, f"tends to {at_rest[0]} where the gradient is 0, though follows_gradient = True "
-                    "promises it vanishes there", "set follows_gradient = False (its rest points are then not the loss's)")
+                    "promises it vanishes there",
+                    "set follows_gradient = False (its rest points are then not the loss's)")
 
 
 def _limits_at_zero(expr, x):
