@@ -156,3 +156,28 @@ def test_a_collapse_from_below_the_old_floor_is_a_collapse():
     assert {sol.status for sol in ends.values()} == {"collapsed"}
     # the collapse time scales with the init (finite-time arrival at 0: t ~ alpha / rho-scaled rate)
     np.testing.assert_allclose(np.diff([sol.log10_t[-1] for sol in ends.values()]), [-2.0, -1.0], atol=0.01)
+
+
+def test_a_sign_flow_sees_a_switch_two_crossings_would_undo_in_one_step():
+    """SignFlow on a depth-3 product: its field is constant between switches, so Tsit5 and Radau took steps so long
+    that w[1, 0] and then w[2, 0] crossed 0 within one, flipping sign(G) of the other layers twice: sigma_k G_k was
+    positive again at the step's end, the switch went unseen, and both said "completed" at beta_1 = -0.475 where
+    DOP853, LSODA and BDF (and sign descent by hand) reach -1.016. Every backend now agrees with the hand loop."""
+    X = np.array([[0.18905338179353307, -0.5227484414807474, -0.41306354339189344],
+                  [-2.4414673826398556, 1.799707382720902, 1.1441658720372287],
+                  [-0.32542283686782436, 0.7738065867276614, 0.28121066979764925]])
+    data = fs.Dataset(X, [-1, 1, 1])
+    init = np.array([[0.32170393950010645, 0.43416219092835767, 0.3775247235201223],
+                     [0.2951904434384941, 0.43682573417131254, 0.2908151635057126],
+                     [0.599503745829285, 0.5074108208139387, 0.3415653764179259]])
+    system = fs.derive(fs.DiagonalNet(3, "product"), "exponential", fs.SignFlow(lr=0.5, decay=1.0))
+    # sign descent in the schedule clock s = 0.5 log(1 + t), by Euler steps of 1e-4 (error O(step))
+    w, h = init.copy(), 1e-4
+    for _ in range(int(round(0.5 * np.log(11.0) / h))):
+        q = np.exp(-data.z @ np.prod(w, axis=0))
+        dbeta = -(data.z * q[:, None]).mean(axis=0)
+        w = w - h * np.sign(dbeta * np.prod(w, axis=0) / w)  # dL/dw_k = dL/dbeta * prod of the other layers
+    for backend in ("auto", "diffrax:Tsit5", "scipy:Radau", "scipy:DOP853", "scipy:LSODA", "scipy:BDF"):
+        sol = fs.solve(system, data, init, t1=10.0, backend=backend)
+        assert sol.status == "completed" and sol.stats["switches"] >= 1, backend
+        np.testing.assert_allclose(sol.beta[-1], np.prod(w, axis=0), atol=2e-3, err_msg=backend)

@@ -7,7 +7,9 @@ falls through zero:
 - ``collapse`` (flows without sign): log max|theta| - log floor (l2-SAM collapses to 0 in finite time);
 - ``blowup``:   log ceiling - log max|theta| (depth >= 3 blows up in finite tau);
 - ``switch``   (sign flows): min over unsliding entries of sigma_k G_k(theta): some sign(G_k) is
-  about to change, so the piecewise-smooth field must be re-examined.
+  about to change, so the piecewise-smooth field must be re-examined; and over parameter entries away
+  from 0 at the segment's start (``sides``) of sign(theta_k) theta_k: an entry crossing 0 flips the
+  sign of the G's its product carries, which one long step can do twice unseen.
 - ``crossing`` (smooth flows): min over entries with sigma_k != 0 of sigma_k theta_k, plus the collapse
   floor. For smooth flows sigma holds the sign each entry keeps for ever (``flowsim.kept_entry_signs``;
   0: free), so this event fires only when a solver steps across an invariant plane w_k = 0, by more
@@ -17,7 +19,7 @@ falls through zero:
   minus the best other score: another coordinate is about to lead in |beta_j| or in the relative
   growth rate d log|beta_j| / dtau (clock-free: every clock rescales all rates alike).
 
-``args = (Z, rho, sigma, pinned, u_end, log_floor, log_ceiling, leaders, watched)``. A backend arms only
+``args = (Z, rho, sigma, pinned, u_end, log_floor, log_ceiling, leaders, watched, sides)``. A backend arms only
 the events that are positive at the segment's start: one that is not (say two coordinates tied for ever
 by symmetry) would end the segment at once, or, as part of one minimum, blind the others.
 ``watched`` (sign flows) does the same per entry for ``switch``: an entry that has just switched starts
@@ -85,12 +87,18 @@ def event_functions(vf, clock: str, uses_sign: bool, track=()) -> Events:
 
         def switch(args):
             Z, _, sigma, pinned = args[:4]
+            sides = args[9].reshape(-1)  # the side of 0 each parameter entry started on (0: not watched)
 
             def value(s, y, size):
                 G, _ = vf.direction(xp.reshape(y[:-1], (K, d)), Z)
                 # an entry that has just switched (unwatched) is re-examined once |G_k| has grown out of 0
                 settle = SETTLE * xp.max(xp.abs(G)) - xp.abs(G)
-                return xp.min(xp.where(pinned, 1.0, xp.where(args[8], sigma * G, settle)))
+                switched = xp.min(xp.where(pinned, 1.0, xp.where(args[8], sigma * G, settle)))
+                # a parameter entry crossing 0 changes the sign of G_k for the entries its product carries: two
+                # such crossings in one step (a piecewise-constant field allows long steps) turned sigma_k G_k
+                # back to positive by the step's end, and the switch went unseen (depth-3 SignFlow: a wrong beta)
+                crossed = xp.min(xp.where(sides != 0, sides * y[:-1], xp.inf))
+                return xp.minimum(switched, crossed)
 
             return value
 
@@ -131,6 +139,15 @@ def watched(vf, y, Z, sigma, pinned):
 
     G, _ = vf.direction(np.reshape(y[:-1], (vf.K, vf.d)), Z)
     return np.asarray(sigma * G > 0) & ~pinned
+
+
+def sides(y, K, d):
+    """The side of 0 of each parameter entry at a segment's start, watched for a crossing: 0 for entries at
+    or within SETTLE x max |theta| of it (one that has just crossed would end the next segment at once)."""
+    import numpy as np
+
+    theta = np.reshape(y[:-1], (K, d))
+    return np.where(np.abs(theta) > SETTLE * np.abs(theta).max(), np.sign(theta), 0.0)
 
 
 def first_event(values, armed, xp):
