@@ -288,3 +288,44 @@ def test_a_discrete_run_prints_in_one_line(one_sample):
     run = fs.iterate(OPT.gd(0.1), fs.DiagonalNet(2), "logistic", one_sample, steps=100, init=0.1)
     assert repr(run).startswith("DiscreteRun(gd on DiagonalNet(depth=2") and "\n" not in repr(run)
     assert "101 records to step 100, t = 10)" in repr(run)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: OPT.adam(0.1, b1=None), "b1 must be a number"),                 # TypeError from float(None)
+    (lambda: OPT.adam(0.1, b1="0.9"), "b1 must be a number"),
+    (lambda: OPT.signum(0.1, beta="0.5"), "beta must be a number"),          # accepted, a TypeError in iterate
+    (lambda: OPT.sam(0.1, 0.05, norm="2"), "norm must be a number"),
+    (lambda: OPT.sam(0.1, 0.05, norm=-np.inf), "norm must be 2 or float"),  # ran as l_inf SAM
+    (lambda: OPT.adam(0.1, bias_correction="no"), "bias_correction must be True or False"),  # turned it on
+    (lambda: OPT.gd(True), "lr must be a number"),
+])
+def test_optimizer_hyper_parameters_are_checked_by_type(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+def test_iterate_refuses_what_would_run_another_algorithm():
+    """An epoch map made for n = 5 ran on 3 samples with 5's steps and clock; a batch of 4 on 3 samples counted a
+    sample twice; a float seed failed inside JAX."""
+    data = fs.Dataset(np.array([[1.0, 2.0], [2.0, -1.0], [0.5, 1.5]]), [1, 1, 1])
+    for opt, match in [(OPT.adam_epoch_map(0.1, n=5), "made for n = 5 samples; these data have n = 3"),
+                       (OPT.gd(0.1, batch=4), "mini-batches of 4 on n = 3 samples"),
+                       (OPT.gd(0.1, batch=("shuffle", 4)), "mini-batches of 4 on n = 3 samples")]:
+        with pytest.raises(ValueError, match=match):
+            fs.iterate(opt, fs.Linear(), "logistic", data, steps=4)
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        fs.iterate(OPT.gd(0.1, batch="shuffle"), fs.Linear(), "logistic", data, steps=4, seed=1.5)
+
+
+def test_random_mini_batches_never_repeat_a_sample():
+    """Blocks of the concatenated epoch permutations straddled two epochs where b does not divide n, and held a
+    sample twice ([1, 0, 0, 2] at n = 4, b = 3); each batch is now b distinct samples of one epoch's permutation."""
+    import jax
+
+    from flowsim.discrete.iterate import _sample_weights
+
+    for n, b in [(4, 3), (5, 2), (6, 3), (7, 7)]:
+        weights = _sample_weights(("shuffle", b), n, jax.random.PRNGKey(0))
+        for t in range(12):
+            w = np.asarray(weights(t))
+            assert set(w.tolist()) <= {0.0, 1.0} and w.sum() == b

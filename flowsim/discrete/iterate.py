@@ -14,12 +14,17 @@ from flowsim.discrete.optimizers import Optimizer
 
 
 class DiscreteRun(NamedTuple):
-    """Recorded iterates: ``steps`` (records,), ``t`` = sum of the step sizes so far (the flow's
-    time), ``params`` (records, layers, d), ``beta``, ``margins``, ``log_loss``; ``status``
+    """Recorded iterates: ``steps`` (records,), ``t`` = sum of the step sizes so far, ``params`` (records,
+    layers, d), ``beta``, ``margins``, ``log_loss``; ``status``
     ("completed", "failed": the parameters became non-finite, "interrupted": Ctrl-C) and its
     ``message``; ``problem`` names the model and the loss. A run that did not complete holds every
     record up to its end. The figures of a flow's :class:`~flowsim.Solution` take it too
-    (``flowsim.plot.summary``, ``beta_vs_log_t``, ...), against log10 t."""
+    (``flowsim.plot.summary``, ``beta_vs_log_t``, ...), against log10 t.
+
+    ``t`` is the time of the gradient flows GD and SAM idealise (their flows have no step size). The sign and
+    Adam-type flows carry the schedule themselves (``fs.SignFlow(lr, decay)``: dtheta/dt = -eta(t) sign(g)):
+    step k of ``signum``/``adam`` with the same lr and decay matches that flow at t = k (``steps``), and
+    ``t`` here is its schedule clock s = sum eta (the flow with lr = 1, decay = 0 at t = s)."""
 
     optimizer: str
     steps: np.ndarray
@@ -73,10 +78,12 @@ def _sample_weights(batch, n, key):
             return jnp.zeros(n).at[perm[t % n]].add(1.0)
         if batch == "replace":
             return jnp.zeros(n).at[jax.random.randint(jax.random.fold_in(key, t), (), 0, n)].add(1.0)
-        if isinstance(batch, tuple):  # random batches: positions t*b.. of the concatenated epoch permutations
-            pos = t * batch[1] + jnp.arange(batch[1])
-            idx = jax.vmap(lambda p: jax.random.permutation(jax.random.fold_in(key, p // n), n)[p % n])(pos)
-            return jnp.zeros(n).at[idx].add(1.0)
+        if isinstance(batch, tuple):  # random batches: consecutive blocks of each epoch's permutation
+            b = batch[1]
+            per_epoch = n // b  # the n mod b samples left over are not drawn that epoch: a block across two
+            # permutations could hold a sample twice (MATH.md's E[g_B^2] is for draws without replacement)
+            perm = jax.random.permutation(jax.random.fold_in(key, t // per_epoch), n)
+            return jnp.zeros(n).at[jax.lax.dynamic_slice(perm, ((t % per_epoch) * b,), (b,))].add(1.0)
         b = 1 if batch == "cyclic" else batch
         idx = (t * b + jnp.arange(b)) % n
         return jnp.zeros(n).at[idx].add(1.0)
@@ -115,7 +122,7 @@ def _gradients(compiled, Z, batch, key):
     return grad_at
 
 
-def _check(optimizer, data, steps, records, allow_nonseparable):
+def _check(optimizer, data, steps, records, seed, allow_nonseparable):
     from flowsim.data import Dataset, require_separable
 
     if not isinstance(optimizer, Optimizer):
@@ -127,6 +134,15 @@ def _check(optimizer, data, steps, records, allow_nonseparable):
         raise ValueError(f"steps must be a positive integer; got {steps!r}.")
     if not is_whole(records, 2):
         raise ValueError(f"records must be an integer >= 2 (the init and the last step at least); got {records!r}.")
+    if optimizer.samples is not None and optimizer.samples != data.n:  # its steps and clock were for another n
+        raise ValueError(f"{optimizer.name} was made for n = {optimizer.samples} samples; these data have "
+                         f"n = {data.n}: make it with n={data.n}.")
+    size = optimizer.batch[1] if isinstance(optimizer.batch, tuple) else optimizer.batch
+    if isinstance(size, int) and size > data.n:  # a batch would count samples twice
+        raise ValueError(f"batch: mini-batches of {size} on n = {data.n} samples; a batch is at most n "
+                         "(batch='full' is all of them).")
+    if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)):
+        raise ValueError(f"seed must be an integer; got {seed!r}.")
 
 
 def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, records: int = 200,
@@ -147,7 +163,7 @@ def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, recor
     from flowsim.symbolic.derive import derive
     from flowsim.symbolic.flows import GD
 
-    _check(optimizer, data, steps, records, allow_nonseparable)
+    _check(optimizer, data, steps, records, seed, allow_nonseparable)
     system = derive(model, loss, GD())
     compiled = system.jax
     grad_at = _gradients(compiled, jnp.asarray(data.z), optimizer.batch, jax.random.PRNGKey(seed))

@@ -31,16 +31,30 @@ class Optimizer(NamedTuple):
     update: Callable
     batch: object  # "full"; per-sample "cyclic" (i = t mod n), "shuffle" (a new permutation each epoch)
     # or "replace" (i uniform, with replacement); an int batch size (cyclic blocks); ("shuffle", b):
-    # b samples a step, drawn at random (consecutive blocks of a new permutation each epoch); or
+    # b samples a step, drawn at random (consecutive blocks of a new permutation each epoch, the n mod b
+    # left over not drawn that epoch); or
     # "per_sample" (update receives every sample's gradient: the epoch map)
     schedule: Callable  # t -> eta_t
+    samples: int | None = None  # the n an epoch map was made for (iterate holds it to the data's)
+
+
+def _number(name, v) -> float:
+    """``v`` as a float, if it is a real number (not a bool or a string: "0.5" and True were taken, or failed
+    later as TypeErrors)."""
+    if isinstance(v, (bool, str)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a number; got {v!r}.")
+    return float(v)
+
+
+def _fraction(name, v) -> float:
+    v = _number(name, v)
+    if not 0.0 <= v < 1.0:
+        raise ValueError(f"{name} must be in [0, 1); got {v!r}.")
+    return v
 
 
 def _positive(name, v, allow_zero=False):
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number; got {v!r}.") from None
+    v = _number(name, v)
     if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
         raise ValueError(f"{name} must be a finite number {'>= 0' if allow_zero else '> 0'}; got {v!r}.")
     return v
@@ -89,7 +103,8 @@ def sam(lr: float, rho: float, norm: float = 2, decay: float = 0.0, batch="full"
     the gradient there, applied at w (the discrete counterpart of flowsim.SAM)."""
     eta = _schedule(lr, decay)
     rho = _positive("rho", rho, allow_zero=True)
-    if not (norm == 2 or math.isinf(norm)):
+    norm = _number("norm", norm)
+    if norm not in (2.0, math.inf):  # (-inf was taken as l_inf)
         raise ValueError(f"norm must be 2 or float('inf'); got {norm!r}.")
 
     def update(grad_fn, params, state, t):
@@ -112,12 +127,12 @@ def adam(lr: float, b1: float = 0.9, b2: float = 0.999, decay: float = 0.5, eps:
     per-sample (incremental) Adam. eps > 0 (added to sqrt(v) in the unscaled units) changes the
     limit toward GD's."""
     eta = _schedule(lr, decay)
-    for name, b in (("b1", b1), ("b2", b2)):
-        if not 0.0 <= float(b) < 1.0:
-            raise ValueError(f"{name} must be in [0, 1); got {b!r}.")
+    b1, b2 = _fraction("b1", b1), _fraction("b2", b2)
     if b1 > b2:
         raise ValueError(f"need b1 <= b2 (the regime of arXiv 2510.26303); got b1={b1}, b2={b2}.")
     eps = _positive("eps", eps, allow_zero=True)
+    if not isinstance(bias_correction, (bool, np.bool_)):  # the string "no" is truthy: it turned correction on
+        raise ValueError(f"bias_correction must be True or False; got {bias_correction!r}.")
 
     def init(params):
         z = jnp.zeros_like(params)
@@ -149,8 +164,7 @@ def adam(lr: float, b1: float = 0.9, b2: float = 0.999, decay: float = 0.5, eps:
 def signum(lr: float, beta: float = 0.9, decay: float = 0.5, batch="full") -> Optimizer:
     """Signum: m = beta m + (1-beta) g, w <- w - eta_t sign(m), any batch size."""
     eta = _schedule(lr, decay)
-    if not 0.0 <= float(beta) < 1.0:
-        raise ValueError(f"beta must be in [0, 1); got {beta!r}.")
+    beta = _fraction("beta", beta)
 
     def init(params):
         return (jnp.zeros_like(params), jnp.asarray(-jnp.inf))
@@ -188,7 +202,8 @@ def adam_epoch_map(lr: float, n: int, b1: float = 0.9, b2: float = 0.999, decay:
     eta = _schedule(lr, decay)
     if not is_whole(n):
         raise ValueError(f"n must be the number of samples (a positive int); got {n!r}.")
-    if not (0 <= b1 <= b2 < 1):
+    b1, b2 = _fraction("b1", b1), _fraction("b2", b2)
+    if b1 > b2:
         raise ValueError(f"need 0 <= b1 <= b2 < 1; got b1={b1}, b2={b2}.")
 
     def update(grad_fn, params, state, r):
@@ -196,4 +211,4 @@ def adam_epoch_map(lr: float, n: int, b1: float = 0.9, b2: float = 0.999, decay:
         g = jnp.exp(c - jnp.max(c))[:, None, None] * G
         return params - eta(r * n) * epoch_direction(g, b1, b2), state
 
-    return Optimizer("adam_epoch_map", lambda p: (), update, "per_sample", lambda r: n * eta(r * n))
+    return Optimizer("adam_epoch_map", lambda p: (), update, "per_sample", lambda r: n * eta(r * n), int(n))
