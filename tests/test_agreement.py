@@ -181,3 +181,10 @@ def test_a_sign_flow_sees_a_switch_two_crossings_would_undo_in_one_step():
         sol = fs.solve(system, data, init, t1=10.0, backend=backend)
         assert sol.status == "completed" and sol.stats["switches"] >= 1, backend
         np.testing.assert_allclose(sol.beta[-1], np.prod(w, axis=0), atol=2e-3, err_msg=backend)
+    # an entry the crossing event has just stopped at (w = -1e-15 here) is not watched again: watched, Radau and
+    # BDF ended 10,000 segments later, "chattering", where LSODA and Tsit5 completed
+    one = fs.derive(fs.DiagonalNet(3, "tied"), "logistic", fs.SAM(0.3870177080088453, np.inf))
+    data = fs.Dataset(np.array([[-0.53707195], [0.17237112], [-1.32358703]]), [-1, 1, -1])
+    ends = [fs.solve(one, data, -1.0, log10_t1=0.387, backend=b) for b in ("scipy:LSODA", "scipy:Radau", "scipy:BDF")]
+    assert max(s.stats["segments"] for s in ends) <= 10 and {s.status for s in ends} == {"completed"}
+    np.testing.assert_allclose([s.beta[-1, 0] for s in ends], ends[0].beta[-1, 0], rtol=1e-5)

@@ -113,7 +113,7 @@ class Run:
         """One backend call from the current state, at most ``chunk`` steps; its saves are recorded."""
         watch = watched(self.vf, self.y, self.Z, self.sigma, self.pinned) if self.uses_sign else ~self.pinned
         args = (self.Z, self.rho, self.sigma, self.pinned, self.u1, self.log_floor, self.log_ceiling,
-                self.leaders.copy(), watch, sides(self.y, self.K, self.d))
+                self.leaders.copy(), watch, sides(self.y, self.K, self.d, self.atol))
         if isinstance(self.be, ScipyBackend):
             extra = {"progress": self.bar.to_u if self.bar else None, "track": self.track}
         else:
