@@ -40,6 +40,8 @@ def fates_match(prediction: dict, beta_end, alpha, rho: float, depth: int) -> Ou
     there: a non-leading "grow" has only grown, an odd-L "collapse" has only risen toward rho^L."""
     if (bad := _undecided_if_not_finite(beta_end)) is not None:
         return bad
+    if prediction.get("tied"):  # on a boundary: Thm 3.2 names no basis vector, so nothing here to check
+        return Outcome(None, f"coordinates {[j + 1 for j in prediction['tied']]} tie: no single limit predicted")
     b, a, lead = np.asarray(beta_end, float), np.asarray(alpha, float), prediction["leader"]
     wrong = []
     for j, fate in enumerate(prediction["fate"]):

@@ -347,7 +347,8 @@ def _reported(err: ValidationError) -> dict:
     """The error to report: pydantic tries a union's branches in order, so a [loss] table with a stray key
     failed the name branch first ("should be 'logistic' or 'exponential'"); the table branch, deeper, says why."""
     first, *rest = err.errors()
-    deeper = [e for e in rest if isinstance(first.get("input"), dict) and len(e["loc"]) > len(first["loc"])]
+    deeper = [e for e in rest if isinstance(first.get("input"), dict) and len(e["loc"]) > len(first["loc"])
+              and e["loc"][0] == first["loc"][0]]  # (the same key's other branch, not another key's error)
     # a misspelt table ([dta]) is both a missing key and an unknown one: the unknown one can say what was meant
     misspelt = [e for e in rest if first["type"] == "missing" and e["type"] == "extra_forbidden"]
     return (deeper or misspelt or [first])[0]

@@ -208,12 +208,22 @@ def test_verdict_on_a_face_of_optima_judges_the_margin():
     assert fs.verdict(linear, refs, "l1").holds is False and fs.verdict(linear, refs, "l2").holds is True
 
 
+def test_a_kkt_reference_is_not_judged_as_a_face():
+    """kkt_max_margin's points are not called unique (local optima): read as an LP face, a depth-3 run 90 deg from
+    one (with a larger 2/3-margin, so a gap clipped at 0) was "converging" to it."""
+    data = fs.Dataset(np.array([[1.0, 2.0, 3.0], [1.0, 1.5, 2.5]]), [1, 1])
+    sol = fs.solve(fs.derive(fs.DiagonalNet(3), "logistic", fs.GD()), data, 0.05, log10_t1=50)
+    kkt = fs.kkt_max_margin(data, 3, start=np.array([1.0, 1e-9, 1e-9]))
+    assert fs.verdict(sol, {"kkt": kkt, "l2": fs.max_margin(data, 2)}, "kkt").holds is not True
+
+
 def test_linf_sam_prediction_ties_and_bad_input():
     """Tied scores gave the first coordinate as the leader (the limit is then no basis vector: at L = 2 with
     mu = (1, 1) it is proportional to (alpha_j - rho)^2), and depth 1 said "collapse" where l_inf-SAM grows."""
     assert fs.linf_sam_prediction([1, 1], [0.5, 0.3], 0.1, 2)["tied"] == [0, 1]
     assert fs.linf_sam_prediction([1, 1], [0.5, 0.3], 0.1, 2)["leader"] is None
     assert fs.linf_sam_prediction([1, 2], [0.5, 0.3], 0.1, 2)["leader"] == 1
+    assert fs.linf_sam_prediction([1, 2], [0.5, 0.3], np.float32(0.1), np.int64(2))["leader"] == 1  # numpy scalars
     assert fs.linf_sam_prediction([1, 1], [0.5, 0.3], 0.1, 3)["leader"] == 0  # L >= 3: (alpha_j - rho)^(L-2) decides
     tied = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, np.inf)), fs.Dataset([[1.0, 1.0]]),
                     [0.5, 0.3], t1=1e30)

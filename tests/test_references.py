@@ -98,6 +98,11 @@ def test_l2_is_the_exact_optimum_at_any_scale(scale):
                        constraints=[{"type": "ineq", "fun": lambda w: Z @ w - 1, "jac": lambda w: Z}],
                        options=dict(ftol=1e-16, maxiter=1000))
         assert ref.margin >= fs.normalised_margin(data, res.x, 2) * (1 - 1e-12)
+    # a tiny margin: 1 - 1.u lost every digit below ~3e-7 and the data were called non-separable
+    for e in (3e-7, 1e-8):
+        tiny = fs.max_margin(fs.Dataset([[1.0, e], [-1.0, e], [0.5, e]]), 2)
+        np.testing.assert_allclose(tiny.direction, [0.0, 1.0], atol=1e-12)
+        assert tiny.margin == pytest.approx(e, rel=1e-6)
     metric = fs.max_margin(fs.Dataset([[1.0, 0.0], [1.0, 1.0], [1.0, -0.5]]), "mahalanobis", metric=1e16 * np.eye(2))
     np.testing.assert_allclose(metric.direction * 1e8, [1.0, 0.0], atol=1e-12)
 

@@ -9,6 +9,7 @@ gap to one reference decays (k > 0, a good fit, still decreasing) while the othe
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -170,7 +171,7 @@ def verdict(sol, refs: dict, claim: str, min_r2: float = 0.9) -> Verdict:
             + "".join(f"; {k}: gap {fits[k].final_gap:.3g}, rate {fits[k].rate:.3g}" for k in rivals))
     if sol.status != "completed":
         return Verdict(claim, None, f"solution status {sol.status!r}: " + text, fits)
-    if not refs[claim].unique:
+    if _is_face(refs[claim]):
         return _to_a_face(claim, c, decays, text, fits)
     if decays and not beaten:
         settled, why = _settled_on(sol, unit, claim, rivals, c)
@@ -180,7 +181,7 @@ def verdict(sol, refs: dict, claim: str, min_r2: float = 0.9) -> Verdict:
         return Verdict(claim, False, "closer to another reference: " + text, fits)
     # a rival whose optimum is a face is far in angle from its one vertex: reaching its margin while this one's
     # stands still is the evidence (depth-2 GD on the l1 face, 44 deg from l2, was inconclusive for l2)
-    reached = [k for k in rivals if fits[k].final_gap <= 1e-9]
+    reached = [k for k in rivals if _is_face(refs[k]) and abs(margin_gap(sol, refs[k])[-1]) <= 1e-9]
     if reached and _stops_short(c):
         return Verdict(claim, False, f"at {reached[0]}'s margin while its own stops short: " + text, fits)
     return Verdict(claim, None, "inconclusive: " + text, fits)
@@ -192,8 +193,16 @@ LEVEL = 0.05
 
 
 def _stops_short(fit) -> bool:
-    """The margin gap levels off above 0: its fitted decay (log t)^-k has k < LEVEL."""
-    return fit.final_gap > 1e-6 and fit.rate < LEVEL
+    """The margin gap levels off above 0: its fitted power (log t)^-k has |k| < LEVEL (a gap still growing at
+    the horizon, k < 0, is a transient: inconclusive)."""
+    return fit.final_gap > 1e-6 and abs(fit.rate) < LEVEL
+
+
+def _is_face(ref) -> bool:
+    """A global l1 or l_inf optimum that is not unique (an LP's optimal face). A KKT point of depth >= 3 is
+    also not called unique, but it is a local optimum: a run may end above its margin, so the margin alone
+    (clipped at 0) would call any such run convergent to it."""
+    return not ref.unique and ref.norm in (1, np.inf)
 
 
 def _to_a_face(claim, fit, decays, text, fits) -> Verdict:
@@ -265,7 +274,7 @@ def linf_sam_prediction(mu, alpha, rho: float, depth: int) -> dict:
         raise ValueError(f"alpha must be a positive scalar or one entry per feature, shape {mu.shape}; got "
                          f"{alpha.tolist()}.")
     alpha = np.broadcast_to(alpha, mu.shape)
-    if not (isinstance(rho, (int, float)) and not isinstance(rho, bool) and np.isfinite(rho) and rho >= 0):
+    if not (isinstance(rho, numbers.Real) and not isinstance(rho, bool) and np.isfinite(rho) and rho >= 0):
         raise ValueError(f"rho must be a finite number >= 0; got {rho!r}.")
     if not is_whole(depth) or depth < 2:
         raise ValueError(f"depth must be an integer >= 2 (Thm 3.2; at depth 1 l_inf-SAM goes to the l2 max-margin, "

@@ -69,10 +69,12 @@ def _l2(Z):
     E = np.vstack([(Z / scale).T, np.ones(Z.shape[0])])
     f = np.zeros(E.shape[0])
     f[-1] = 1.0
-    u, _ = nnls(E, f, maxiter=50 * E.shape[1])
-    slack = 1.0 - u.sum()
-    if slack <= 1e-14:
-        raise NonSeparableError("data are not linearly separable: the l2 max-margin problem is infeasible.")
+    u, residual = nnls(E, f, maxiter=50 * E.shape[1])
+    # 1 - 1.u is the squared residual (E u is orthogonal to it at the optimum); as a difference it lost every
+    # digit once the margin gamma (slack = gamma^2 / (1 + gamma^2)) fell below ~3e-7, and was called infeasible
+    slack = residual**2
+    if not slack > 0:  # (separability was decided before: this is precision, not geometry)
+        raise RuntimeError("the l2 max-margin of these data is below what double precision resolves (margin ~ 0).")
     a = u / slack
     w = (Z / scale).T @ a
     low = np.min((Z / scale) @ w)
