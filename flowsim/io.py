@@ -44,6 +44,7 @@ VARIABLES = {
     "steps": ("solver steps taken", "1"),
     "log10_t_end": ("log10 t where the solve ended", "1"),
     "beta_end": ("beta at the end of the solve", "1"),
+    "solver": ("the backend the point's solve ended on ('(vmap)': the sweep's lockstep solve)", ""),
     "alpha": ("initialisation scale alpha (every entry)", "1"),
     "rho": ("perturbation radius rho", "1"),
 }

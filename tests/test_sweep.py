@@ -312,3 +312,4 @@ def test_a_point_solve_hands_over_is_handed_over_in_the_sweep():
     ds = fs.sweep(system, data, {"alpha": [0.3, 1.0]}, t1=1e30, saves=40)
     for i, a in enumerate([0.3, 1.0]):
         _compare(ds, (i,), fs.solve(system, data, a, t1=1e30, saves=40))
+    assert "scipy:BDF" in ds["solver"].values.tolist()  # the point handed over says so

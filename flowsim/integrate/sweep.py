@@ -129,7 +129,8 @@ def sweep(
     Returns:
         An ``xarray.Dataset`` with one dimension per grid key plus ``log10_t`` (the save grid,
         shared) and ``coordinate`` (labelled 1..d): ``beta``, ``log_loss``, ``leader`` (the label of
-        argmax |beta_j|, 0 past the end), per point ``status``, ``steps``, ``log10_t_end`` and ``beta_end``; ``attrs`` say
+        argmax |beta_j|, 0 past the end), per point ``status``, ``steps``, ``log10_t_end``, ``beta_end`` and ``solver``
+        (the backend it ended on: "diffrax:Tsit5 (vmap)" for the lockstep solve, else solve's); ``attrs`` say
         how it was run (``method``: "vmap" or "solve per point", chunks, wall time; ``system`` and ``init``
         say "rho swept", "alpha swept" where the grid sets them) and ``interrupted``, the number of points a
         Ctrl-C stopped (0 when the sweep ran to its end; a RuntimeWarning says so when it is not).
@@ -269,7 +270,7 @@ def _interrupted(m, saves, d):
     """The result of a chunk a Ctrl-C stopped before it finished: its points are "interrupted", NaN."""
     return {"beta": np.full((m, saves, d), np.nan), "log_loss": np.full((m, saves), np.nan),
             "status": np.full(m, "interrupted", dtype=object), "steps": np.zeros(m, np.int64),
-            "log10_t_end": np.full(m, np.nan), "beta_end": np.full((m, d), np.nan)}
+            "log10_t_end": np.full(m, np.nan), "beta_end": np.full((m, d), np.nan), "solver": np.full(m, "", object)}
 
 
 def _cores() -> int:
@@ -426,6 +427,7 @@ def _vmapped(system, data, inits, rhos, opts):
         "log_loss": np.where(at_end, loss_end[:, None], np.where(saved, log_loss, np.nan)),
         "status": status, "steps": np.asarray(stats[0], np.int64),
         "log10_t_end": log10_t_from_u(u_end) + math.log10(speedup), "beta_end": beta_end,
+        "solver": np.full(m, f"diffrax:{be.solver} (vmap)", dtype=object),
     }
 
 
@@ -453,6 +455,9 @@ def _on_grid(sols, grid, d):
         "steps": np.array([s.stats.get("steps", 0) for s in sols], dtype=np.int64),
         "log10_t_end": np.array([s.log10_t[-1] for s in sols]),
         "beta_end": np.stack([s.beta[-1] for s in sols]),
+        # the backend each ended on: solve's hand-over from Tsit5 to BDF is an event
+        "solver": np.array([next((e["to"] for e in reversed(s.events) if e["kind"] == "backend"), s.config["backend"])
+                            for s in sols], dtype=object),
     }
 
 
@@ -477,6 +482,7 @@ def _dataset(system, data, axes, out, grid_t, attrs):
             "steps": (dims, out["steps"].reshape(shape)),
             "log10_t_end": (dims, out["log10_t_end"].reshape(shape)),
             "beta_end": (dims + ["coordinate"], out["beta_end"].reshape(shape + (data.d,))),
+            "solver": (dims, out["solver"].reshape(shape).astype(str)),
         },
         coords={**{k: v for k, v in axes.items()}, "log10_t": grid_t, "coordinate": np.arange(1, data.d + 1)},
         attrs=attrs,
