@@ -339,3 +339,42 @@ def test_sweep_and_latex_take_a_user_model():
     ds = fs.sweep(system, data, {"alpha": [0.2, 0.4]}, t1=1e20)
     one = fs.solve(system, data, 0.4, t1=1e20)
     np.testing.assert_allclose(ds["beta"].values[-1, -1], one.beta[-1], rtol=1e-6)
+
+
+def _issue_12_data():
+    rng = np.random.default_rng(0)
+    w, X = rng.normal(size=10), rng.normal(size=(20, 10))
+    return fs.Dataset(X, np.sign(X @ w))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: fs.derive(fs.Parametrization("w1 w2", 2, lambda a, b: a * b), "logistic", fs.GD()),
+    lambda: fs.derive(fs.DiagonalNet(2), "logistic", fs.Flow(fs.points.Here(), _Rule(
+        lambda s: -s.G, follows_gradient=True).direction())),  # a direction without a tied form
+])
+def test_a_balanced_start_flowsim_cannot_reduce_fails_where_it_leaves_its_set(make):
+    """Equal layers stay equal (beta_j = w^2 >= 0) in the exact flow; integrated in full, BDF broke the symmetry by
+    rounding and returned "completed" at beta_j = -127 with every margin positive (data this init cannot
+    separate). The custom model's symmetry is now known to reachable_signs (a ReachabilityWarning), and a save with
+    an excluded sign fails the solve."""
+    system, data = make(), _issue_12_data()
+    theta0 = system.model.init_params(0.5, data.d)
+    assert (fs.reachable_signs(system.model, theta0, system.flow) == 1.0).all()
+    with pytest.warns(fs.ReachabilityWarning):
+        sol = fs.solve(system, data, 0.5, t1=1e30, backend="scipy:BDF", throw=False)
+    assert sol.status != "completed" or sol.beta[-1].min() >= 0
+    if sol.status == "failed" and sol.beta[-1].min() < 0:
+        assert "a sign its start excludes for ever" in sol.message
+
+
+def test_a_subclass_with_its_own_rule_does_not_inherit_a_tied_form():
+    """Gradient's tied_speedup = L was inherited by a subclass with field -G^3 (true speed-up L^3): its balanced
+    starts were reduced at the wrong speed, beta_2 = 7.70 where the full product (a start 1e-13 off) reaches 6.89."""
+    cubed = type("Cubed", (fs.directions.Gradient,), {"field": lambda _, s: -s.G**3})()
+    flow = fs.Flow(fs.points.Here(), cubed)
+    assert flow.tied_equivalent(2) is None and fs.GD().tied_equivalent(2) is not None
+    system, data = fs.derive(fs.DiagonalNet(2), "exponential", flow), fs.Dataset([[1.0, 2.0]], [1])
+    kw = dict(t1=1e3, backend="scipy:DOP853", rtol=1e-11)
+    np.testing.assert_allclose(fs.solve(system, data, 0.5, **kw).beta[-1],
+                               fs.solve(system, data, np.array([[0.5, 0.5], [0.5 + 1e-13, 0.5]]), **kw).beta[-1],
+                               rtol=1e-6)

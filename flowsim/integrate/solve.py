@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 
@@ -107,8 +108,9 @@ def solve(
         raise ValueError(f"track takes scores from {SCORES}; got {track!r}.")
     theta0 = initial_params(system, data, init)
     atol = default_atol(theta0, rtol) if atol is None else atol
+    kept = reachable_signs(system.model, theta0, system.flow)
     if not allow_nonseparable:
-        _warn_if_unreachable(system, data, theta0)
+        _warn_if_unreachable(system, data, kept)
     # ``arguments`` re-runs this solve (``Solution.evaluate``, saved runs); the rest says how it ran
     arguments = dict(init=np.asarray(init).tolist(), log10_t1=L1, backend=backend, clock=asked_clock, rtol=rtol,
                      atol=atol, max_steps=int(max_steps), track=list(track), collapse_tol=collapse_tol,
@@ -122,6 +124,7 @@ def solve(
     sol = _integrate(run_system, run_data, be, clock, theta0[: run_system.model.n_layers], L1, u1, points, rtol, atol,
                      max_steps, floors, track, progress, config, speedup, adaptive)
     sol = lift(sol, system, speedup, data, flips) if reduced else sol
+    sol = _signs_kept(sol, kept)
     return _raise_failure(sol) if throw else sol
 
 
@@ -148,8 +151,30 @@ def _integrate(system, data, be, clock, theta0, L1, u1, points, rtol, atol, max_
     return run.solution(dict(config, rho=run.rho, backend=ran, clock=" -> ".join(dict.fromkeys([clock, run.clock]))))
 
 
-def _warn_if_unreachable(system, data, theta0):
-    signs = reachable_signs(system.model, theta0, system.flow)
+#: a saved beta_j against the sign its start keeps for ever fails the solve past this fraction of max_j |beta_j|
+#: (an entry decaying to 0 from its side may round across it by far less)
+SIGN_SLACK = 1e-6
+
+
+def _signs_kept(sol, kept):
+    """``sol``, or ``sol`` failed where a saved beta_j has the sign its start excludes (``reachable_signs``): the
+    solver left a set the exact flow keeps (a balanced start of a model or flow flowsim cannot reduce to the tied
+    net: BDF broke the layers' symmetry by rounding and ended "completed" at beta_j = -127 where beta_j = w^2)."""
+    scale = np.abs(sol.beta).max(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        wrong = (kept * sol.beta < -SIGN_SLACK * scale) & np.isfinite(kept)
+    if sol.status in FAILURES or not wrong.any():
+        return sol
+    i, j = (int(k[0]) for k in np.nonzero(wrong))
+    message = (f"beta_{j + 1} = {sol.beta[i, j]:.4g} at log10 t = {sol.log10_t[i]:.6g}, a sign its start excludes for "
+               "ever (fs.reachable_signs): the solver left a set the exact flow keeps (layers that start equal stay "
+               "equal; rounding broke that symmetry). flowsim integrates such starts on the set only for "
+               "DiagonalNet(L, 'product') with flow parts that declare their tied forms (tied_rho, tied_speedup); "
+               "otherwise start off it (layers not all equal) or use a tighter rtol")
+    return dataclasses.replace(sol, status="failed", message=message)
+
+
+def _warn_if_unreachable(system, data, signs):
     if np.all(np.isnan(signs)) or data.separable_with(signs):
         return
     fixed = {1.0: ">= 0", -1.0: "<= 0", 0.0: "= 0"}

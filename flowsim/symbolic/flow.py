@@ -111,6 +111,9 @@ class Flow:
     def tied_equivalent(self, depth):
         """``(flow, speedup)`` that the tied network w^L follows when a depth-L product starts
         balanced (docs/theory.md 9), or None when the parts do not say."""
+        if not (_tied_form_is_own(self.point, "tied_rho", ("perturbation", "normed"))
+                and _tied_form_is_own(self.direction, "tied_speedup", ("field",))):
+            return None
         rho, speedup = self.point.tied_rho(self.rho, depth), self.direction.tied_speedup(depth)
         if rho is None or speedup is None:
             return None
@@ -133,6 +136,16 @@ class Flow:
             if name in getattr(holder, "__dataclass_fields__", {}):
                 return getattr(holder, name)
         raise AttributeError(name)
+
+
+def _tied_form_is_own(part, form, rules) -> bool:
+    """The part's tied form describes its own rule: declared by the class that writes the rule, or by a subclass
+    of it (a subclass of Gradient with a field of its own, -G^3, inherited tied_speedup = L: its balanced starts
+    were reduced at Gradient's speed, beta_2 7.70 where the full product reaches 6.89)."""
+    def owner(name):
+        return next(c for c in type(part).__mro__ if name in vars(c))
+
+    return all(issubclass(owner(form), owner(rule)) for rule in rules)
 
 
 def follows_gradient(flow) -> bool:

@@ -73,7 +73,27 @@ def reachable_signs(model, theta0, flow) -> np.ndarray:
             signs[j] = _sign_on(model, tuple(int(s) for s in np.sign(theta0[:, j])))
     if isinstance(model, DiagonalNet) and model.form == "product" and model.depth >= 2:
         signs = _layer_symmetry(theta0, flow, model.depth, signs)
+    elif K >= 2 and _symmetric_in_layers(model):  # a model of your own, symmetric in its layers (w1 * w2)
+        equal = np.all(theta0 == theta0[:1], axis=0) & np.isnan(signs)
+        signs[equal] = _sign_with_layers_equal(model)
     return signs
+
+
+@lru_cache(maxsize=None)
+def _symmetric_in_layers(model) -> bool:
+    """beta unchanged by swapping any two layers: every flow here acts entry by entry with the same rule in
+    each layer, so layers that start equal stay equal."""
+    w = model.symbols
+    return all(sp.simplify(model.beta.xreplace({a: b, b: a}) - model.beta) == 0 for a, b in zip(w, w[1:]))
+
+
+@lru_cache(maxsize=None)
+def _sign_with_layers_equal(model) -> float:
+    """The sign beta keeps on the set where every layer is equal (beta(w, ..., w)), nan if it has none."""
+    w = model.symbols
+    x = sp.Symbol("x", real=True)
+    tied = model.beta.xreplace({v: x for v in w})
+    return 1.0 if tied.is_nonnegative else -1.0 if tied.is_nonpositive else float("nan")
 
 
 def _layer_symmetry(theta0, flow, L, signs):
