@@ -58,8 +58,13 @@ def make_model(form="product", depth=2, beta=None, layers=None):
     if beta is None:
         return fs.DiagonalNet(depth, form)
     expr = parse_expression(beta, "beta")
-    names = tuple(layers) if layers is not None else tuple(sorted(str(s) for s in expr.free_symbols))
+    # in natural order (w2 before w10: sorted as strings, an init's row 2 went to w10 at 10 or more layers)
+    names = tuple(layers) if layers is not None else tuple(sorted((str(s) for s in expr.free_symbols), key=_natural))
     return fs.Parametrization(beta, names, expr)
+
+
+def _natural(name: str) -> list:
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
 def make_loss(loss):

@@ -415,3 +415,11 @@ def test_a_ctrl_c_while_the_file_is_written_lands_once_it_is_whole(tmp_path, mon
     r = runner.invoke(app, ["sweep", str(cfg), "--out", str(tmp_path / "s.nc")])
     assert r.exit_code == 1 and "interrupted;" in r.output and "saved" in r.output, r.output
     assert io.load(tmp_path / "s.nc")["status"].size == 4
+
+
+def test_a_formula_model_takes_its_layers_in_natural_order():
+    """Sorted as strings, w10 came before w2: an init's row 2 went to w10 at 10 or more layers."""
+    from flowsim.config import make_model
+
+    beta = "*".join(f"w{k}" for k in range(1, 11)) + "*w11**2"
+    assert make_model("product", 2, beta, None).layers == tuple(f"w{k}" for k in range(1, 12))

@@ -136,8 +136,14 @@ def test_field_on_many_points_is_the_field_at_each(flow):
         at = system if rho is None else fs.derive(fs.DiagonalNet(3), "logistic", dataclasses.replace(flow, rho=rho))
         expected = np.stack([at.vector_field(p, data)[0] for p in points])
         np.testing.assert_allclose(field_on(points, rho), expected, rtol=1e-11, atol=1e-14)
-    with pytest.raises(ValueError, match=r"params: shape \(6, 3\); expected \(points, 3, 3\)"):
+    with pytest.raises(ValueError, match=r"params: float64 of shape \(6, 3\); expected real numbers of shape "
+                                         r"\(points, 3, 3\)"):
         field_on(points[:, 0])
+    if flow.rho:
+        with pytest.raises(ValueError, match="rho must be finite and >= 0"):  # -rho was a descent-side point
+            field_on(points, -0.3)
+    with pytest.raises(ValueError, match="data must be a flowsim.Dataset"):
+        system.field_on(points)
 
 
 @pytest.mark.parametrize("flow", [fs.GD(), fs.SAM(0.07, 2)], ids=str)

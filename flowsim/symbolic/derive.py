@@ -175,8 +175,13 @@ class System:
         number of points, and rho, the flow's by default, is an argument: a new radius does not recompile).
         Sign flows use sign(G) at each point, as ``vector_field`` does."""
         from flowsim._jax import jax, jnp
+        from flowsim.data import Dataset
         from flowsim.integrate.vector_field import jax_field
+        from flowsim.symbolic.flow import check_rho
 
+        if not isinstance(data, Dataset):
+            raise ValueError(f"data must be a flowsim.Dataset; got {type(data).__name__} (field_on(data) makes the "
+                             "function; call it with the points).")
         K, Z = self.n_layers, jnp.asarray(data.z)
         vf = jax_field(self, K, data.d)
 
@@ -187,11 +192,12 @@ class System:
         batched = jax.jit(jax.vmap(one, in_axes=(0, None)))
 
         def evaluate(params, rho=None):
-            params = np.asarray(params, dtype=float)
-            if params.ndim != 3 or params.shape[1:] != (K, data.d):
-                raise ValueError(f"params: shape {params.shape}; expected (points, {K}, {data.d}) for this system "
-                                 "and data (one row of layers per point)")
-            return np.asarray(batched(jnp.asarray(params), float(self.flow.rho if rho is None else rho)))
+            params = np.asarray(params)
+            if np.iscomplexobj(params) or params.ndim != 3 or params.shape[1:] != (K, data.d):
+                raise ValueError(f"params: {params.dtype} of shape {params.shape}; expected real numbers of shape "
+                                 f"(points, {K}, {data.d}) for this system and data (one row of layers per point)")
+            rho = float(self.flow.rho) if rho is None else check_rho(rho)  # (-0.3 was a descent-side point)
+            return np.asarray(batched(jnp.asarray(params, dtype=jnp.float64), rho))
 
         return evaluate
 
