@@ -378,3 +378,15 @@ def test_a_subclass_with_its_own_rule_does_not_inherit_a_tied_form():
     np.testing.assert_allclose(fs.solve(system, data, 0.5, **kw).beta[-1],
                                fs.solve(system, data, np.array([[0.5, 0.5], [0.5 + 1e-13, 0.5]]), **kw).beta[-1],
                                rtol=1e-6)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: fs.Loss("x", sp.Eq(m, 1)), "expr must be a real sympy expression"),               # AttributeError
+    (lambda: fs.Loss("x", sp.Matrix([sp.exp(-m)])), "expr must be a real sympy expression"),   # TypeError
+    (lambda: fs.Parametrization("x", 1, lambda w: sp.I * w), "beta must be real"),             # failed in the solve
+    (lambda: fs.Parametrization("x", ("exp", "sign"), lambda a, b: a * b), "names of numpy or sympy"),  # shadowed
+    (lambda: fs.Parametrization("x", ("E", "w"), lambda a, b: a * b), "names of numpy or sympy"),
+])
+def test_open_families_refuse_what_would_fail_later(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()

@@ -185,9 +185,12 @@ class Loss:
 
 def _sympified(e, what):
     try:
-        return sp.sympify(e)
+        e = sp.sympify(e)
     except (sp.SympifyError, TypeError):
         raise ValueError(f"{what} must be a sympy expression in the margin; got {e!r}.") from None
+    if not isinstance(e, sp.Expr) or getattr(e, "is_Matrix", False) or e.has(sp.I):  # (an Eq or a Matrix: a traceback)
+        raise ValueError(f"{what} must be a real sympy expression in the margin; got {e!r}.")
+    return e
 
 
 def _margin_symbol(expr, margin):

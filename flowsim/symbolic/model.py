@@ -100,6 +100,11 @@ def _layer_names(layers) -> tuple[str, ...]:
     if bad or len(set(layers)) != len(layers):
         raise ValueError(f"layer names must be distinct Python identifiers other than {sorted(RESERVED)}; "
                          f"got {tuple(layers)!r}.")
+    # a layer named exp or sign shadowed that function in the generated code (a TypeError under USAM)
+    shadowing = [n for n in layers if hasattr(np, n) or hasattr(sp, n)]
+    if shadowing:
+        raise ValueError(f"layer names {shadowing} are names of numpy or sympy (functions or constants the generated "
+                         "code uses); rename them (e.g. w1, w2, u, v).")
     return tuple(layers)
 
 
@@ -122,6 +127,8 @@ def _beta_expression(beta, names, symbols) -> sp.Expr:
         expr = expr.xreplace({s: by_name[s.name] for s in expr.free_symbols})
     if not isinstance(expr, sp.Expr) or expr.free_symbols - set(symbols):
         raise ValueError(f"beta must be an expression in the layer entries {names}; got {expr!r}.")
+    if expr.has(sp.I) or expr.is_real is False:  # (accepted, it failed in the solve as a ufunc TypeError)
+        raise ValueError(f"beta must be real for real layer entries; got {expr}.")
     unused = [n for n, s in zip(names, symbols) if s not in expr.free_symbols]
     if unused:
         raise ValueError(f"beta does not depend on layer(s) {unused}: such a layer never moves; drop it.")
