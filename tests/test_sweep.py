@@ -313,3 +313,14 @@ def test_a_point_solve_hands_over_is_handed_over_in_the_sweep():
     for i, a in enumerate([0.3, 1.0]):
         _compare(ds, (i,), fs.solve(system, data, a, t1=1e30, saves=40))
     assert "scipy:BDF" in ds["solver"].values.tolist()  # the point handed over says so
+
+
+def test_lockstep_points_with_an_excluded_sign_are_solved_again():
+    """The lockstep solve has no sign check of its own: a point ending with a beta_j its start excludes (a
+    balanced start of a model of your own, integrated in full) is handed to solve, which fails it and says why."""
+    from flowsim.integrate.sweep import _signs_left
+
+    system = fs.derive(fs.Parametrization("w1 w2", 2, lambda a, b: a * b), "logistic", fs.GD())
+    inits = [system.model.init_params(a, 2) for a in (0.5, 0.5)]
+    out = {"beta_end": np.array([[1.0, 2.0], [1.0, -2.0]])}
+    assert _signs_left(system, inits, np.zeros(2), out).tolist() == [False, True]

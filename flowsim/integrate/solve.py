@@ -161,8 +161,11 @@ def _signs_kept(sol, kept):
     solver left a set the exact flow keeps (a balanced start of a model or flow flowsim cannot reduce to the tied
     net: BDF broke the layers' symmetry by rounding and ended "completed" at beta_j = -127 where beta_j = w^2)."""
     scale = np.abs(sol.beta).max(axis=1, keepdims=True)
+    # nor below what the solver resolves: a beta of entries at the collapse floor (1000 atol; a collapsing depth-3
+    # tied net rounded to beta_1 = 3e-24 of either sign)
+    unresolved = (1e3 * sol.config["atol"]) ** sol.params.shape[1]
     with np.errstate(invalid="ignore"):
-        wrong = (kept * sol.beta < -SIGN_SLACK * scale) & np.isfinite(kept)
+        wrong = (kept * sol.beta < -np.maximum(SIGN_SLACK * scale, unresolved)) & np.isfinite(kept)
     if sol.status in FAILURES or not wrong.any():
         return sol
     i, j = (int(k[0]) for k in np.nonzero(wrong))

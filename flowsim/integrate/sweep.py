@@ -29,12 +29,12 @@ from flowsim._checks import is_whole
 from flowsim.symbolic.derive import System, derive
 from flowsim.io import annotate
 from flowsim.integrate.balanced import layer_flips, reduction
-from flowsim.theory.reachable import kept_entry_signs
+from flowsim.theory.reachable import kept_entry_signs, reachable_signs
 from flowsim.integrate.backends import backend_for
 from flowsim.integrate.critical import LOSS_STILL
 from flowsim.integrate.handlers import ENDINGS, end_status
 from flowsim.integrate.run import chunk_of, structure_key
-from flowsim.integrate.solve import check_common, initial_params, solve
+from flowsim.integrate.solve import SIGN_SLACK, check_common, initial_params, solve
 from flowsim.integrate.solution import FAILURES, log10_t_from_u
 from flowsim.integrate.timeline import (clock_plan, default_atol, log10_horizon, log_floor_of,
                                         resolve_clock, save_points, u_of)
@@ -337,12 +337,21 @@ def _chunk(spec, data, inits, rhos, opts):
     # the lockstep solve is one segment with no critical-point check: points that end on a plateau or
     # fail are solved again by solve, which recognises a converged critical point (and hands over)
     redo = np.nonzero(np.isin(out["status"], list(FAILURES)) | _plateau_at_end(out["log_loss"])
-                      | _handed_over_by_solve(out["steps"], opts))[0]
+                      | _handed_over_by_solve(out["steps"], opts) | _signs_left(system, inits, rhos, out))[0]
     if redo.size:
         again, out = one_by_one(redo), {k: np.array(v) for k, v in out.items()}  # (JAX's arrays are read-only)
         for k in out:
             out[k][redo] = again[k]
     return out
+
+
+def _signs_left(system, inits, rhos, out):
+    """Points whose lockstep solve ended with a beta_j of a sign their start excludes (``reachable_signs``): solve
+    says why (a balanced start of a model of your own integrated in full, which rounding took off its set)."""
+    kept = np.stack([reachable_signs(system.model, th, _with_rho(system.flow, r)) for th, r in zip(inits, rhos)])
+    end = out["beta_end"]
+    with np.errstate(invalid="ignore"):
+        return np.any((kept * end < -SIGN_SLACK * np.abs(end).max(axis=1, keepdims=True)) & np.isfinite(kept), axis=1)
 
 
 def _handed_over_by_solve(steps, opts):
