@@ -156,16 +156,21 @@ def _integrate(system, data, be, clock, theta0, L1, u1, points, rtol, atol, max_
 SIGN_SLACK = 1e-6
 
 
+def excluded_signs(kept, beta, unresolved=0.0):
+    """Where rows of ``beta`` have the sign ``kept`` excludes, by more than SIGN_SLACK of the row's largest entry and
+    than ``unresolved``."""
+    scale = np.abs(beta).max(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        return (kept * beta < -np.maximum(SIGN_SLACK * scale, unresolved)) & np.isfinite(kept)
+
+
 def _signs_kept(sol, kept):
     """``sol``, or ``sol`` failed where a saved beta_j has the sign its start excludes (``reachable_signs``): the
     solver left a set the exact flow keeps (a balanced start of a model or flow flowsim cannot reduce to the tied
     net: BDF broke the layers' symmetry by rounding and ended "completed" at beta_j = -127 where beta_j = w^2)."""
-    scale = np.abs(sol.beta).max(axis=1, keepdims=True)
     # nor below what the solver resolves: a beta of entries at the collapse floor (1000 atol; a collapsing depth-3
     # tied net rounded to beta_1 = 3e-24 of either sign)
-    unresolved = (1e3 * sol.config["atol"]) ** sol.params.shape[1]
-    with np.errstate(invalid="ignore"):
-        wrong = (kept * sol.beta < -np.maximum(SIGN_SLACK * scale, unresolved)) & np.isfinite(kept)
+    wrong = excluded_signs(kept, sol.beta, (1e3 * sol.config["atol"]) ** sol.params.shape[1])
     if sol.status in FAILURES or not wrong.any():
         return sol
     i, j = (int(k[0]) for k in np.nonzero(wrong))

@@ -34,7 +34,7 @@ from flowsim.integrate.backends import backend_for
 from flowsim.integrate.critical import LOSS_STILL
 from flowsim.integrate.handlers import ENDINGS, end_status
 from flowsim.integrate.run import chunk_of, structure_key
-from flowsim.integrate.solve import SIGN_SLACK, check_common, initial_params, solve
+from flowsim.integrate.solve import check_common, excluded_signs, initial_params, solve
 from flowsim.integrate.solution import FAILURES, log10_t_from_u
 from flowsim.integrate.timeline import (clock_plan, default_atol, log10_horizon, log_floor_of,
                                         resolve_clock, save_points, u_of)
@@ -349,9 +349,7 @@ def _signs_left(system, inits, rhos, out):
     """Points whose lockstep solve ended with a beta_j of a sign their start excludes (``reachable_signs``): solve
     says why (a balanced start of a model of your own integrated in full, which rounding took off its set)."""
     kept = np.stack([reachable_signs(system.model, th, _with_rho(system.flow, r)) for th, r in zip(inits, rhos)])
-    end = out["beta_end"]
-    with np.errstate(invalid="ignore"):
-        return np.any((kept * end < -SIGN_SLACK * np.abs(end).max(axis=1, keepdims=True)) & np.isfinite(kept), axis=1)
+    return excluded_signs(kept, out["beta_end"]).any(axis=1)
 
 
 def _handed_over_by_solve(steps, opts):
