@@ -323,4 +323,4 @@ def test_lockstep_points_with_an_excluded_sign_are_solved_again():
     system = fs.derive(fs.Parametrization("w1 w2", 2, lambda a, b: a * b), "logistic", fs.GD())
     inits = [system.model.init_params(a, 2) for a in (0.5, 0.5)]
     out = {"beta_end": np.array([[1.0, 2.0], [1.0, -2.0]])}
-    assert _signs_left(system, inits, np.zeros(2), out).tolist() == [False, True]
+    assert _signs_left(system, inits, np.zeros(2), out, {"rtol": 1e-8, "atol": None}).tolist() == [False, True]
