@@ -19,7 +19,7 @@ from typing import Callable, NamedTuple
 from flowsim._jax import jax, jnp
 import numpy as np
 
-from flowsim._checks import is_whole
+from flowsim._checks import is_real_number, is_whole
 
 
 class Optimizer(NamedTuple):
@@ -41,7 +41,7 @@ class Optimizer(NamedTuple):
 def _number(name, v) -> float:
     """``v`` as a float, if it is a real number (not a bool or a string: "0.5" and True were taken, or failed
     later as TypeErrors)."""
-    if isinstance(v, (bool, str)) or not isinstance(v, (int, float, np.integer, np.floating)):
+    if not is_real_number(v):
         raise ValueError(f"{name} must be a number; got {v!r}.")
     return float(v)
 

@@ -17,7 +17,7 @@ from flowsim.integrate.handlers import HANDLERS, _on_failure
 from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.run import Run
 from flowsim.integrate.solution import FAILURES, Solution
-from flowsim.integrate.timeline import (default_atol, log10_horizon, log_floor_of, positive, resolve_clock,
+from flowsim.integrate.timeline import (RESOLVED, atol_for, log10_horizon, log_floor_of, positive, resolve_clock,
                                         save_points, u_of)
 from flowsim.integrate.vector_field import CLOCKS, SCHEDULE
 from flowsim.symbolic.derive import System
@@ -107,7 +107,7 @@ def solve(
     if any(k not in SCORES for k in track):
         raise ValueError(f"track takes scores from {SCORES}; got {track!r}.")
     theta0 = initial_params(system, data, init)
-    atol = default_atol(theta0, rtol) if atol is None else atol
+    atol = atol_for(theta0, rtol, atol)
     kept = reachable_signs(system.model, theta0, system.flow)
     if not allow_nonseparable:
         _warn_if_unreachable(system, data, kept)
@@ -156,22 +156,23 @@ def _integrate(system, data, be, clock, theta0, L1, u1, points, rtol, atol, max_
 SIGN_SLACK = 1e-6
 
 
-def excluded_signs(kept, beta, unresolved=0.0):
+def excluded_signs(kept, beta, atol, layers):
     """Where rows of ``beta`` have the sign ``kept`` excludes, by more than SIGN_SLACK of the row's largest entry and
-    than ``unresolved``."""
+    than a beta of ``layers`` entries at what the solver resolves (RESOLVED atol: a collapsing depth-3 tied net
+    rounded to beta_1 = 3e-24 of either sign). ``atol``: a number, or one per row (a column)."""
     scale = np.abs(beta).max(axis=-1, keepdims=True)
     with np.errstate(invalid="ignore"):
-        return (kept * beta < -np.maximum(SIGN_SLACK * scale, unresolved)) & np.isfinite(kept)
+        return (kept * beta < -np.maximum(SIGN_SLACK * scale, (RESOLVED * atol) ** layers)) & np.isfinite(kept)
 
 
 def _signs_kept(sol, kept):
     """``sol``, or ``sol`` failed where a saved beta_j has the sign its start excludes (``reachable_signs``): the
     solver left a set the exact flow keeps (a balanced start of a model or flow flowsim cannot reduce to the tied
     net: BDF broke the layers' symmetry by rounding and ended "completed" at beta_j = -127 where beta_j = w^2)."""
-    # nor below what the solver resolves: a beta of entries at the collapse floor (1000 atol; a collapsing depth-3
-    # tied net rounded to beta_1 = 3e-24 of either sign)
-    wrong = excluded_signs(kept, sol.beta, (1e3 * sol.config["atol"]) ** sol.params.shape[1])
-    if sol.status in FAILURES or not wrong.any():
+    if sol.status in FAILURES:
+        return sol
+    wrong = excluded_signs(kept, sol.beta, sol.config["atol"], sol.params.shape[1])
+    if not wrong.any():
         return sol
     i, j = (int(k[0]) for k in np.nonzero(wrong))
     message = (f"beta_{j + 1} = {sol.beta[i, j]:.4g} at log10 t = {sol.log10_t[i]:.6g}, a sign its start excludes for "

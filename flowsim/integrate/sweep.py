@@ -37,7 +37,7 @@ from flowsim.integrate.handlers import ENDINGS, end_status
 from flowsim.integrate.run import chunk_of, structure_key
 from flowsim.integrate.solve import check_common, excluded_signs, initial_params, solve
 from flowsim.integrate.solution import FAILURES, log10_t_from_u
-from flowsim.integrate.timeline import (clock_plan, default_atol, log10_horizon, log_floor_of,
+from flowsim.integrate.timeline import (atol_for, clock_plan, log10_horizon, log_floor_of,
                                         resolve_clock, save_points, u_of)
 
 #: grid keys: "alpha" (every entry), "alpha_<j>" (coordinate j, 1-based as in the papers), "rho"
@@ -354,9 +354,8 @@ def _signs_left(system, inits, rhos, out, opts):
     if isinstance(system.model, DiagonalNet):
         return np.zeros(len(inits), bool)
     kept = np.stack([reachable_signs(system.model, th, _with_rho(system.flow, r)) for th, r in zip(inits, rhos)])
-    atol = [default_atol(th, opts["rtol"]) if opts["atol"] is None else opts["atol"] for th in inits]
-    unresolved = (1e3 * np.array(atol)[:, None]) ** system.model.n_layers
-    return excluded_signs(kept, out["beta_end"], unresolved).any(axis=1)
+    atol = np.array([[atol_for(th, opts["rtol"], opts["atol"])] for th in inits])
+    return excluded_signs(kept, out["beta_end"], atol, system.model.n_layers).any(axis=1)
 
 
 def _handed_over_by_solve(steps, opts):
@@ -414,7 +413,7 @@ def _vmapped(system, data, inits, rhos, opts):
     m, K, d = theta0.shape
     to_s, to_u, targets, run_targets, s_max = clock_plan(clock, flow, u1, opts["save_at"], math.log10(speedup))
     Z = data.z
-    atol = np.array([default_atol(th, opts["rtol"]) if opts["atol"] is None else opts["atol"] for th in theta0])
+    atol = np.array([atol_for(th, opts["rtol"], opts["atol"]) for th in theta0])
     floors = log_floor_of(theta0, opts["collapse_tol"], atol)
     y0 = np.concatenate([theta0.reshape(m, -1), np.zeros((m, 1))], axis=1)
     # the crossing event, shared by all members: the signs each keeps depend on the signs of its init only
@@ -469,9 +468,8 @@ def _on_grid(sols, grid, d):
         "steps": np.array([s.stats.get("steps", 0) for s in sols], dtype=np.int64),
         "log10_t_end": np.array([s.log10_t[-1] for s in sols]),
         "beta_end": np.stack([s.beta[-1] for s in sols]),
-        # the backend each ended on: solve's hand-over from Tsit5 to BDF is an event
-        "solver": np.array([next((e["to"] for e in reversed(s.events) if e["kind"] == "backend"), s.config["backend"])
-                            for s in sols], dtype=object),
+        # the backend each ended on, the last of solve's "Tsit5 -> BDF" chain
+        "solver": np.array([s.config["backend"].split(" -> ")[-1] for s in sols], dtype=object),
     }
 
 

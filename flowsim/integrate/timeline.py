@@ -96,10 +96,16 @@ def resolve_clock(clock, be):
 ATOL = 1e-10
 
 
-def default_atol(theta0, rtol):
-    """The absolute tolerance for an init (K, d): ATOL, or rtol x its size (max |theta0|) where that is smaller.
-    An atol near the state's size resolves it to atol/size only: from init 1e-6 with atol 1e-10 the params were
-    1.6e-5 off a tight reference at rtol 1e-8 (6e-8 with atol 1e-14)."""
+#: the solver resolves the state down to this many atol (the collapse floor's least value)
+RESOLVED = 1e3
+
+
+def atol_for(theta0, rtol, atol=None):
+    """``atol`` where given, else the absolute tolerance for an init (K, d): ATOL, or rtol x its size (max |theta0|)
+    where that is smaller. An atol near the state's size resolves it to atol/size only: from init 1e-6 with atol
+    1e-10 the params were 1.6e-5 off a tight reference at rtol 1e-8 (6e-8 with atol 1e-14)."""
+    if atol is not None:
+        return atol
     size = float(np.abs(theta0).max())
     return min(ATOL, rtol * size) if size > 0 else ATOL
 
@@ -107,7 +113,7 @@ def default_atol(theta0, rtol):
 def log_floor_of(theta0, collapse_tol, atol):
     """log of the collapse floor of an init (K, d), or of each of a stack of them (m, K, d)."""
     # below ~atol the solver no longer resolves the state, and the l2-SAM field is discontinuous at 0
-    return np.log(np.maximum(collapse_tol * np.abs(theta0).max(axis=(-2, -1)), 1e3 * atol))
+    return np.log(np.maximum(collapse_tol * np.abs(theta0).max(axis=(-2, -1)), RESOLVED * atol))
 
 
 def clock_plan(clock, flow, u1, points, shift=0.0):

@@ -9,12 +9,11 @@ gap to one reference decays (k > 0, a good fit, still decreasing) while the othe
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
-from flowsim._checks import is_whole
+from flowsim._checks import is_real_number, is_whole
 from flowsim.theory.references import MaxMargin, normalised_margin
 
 
@@ -274,7 +273,7 @@ def linf_sam_prediction(mu, alpha, rho: float, depth: int) -> dict:
         raise ValueError(f"alpha must be a positive scalar or one entry per feature, shape {mu.shape}; got "
                          f"{alpha.tolist()}.")
     alpha = np.broadcast_to(alpha, mu.shape)
-    if not (isinstance(rho, numbers.Real) and not isinstance(rho, bool) and np.isfinite(rho) and rho >= 0):
+    if not (is_real_number(rho) and np.isfinite(rho) and rho >= 0):
         raise ValueError(f"rho must be a finite number >= 0; got {rho!r}.")
     if not is_whole(depth) or depth < 2:
         raise ValueError(f"depth must be an integer >= 2 (Thm 3.2; at depth 1 l_inf-SAM goes to the l2 max-margin, "

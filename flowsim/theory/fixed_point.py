@@ -8,12 +8,11 @@ found here by damped fixed-point iteration.
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
-from flowsim._checks import is_whole
+from flowsim._checks import is_real_number, is_whole
 from flowsim.data import Dataset
 from flowsim.theory.references import MaxMargin, max_margin
 
@@ -48,7 +47,7 @@ def adam_fixed_point(data: Dataset, *, damping: float = 0.5, tol: float = 1e-9, 
         raise ValueError(f"data must be a flowsim.Dataset; got {type(data).__name__}.")
     if not 0 < damping <= 1:
         raise ValueError(f"damping must be in (0, 1]; got {damping!r}.")
-    if not (isinstance(tol, numbers.Real) and not isinstance(tol, bool) and np.isfinite(tol) and tol > 0):
+    if not (is_real_number(tol) and np.isfinite(tol) and tol > 0):
         raise ValueError(f"tol must be a finite number > 0; got {tol!r}.")
     if not is_whole(max_iter):
         raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}.")
