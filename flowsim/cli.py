@@ -63,8 +63,8 @@ def reproduce(
 
 @app.command()
 def derive(
-    model: str = typer.Option("product", help="product | tied | difference"),
-    depth: int = typer.Option(2, help="network depth L (1: the linear model)"),
+    model: Optional[str] = typer.Option(None, help="product (default) | tied | difference"),
+    depth: Optional[int] = typer.Option(None, help="network depth L (default 2; 1: the linear model)"),
     beta: Optional[str] = typer.Option(None, help="your own model, e.g. 'w1*w2**2' (instead of --model/--depth)"),
     loss: str = typer.Option("logistic", help="logistic | exponential, or an expression in m, e.g. 'exp(-m)+exp(-2*m)'"),
     flow: str = typer.Option("gd", help="gd | sam | usam | asam | steepest | normalized_gd | sign | adam_proxy"),
@@ -82,8 +82,11 @@ def derive(
 
     given = {k: v for k, v in dict(rho=rho, norm=norm, eta=eta, lr=lr, decay=decay, batch=batch).items() if v is not None}
     try:
+        if beta is not None and (model, depth) != (None, None):
+            raise ValueError("--beta defines the model; drop --model and --depth (they describe the built-in network)")
         the_loss = loss if loss in ("logistic", "exponential") else make_loss(LossExpression(expr=loss, name=loss))
-        system = fs.derive(make_model(model, depth, beta), the_loss, make_flow(flow, **given))
+        the_model = make_model(model or "product", 2 if depth is None else depth, beta)
+        system = fs.derive(the_model, the_loss, make_flow(flow, **given))
     except ValueError as err:
         _user_error(err)
     if latex:

@@ -46,9 +46,14 @@ def parse_expression(text: str, what: str):
     import sympy as sp
 
     try:
-        return sp.sympify(text, rational=True)
-    except (sp.SympifyError, SyntaxError, TypeError):
-        raise ValueError(f"{what} = {text!r} is not an expression sympy can read (write e.g. 'w1*w2**2', 'exp(-m)').") from None
+        expr = sp.sympify(text, rational=True)
+    except (sp.SympifyError, SyntaxError, TypeError, ArithmeticError):  # ArithmeticError: '1e400' overflows
+        expr = None
+    # sympify reads Q, N, S... as sympy's own objects (assumptions, functions, singletons), not symbols
+    if not isinstance(expr, sp.Expr):
+        raise ValueError(f"{what} = {text!r} is not an expression sympy can read (write e.g. 'w1*w2**2', 'exp(-m)'; "
+                         "Q, N, S, E, I, O are sympy names).")
+    return expr
 
 
 def make_model(form="product", depth=2, beta=None, layers=None):
@@ -58,6 +63,8 @@ def make_model(form="product", depth=2, beta=None, layers=None):
     if beta is None:
         return fs.DiagonalNet(depth, form)
     expr = parse_expression(beta, "beta")
+    if not expr.free_symbols:
+        raise ValueError(f"beta = {beta!r} reads as the constant {expr}: write it in layer entries, e.g. 'w1*w2**2'.")
     # in natural order (w2 before w10: sorted as strings, an init's row 2 went to w10 at 10 or more layers)
     names = tuple(layers) if layers is not None else tuple(sorted((str(s) for s in expr.free_symbols), key=_natural))
     return fs.Parametrization(beta, names, expr)

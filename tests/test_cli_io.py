@@ -187,6 +187,20 @@ def test_derive_without_the_radius_a_flow_needs_is_one_line(flow):
     assert r.exit_code == 2 and len(lines) == 1 and f"flow '{flow}' needs rho" in lines[0], r.output
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--beta", "Q"], "Q, N, S, E, I, O are sympy names"),        # sympy's assumptions object: an AttributeError
+    (["--beta", "1e400*w"], "constants float64 can hold"),         # an OverflowError in the generated code
+    (["--beta", "1e-400*w + v"], "constants float64 can hold"),    # would read as 0
+    (["--beta", "nan*w"], "reads as the constant nan"),            # "layers ... got ()"
+    (["--beta", "zoo*w"], "beta must be finite"),                  # a contract message about a limit
+    (["--beta", "w1*w2", "--depth", "3"], "drop --model and --depth"),  # --depth was ignored
+])
+def test_derive_of_a_bad_formula_is_one_line(args, message):
+    r = runner.invoke(app, ["derive", *args])
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert r.exit_code == 2 and len(lines) == 1 and message in lines[0], r.output
+
+
 def test_reproduce_quick_preset(tmp_path):
     """The main job end to end: every claim holds with every control failing (depth 3 is open), and
     the three reports agree."""

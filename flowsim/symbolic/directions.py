@@ -163,13 +163,18 @@ class Preconditioned(Direction):
     follows_gradient = True
 
     def __post_init__(self):
+        if self.weight is None:
+            raise ValueError("weight is required: the preconditioner D(w) > 0, e.g. weight=lambda w: 1 + w**2.")
         w = sp.Symbol("w", real=True)
-        e = self.weight(w) if callable(self.weight) and not isinstance(self.weight, sp.Basic) else sp.sympify(self.weight)
+        try:
+            e = self.weight(w) if callable(self.weight) and not isinstance(self.weight, sp.Basic) else sp.sympify(self.weight)
+        except (sp.SympifyError, TypeError, SyntaxError):
+            raise ValueError(f"weight must be an expression in w or a callable of it; got {self.weight!r}.") from None
         e = e.xreplace({s: w for s in e.free_symbols if s.name == "w"})
         if e.free_symbols - {w}:
             raise ValueError(f"weight must be a function of the entry w only; got {e}.")
-        if not (e.is_positive or all(float(e.subs(w, x)) > 0 for x in (-10, -1, 0, 1, 10))):
-            raise ValueError(f"weight must be > 0 (a preconditioner); got {e}.")
+        if not (e.is_positive or all(_positive_real(e.subs(w, x)) for x in (-10, -1, 0, 1, 10))):
+            raise ValueError(f"weight must be real and > 0 at every entry (a preconditioner); got {e}.")
         object.__setattr__(self, "weight", e)
 
     def field(self, s):
@@ -177,3 +182,8 @@ class Preconditioned(Direction):
 
     def describe(self):
         return [f"{self.name}={self.weight}"]
+
+
+def _positive_real(value) -> bool:
+    z = complex(value) if value.is_finite else complex("nan")
+    return z.imag == 0 and z.real > 0

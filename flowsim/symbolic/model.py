@@ -127,12 +127,22 @@ def _beta_expression(beta, names, symbols) -> sp.Expr:
         expr = expr.xreplace({s: by_name[s.name] for s in expr.free_symbols})
     if not isinstance(expr, sp.Expr) or expr.free_symbols - set(symbols):
         raise ValueError(f"beta must be an expression in the layer entries {names}; got {expr!r}.")
+    if expr.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or not all(_fits_float64(a) for a in expr.atoms(sp.Number)):
+        raise ValueError(f"beta must be finite for finite layer entries, with constants float64 can hold; got {sp.N(expr, 4)}.")
     if expr.has(sp.I) or expr.is_real is False:  # (accepted, it failed in the solve as a ufunc TypeError)
         raise ValueError(f"beta must be real for real layer entries; got {expr}.")
     unused = [n for n, s in zip(names, symbols) if s not in expr.free_symbols]
     if unused:
         raise ValueError(f"beta does not depend on layer(s) {unused}: such a layer never moves; drop it.")
     return expr
+
+
+def _fits_float64(number) -> bool:
+    try:
+        value = float(number)
+        return bool(np.isfinite(value)) and (value != 0 or number == 0)  # 1e-400 would read as 0
+    except (OverflowError, TypeError):
+        return False
 
 
 class DiagonalNet(Parametrization):
