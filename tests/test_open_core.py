@@ -48,11 +48,35 @@ def test_a_given_log_expr_is_checked_against_the_derived_one():
     (sp.exp(m), "must be > 0"),
     (sp.sqrt(1 + m**2) - m, "exponential tail"),  # decreasing, q ~ 1/(2 m^2)
     (sp.exp(-m) + sp.Symbol("c"), "several symbols"),
-    (sp.exp(-m) + 1 / m, "at m = 0 it is nan"),   # a ZeroDivisionError from mpmath, as a traceback on the CLI
+    (sp.exp(-m) + 1 / m, "undefined at m = 0"),   # a ZeroDivisionError from mpmath, as a traceback on the CLI
+    (sp.exp(-m) - 1, "constant added to l"),      # l < 0 for m > 0: its log l (the loss plotted) was nan
+    (1 / sp.cosh(m), "q.* must be > 0"),          # increases for m < 0
 ])
 def test_losses_the_clocks_cannot_serve_are_rejected(expr, match):
     with pytest.raises(ValueError, match=match):
         fs.Loss("bad", expr)
+
+
+def test_hyperbolic_and_piecewise_losses_integrate_like_their_exponential_forms():
+    # 1 - tanh(m) was refused as "not an exponential tail" (its float64 log q is -inf at m = 1e4), and the
+    # C1 loss below as "log_expr ... leave it out" (log(-Piecewise) was split into log(-1) + log(Piecewise))
+    tanh = fs.Loss("1 - tanh", 1 - sp.tanh(m))
+    assert tanh.tail_rate == pytest.approx(2.0, rel=1e-6)
+    assert sp.simplify(tanh.expr.xreplace({tanh.margin: m}) - 2 / (1 + sp.exp(2 * m))) == 0
+    in_exponentials = fs.Loss("2 exp(-2m)/(1 + exp(-2m))", 2 * sp.exp(-2 * m) / (1 + sp.exp(-2 * m)))
+    data = fs.Dataset([[1.0, 2.0], [2.0, -1.0]], [1, 1])
+    init = np.array([[1.0, -1.0], [-0.3, 0.2]])  # a negative margin at the start: the quadratic branch
+    runs = [fs.solve(fs.derive(fs.DiagonalNet(2), loss, fs.GD()), data, init, t1=1e6, rtol=1e-10)
+            for loss in (tanh, in_exponentials)]
+    np.testing.assert_allclose(runs[0].beta, runs[1].beta, rtol=1e-8)
+    quad = sp.Piecewise((sp.exp(-m), m > 0), (1 - m + m**2 / 2, True))
+    system = fs.derive(fs.DiagonalNet(2), fs.Loss("C1", quad), fs.GD())
+    ends = [fs.solve(system, data, init, t1=1e6, rtol=1e-10, backend=b).beta[-1]
+            for b in ("diffrax:Tsit5", "scipy:DOP853")]
+    np.testing.assert_allclose(ends[0], ends[1], rtol=1e-6)
+    # where every margin is positive the C1 loss is the exponential one
+    exp_run = fs.solve(fs.derive(fs.DiagonalNet(2), "exponential", fs.GD()), data, 0.5, t1=1e6, rtol=1e-10)
+    np.testing.assert_allclose(fs.solve(system, data, 0.5, t1=1e6, rtol=1e-10).beta, exp_run.beta, rtol=1e-8)
 
 
 # --- parametrisations ---------------------------------------------------------------------------
@@ -393,5 +417,21 @@ def test_a_subclass_with_its_own_rule_does_not_inherit_a_tied_form():
     (lambda: fs.directions.Preconditioned(weight="w +"), "an expression in w"),                # SympifyError
 ])
 def test_open_families_refuse_what_would_fail_later(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+_ONE = fs.Dataset([[1.0, 0.5]], [1])
+
+
+@pytest.mark.parametrize("make, match", [
+    # q < 0 below m = -68.7, where Loss does not look: a solver's "array must not contain infs or NaNs"
+    (lambda: fs.solve(fs.derive(fs.Linear(), fs.Loss("x", sp.exp(-m) - sp.Rational(1, 10**30) * sp.exp(-2 * m)),
+                                fs.GD()), _ONE, -80.0, t1=1e6), "no finite log q at sample 1's margin m = -120"),
+    (lambda: fs.solve(fs.derive(fs.Parametrization("u sqrt v", ("u", "v"), lambda u, v: u * sp.sqrt(v)), "logistic",
+                                fs.GD()), _ONE, np.array([[1.0, 1.0], [-1.0, 1.0]]), t1=1e6),
+     "beta_1 = .* is not a real number"),
+])
+def test_a_start_where_the_model_or_loss_is_undefined_says_which(make, match):
     with pytest.raises(ValueError, match=match):
         make()

@@ -238,4 +238,24 @@ def initial_params(system, data, init):
     if np.abs(theta0).max() > MAX_INIT:
         raise ValueError(f"init has entries up to {np.abs(theta0).max():.3g}; beyond {MAX_INIT:g} the margins at t = 0 "
                          "leave float range at depth >= 2 (and the problem is a rescaling of a smaller one).")
+    _check_defined_at(system, data, theta0)
     return theta0
+
+
+def _check_defined_at(system, data, theta0):
+    """A start where the model or the loss is undefined fails here, naming which (a solver said only "array must
+    not contain infs or NaNs"): sqrt(w) at w < 0, or a loss with q <= 0 beyond the margins Loss checks."""
+    with np.errstate(all="ignore"):
+        beta = system.numpy.beta(theta0)
+        bad = np.flatnonzero(~np.isfinite(beta))
+        if bad.size:
+            j = int(bad[0])
+            raise ValueError(f"init: beta_{j + 1} = {system.model.beta} is not a real number at this init (layers "
+                             f"{theta0[:, j].tolist()}); start where the model is defined.")
+        m = data.z @ beta
+        bad = np.flatnonzero(~np.isfinite(system.numpy.log_q(m)))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"init: the loss {system.loss.name!r} has no finite log q at sample {i + 1}'s margin m = "
+                         f"{m[i]:.6g} (q = -l'(m) must be > 0 at every margin a run meets; Loss checks [-30, 30]); "
+                         "start elsewhere or use a loss that decreases everywhere.")

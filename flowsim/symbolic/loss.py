@@ -15,6 +15,7 @@ from functools import cached_property
 
 import numpy as np
 import sympy as sp
+from sympy.functions.elementary.hyperbolic import HyperbolicFunction
 
 #: the margin symbol every loss is rewritten in
 M = sp.Symbol("m", real=True)
@@ -103,12 +104,14 @@ def _fold_softplus(e):
 def log_domain(e):
     """log(e) written so that no intermediate over- or underflows: products become sums, exponentials
     their exponents, sums of positive terms a log-sum-exp, log(softplus) the log-softplus."""
-    e = sp.powsimp(sp.factor_terms(e), combine="exp")
+    e = sp.powsimp(sp.factor_terms(sp.piecewise_fold(e)), combine="exp")  # -Piecewise: the sign goes inside
+    if isinstance(e, sp.Piecewise):
+        return sp.Piecewise(*[(log_domain(value), where) for value, where in e.args])
     if isinstance(e, sp.exp):
         return e.args[0]
     if isinstance(e, softplus):
         return log_softplus(e.args[0])
-    if isinstance(e, sp.Mul):
+    if isinstance(e, sp.Mul) and not e.could_extract_minus_sign():  # log(-a b) is not log(-a) + log(b)
         return sp.Add(*[log_domain(f) for f in e.args])
     if isinstance(e, sp.Pow) and e.exp.is_real:
         return e.exp * log_domain(e.base)
@@ -134,9 +137,11 @@ class Loss:
 
     ``expr`` is any sympy expression in one symbol, the margin (found by itself, or named by ``margin``;
     assumptions do not matter). flowsim derives q = -l'(m) and the log-domain forms of log q and log l.
-    ``log_expr`` (log l), when given, is checked against the derived one. Raises ``ValueError`` when q is
-    not positive on [-30, 30], or when the tail is not exponential (the clocks keep the state O(1) only
-    then, docs/theory.md 4): ``tail_rate`` is c in -log q(m) ~ c m.
+    ``log_expr`` (log l), when given, is checked against the derived one. Hyperbolic functions are
+    rewritten in exponentials (``1 - tanh(m)`` as ``2/(exp(2m) + 1)``: in float64 the first cancels to
+    0). Raises ``ValueError`` when l or q is not positive on [-30, 30], or when the tail is not
+    exponential (the clocks keep the state O(1) only then, docs/theory.md 4): ``tail_rate`` is c in
+    -log q(m) ~ c m. A solve from a start with a margin where q <= 0 (beyond [-30, 30]) is refused.
 
     >>> m = sympy.Symbol("m")
     >>> fs.Loss("squared exponential", sympy.exp(-m) ** 2)     # tail rate 2
@@ -153,6 +158,8 @@ class Loss:
         expr = _sympified(self.expr, "expr")
         margin = _margin_symbol(expr, self.margin)
         expr = _softplus_form(expr.xreplace({margin: M}) if margin is not None else expr)
+        if expr.has(HyperbolicFunction):  # 1 - tanh(m) cancels to 0 in float64 where 2/(exp(2m) + 1) does not
+            expr = _softplus_form(sp.simplify(expr.rewrite(sp.exp)))
         object.__setattr__(self, "expr", expr)
         object.__setattr__(self, "margin", M)
         derived = log_domain(expr)
@@ -161,7 +168,7 @@ class Loss:
             _check_same(given, derived, "log_expr", "log l(m)")
             derived = given
         object.__setattr__(self, "log_expr", derived)
-        _check_q_positive(self)
+        _check_positive(self)
         object.__setattr__(self, "_tail", _tail_rate(self))
 
     @cached_property
@@ -223,39 +230,58 @@ def _mp_values(e, at):
         return [at_point(m) for m in at]
 
 
-def _check_same(a, b, what, of):
+def _check_same(a, b, what, of, fix=None):
     va, vb = _mp_values(a, _CHECK_AT), _mp_values(b, _CHECK_AT)
     for m, x, y in zip(_CHECK_AT, va, vb):
         if not abs(complex(x) - complex(y)) <= 1e-9 * (1 + abs(complex(y))):
             raise ValueError(f"{what} is not {of}: at m = {m:g} it is {complex(x).real:.6g}, the derived form "
-                             f"gives {complex(y).real:.6g}. Leave {what} out to have it derived.")
+                             f"gives {complex(y).real:.6g}. " + (fix or f"Leave {what} out to have it derived."))
 
 
-def _check_q_positive(loss):
+def _check_positive(loss):
+    """l > 0 and q > 0 on [-30, 30] (mpmath), and the log-domain forms equal to log l and log q there."""
     import mpmath
 
-    for m, raw in zip(_CHECK_AT, _mp_values(loss.q, _CHECK_AT)):
-        v = complex(raw)
-        if not (abs(v.imag) <= 1e-30 and raw.real > 0):
-            raise ValueError(f"loss {loss.name!r}: q(m) = -l'(m) must be > 0 for every margin (a loss that decreases "
-                             f"everywhere); at m = {m:g} it is {mpmath.nstr(raw.real, 4)}.")
-    _check_same(loss.log_q, sp.log(loss.q), "the log-domain log q", "log q(m)")
+    # (not further out: at 40 digits 4 e^(-2m)/(1 + e^(-2m)) - 4 e^(-4m)/(1 + e^(-2m))^2 cancels to 0 at m = -1e4;
+    # a run that meets q <= 0 there fails with a message)
+    checks = (("l(m)", loss.expr, "a loss that decreases to 0; a constant added to l changes no dynamics: drop it"),
+              ("q(m) = -l'(m)", loss.q, "a loss that decreases everywhere"))
+    for what, e, why in checks:
+        for m, raw in zip(_CHECK_AT, _mp_values(e, _CHECK_AT)):
+            v = complex(raw)
+            if v != v:
+                raise ValueError(f"loss {loss.name!r}: {what} is undefined at m = {m:g} (nan); a loss must be "
+                                 "defined at every margin.")
+            if not (abs(v.imag) <= 1e-30 and raw.real > 0):
+                raise ValueError(f"loss {loss.name!r}: {what} must be > 0 for every margin ({why}); at m = {m:g} it "
+                                 f"is {mpmath.nstr(raw.real, 4)}.")
+    fix = "This is a bug in flowsim's log-domain rewriting; please report it with the loss."
+    _check_same(loss.log_expr, sp.log(loss.expr), "the log-domain log l", "log l(m)", fix)
+    _check_same(loss.log_q, sp.log(loss.q), "the log-domain log q", "log q(m)", fix)
 
 
 def _tail_rate(loss) -> float:
     f = sp.lambdify(M, loss.log_q, modules=[numpy_functions(), "numpy"])
     with np.errstate(all="ignore"):
-        logs = [float(f(np.float64(m))) for m in _TAIL_AT]
-    # slopes between the points: a constant in log q (a factor in q) drops out
-    rates = [-(b - a) / (mb - ma) for a, b, ma, mb in zip(logs, logs[1:], _TAIL_AT, _TAIL_AT[1:])]
-    if all(np.isfinite(rates)) and rates[-1] > 0 and abs(rates[-1] - rates[-2]) <= 1e-3 * rates[-1]:
+        rates = _slopes([float(f(np.float64(m))) for m in _TAIL_AT])
+    if _exponential(rates):
         return rates[-1]
     raise ValueError(
         f"loss {loss.name!r}: the slope of -log q(m) over m in [1e4, 1e6] and [1e6, 1e8] is "
-        f"{', '.join(f'{r:.4g}' for r in rates)}; flowsim "
+        f"{', '.join(f'{r:.4g}' for r in rates)}" + ("" if any(np.isfinite(rates)) else f" (log q = {loss.log_q} "
+        "over- or underflows in float64 there: write the loss in exponentials)") + "; flowsim "
         "needs an exponential tail (-log q(m)/m -> c > 0), where its clocks keep every quantity O(1) at any t and "
         "the max-margin theorems apply (docs/theory.md 4). Heavier or lighter tails are not integrated."
     )
+
+
+def _slopes(logs):
+    # slopes between the points: a constant in log q (a factor in q) drops out
+    return [-(b - a) / (mb - ma) for a, b, ma, mb in zip(logs, logs[1:], _TAIL_AT, _TAIL_AT[1:])]
+
+
+def _exponential(rates) -> bool:
+    return bool(all(np.isfinite(rates)) and rates[-1] > 0 and abs(rates[-1] - rates[-2]) <= 1e-3 * rates[-1])
 
 
 exponential_loss = Loss("exponential", sp.exp(-M))
