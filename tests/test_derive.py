@@ -107,6 +107,13 @@ def test_latex_says_what_its_symbols_are_for_this_flow(flow, says, not_says):
     assert says in tex and not_says not in tex, tex
 
 
+def test_latex_of_layer_names_with_underscores_compiles():
+    # \tilde{w_}_{1} (a double subscript) and G_{w 1} (sympy read G_w_1 as nested subscripts)
+    model = fs.Parametrization("x", ("w_1", "w_2"), lambda a, b: a * b**2)
+    tex = fs.derive(model, "logistic", fs.SAM(0.1)).latex()
+    assert r"\tilde{w}_{1} &=" in tex and r"G_{w_1} &=" in tex and "w_}" not in tex and "{w 1}" not in tex, tex
+
+
 def test_logistic_log_q_is_derived():
     # q = -l'(m) = sigmoid(-m); the derived log q must match it, also where exp(-m) underflows
     lq = fs.derive(fs.Linear(), "logistic", fs.GD()).numpy.log_q

@@ -202,6 +202,10 @@ class _Rule:
     # sympy's sign(0) is 0, so the value at dbeta = 0 hid that the rule jumps to +-r~ beside it
     ("direction", lambda s: s.r * sp.sign(s.dbeta), {"follows_gradient": True},
      r"tends to \\tilde\{r\} where the gradient is 0"),
+    # sympy's sign of the gradient instead of s.sigma: a jump no event located (the backends disagreed)
+    ("direction", lambda s: -sp.sign(s.G), {"clock": "schedule", "uses_sign": True},
+     r"Dir.field: jumps where the gradient changes sign .* use s.sigma"),
+    ("point", lambda s: sp.sign(s.G), {"norm": 2.0}, r"Pt.perturbation: jumps where the gradient changes sign"),
 ])
 def test_parts_that_break_the_contract_are_refused_at_derive(part, rule, declared, match):
     """Each rule here used to derive: N without a norm was compiled against an N the solver never computed
@@ -225,6 +229,9 @@ def test_parts_that_keep_the_contract_still_derive():
         lambda s: s.dbeta**2 * s.r / sp.Abs(s.dbeta), follows_gradient=True).direction()))
     shifted = _Rule(lambda s: 1 + s.w, follows_gradient=False).point()
     fs.derive(fs.Linear(), "logistic", fs.Flow(shifted, fs.directions.Gradient(), rho=0.1))
+    # sympy's sign of the gradient where the rule does not jump (sign(G) |G|^(1/2) is continuous)
+    fs.derive(fs.DiagonalNet(2), "logistic", fs.Flow(fs.points.Here(), _Rule(
+        lambda s: -sp.sign(s.G) * sp.sqrt(sp.Abs(s.G)), follows_gradient=True).direction()))
 
 
 def test_steepest_descent_for_p_1_is_refused_with_the_reason():

@@ -96,7 +96,7 @@ class System:
         tau = sp.Symbol("tau")
         eqs = {"beta": sp.Eq(sp.Symbol("beta"), self.beta), "log_q": sp.Eq(sp.Symbol(r"\log q"), self.loss.log_q)}
         for k, name in enumerate(self.model.layer_names):
-            eqs[f"G_{name}"] = sp.Eq(sp.Symbol(f"G_{name}"), self.direction[k])
+            eqs[f"G_{name}"] = sp.Eq(sp.Symbol(f"G_{{{name}}}"), self.direction[k])  # braces: G_{w_1}, not G_{w 1}
             eqs[f"{name}_tilde"] = sp.Eq(self.w_tilde[k], self.perturbed[k])
             eqs[f"d{name}/dtau"] = sp.Eq(sp.Derivative(self.w[k], tau), self.field[k])
         eqs["dt/dtau"] = sp.Eq(sp.Derivative(sp.Symbol("t"), tau), sp.exp(-sp.Symbol(r"\tilde{S}")))
@@ -114,7 +114,7 @@ class System:
     def text(self) -> str:
         """The equations in plain text, one per line (sympy's syntax; decorated names as ``w1~``, ``rho``)."""
         plain = {x: sp.Symbol(_plain_name(x.name), **x.assumptions0)
-                 for e in self.equations.values() for x in e.free_symbols if "\\" in x.name}
+                 for e in self.equations.values() for x in e.free_symbols if "\\" in x.name or "{" in x.name}
         return "\n".join(f"{name}: {e.lhs.xreplace(plain)} = {e.rhs.xreplace(plain)}"
                          for name, e in self.equations.items())
 
@@ -335,6 +335,7 @@ def _decorated(accent: str, name: str) -> str:
     """``w1`` -> ``\tilde{w}_{1}``; ``u`` -> ``\tilde{u}`` (LaTeX that reads like the paper)."""
     base = name.rstrip("0123456789")
     index = name[len(base):]
+    base = base[:-1] if index and base.endswith("_") else base  # w_1 as w1: \tilde{w_}_{1} did not compile
     return f"{accent}{{{base}}}" + (f"_{{{index}}}" if index else "")
 
 
