@@ -117,8 +117,8 @@ NETCDF = (".nc", ".nc4", ".cdf", ".netcdf")
 
 
 def check_path(path) -> Path:
-    """``path`` as a place to save a run: a file (not a folder) named as netCDF (``.nc``); ValueError otherwise
-    (the command line checks before it runs, so a bad name costs no run)."""
+    """``path`` as a place to save a run: a file (not a folder) named as netCDF (``.nc``, ``.nc4``, ``.cdf``,
+    ``.netcdf``); ValueError otherwise (the command line checks before it runs, so a bad name costs no run)."""
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{path} is a folder; give a file name for the run, e.g. {path / 'run.nc'}.")

@@ -9,6 +9,16 @@ and sign steps need only G, and Adam keeps its moment estimates relative to a ru
 underflow nothing.
 
 Steps: :math:`\eta_t = c\,(t+1)^{-a}` (``lr`` and ``decay``; ``decay=0`` is a constant step).
+
+Batches, the ``batch`` of every factory (which samples' gradient a step uses):
+
+- ``"full"`` (default): all n samples (full-batch; for Adam, seed 002's sign-descent-like case);
+- ``"cyclic"``: one sample a step, i = t mod n (per-sample, incremental Adam of seed 002);
+- ``"shuffle"``: one sample a step, a new permutation each epoch; ``"replace"``: one uniform sample a step;
+- ``("shuffle", b)``: b distinct samples a step, consecutive blocks of a new permutation each epoch (the
+  n mod b left over are not drawn that epoch). This is what ``flowsim.AdamProxy(batch=b)`` idealises;
+- an int b: fixed cyclic blocks {0..b-1}, {b..2b-1}, ...: a different algorithm with a different limit
+  (0.075 apart on a Gaussian set, docs/theory.md 3), not the random mini-batches of the proxy.
 """
 
 from __future__ import annotations
@@ -88,7 +98,7 @@ def _schedule(lr, decay):
 
 
 def gd(lr: float, decay: float = 0.0, batch="full") -> Optimizer:
-    """Gradient descent w <- w - eta_t g."""
+    """Gradient descent w <- w - eta_t g (``batch``: the module docstring)."""
     eta = _schedule(lr, decay)
 
     def update(grad_fn, params, state, t):
@@ -100,7 +110,8 @@ def gd(lr: float, decay: float = 0.0, batch="full") -> Optimizer:
 
 def sam(lr: float, rho: float, norm: float = 2, decay: float = 0.0, batch="full") -> Optimizer:
     """SAM: ascend to w + rho P(g) (P = g/||g||_2 for norm=2, sign(g) for norm=inf), descend with
-    the gradient there, applied at w (the discrete counterpart of flowsim.SAM)."""
+    the gradient there, applied at w (the discrete counterpart of flowsim.SAM; ``batch``: the module
+    docstring)."""
     eta = _schedule(lr, decay)
     rho = _positive("rho", rho, allow_zero=True)
     norm = _number("norm", norm)
@@ -124,8 +135,9 @@ def adam(lr: float, b1: float = 0.9, b2: float = 0.999, decay: float = 0.5, eps:
          bias_correction: bool = False, batch="full") -> Optimizer:
     """Adam without bias correction and epsilon by default (docs/theory.md 7): m = b1 m + (1-b1) g,
     v = b2 v + (1-b2) g^2, w <- w - eta_t m / sqrt(v); 0 < b1 <= b2 < 1. ``batch="cyclic"`` is
-    per-sample (incremental) Adam. eps > 0 (added to sqrt(v) in the unscaled units) changes the
-    limit toward GD's."""
+    per-sample (incremental) Adam, ``("shuffle", b)`` random mini-batches of b (what ``AdamProxy(batch=b)``
+    idealises), an int b fixed cyclic blocks (another algorithm; the module docstring). eps > 0 (added to
+    sqrt(v) in the unscaled units) changes the limit toward GD's."""
     eta = _schedule(lr, decay)
     b1, b2 = _fraction("b1", b1), _fraction("b2", b2)
     if b1 > b2:
@@ -162,7 +174,7 @@ def adam(lr: float, b1: float = 0.9, b2: float = 0.999, decay: float = 0.5, eps:
 
 
 def signum(lr: float, beta: float = 0.9, decay: float = 0.5, batch="full") -> Optimizer:
-    """Signum: m = beta m + (1-beta) g, w <- w - eta_t sign(m), any batch size."""
+    """Signum: m = beta m + (1-beta) g, w <- w - eta_t sign(m), any batch (the module docstring)."""
     eta = _schedule(lr, decay)
     beta = _fraction("beta", beta)
 

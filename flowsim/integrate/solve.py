@@ -64,7 +64,8 @@ def solve(
             continues on scipy:BDF in the tau clock.
         clock: ``"log_time"`` (s = log(1+t): save points fall on the clock itself and it took the
             fewest explicit steps at equal accuracy in ``benchmarks/``), ``"tau"`` (the
-            loss-normalised clock, dt = dtau / q(theta~), the clock of arXiv 2603.08290), or
+            loss-normalised clock, dt = e^(-S~) dtau with S~ = log mean_i q_i at theta~: for one sample the
+            clock of arXiv 2603.08290, dt = dtau / q), or
             ``"auto"`` (default): tau for the implicit scipy methods, log-time otherwise. In log-time
             the field carries the rate e^{S~+s}, exponentially sensitive to theta, and Newton
             iterates of BDF and LSODA overflow it on wide data at long horizons (n = d = 100:

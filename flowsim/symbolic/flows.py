@@ -9,7 +9,8 @@ from flowsim.symbolic.points import AdaptiveAscent, Ascent, Here, UnnormalizedAs
 
 
 def GD(rho: float = 0.0) -> Flow:
-    r"""Gradient flow :math:`\dot\theta = -\nabla L(\theta)`."""
+    r"""Gradient flow :math:`\dot\theta = -\nabla L(\theta)`. It has no radius: ``rho`` is there only to refuse
+    a non-zero one with the fix (``SAM(rho)`` or ``USAM(rho)`` for a perturbed flow)."""
     if rho:
         raise ValueError("GD takes no rho; use SAM(rho=...) or USAM(rho=...) for a perturbed flow.")
     return Flow(Here(), Gradient(), name="GD", shows=())
@@ -60,6 +61,8 @@ def SignFlow(lr: float = 1.0, decay: float = 1.0) -> Flow:
 
 def AdamProxy(lr: float = 1.0, decay: float = 1.0, batch: int = 1) -> Flow:
     r"""The beta_2 -> 1 proxy of (mini-batch) Adam (seed 002, Prop. 4.1 and its mini-batch form):
-    :math:`\dot\theta = -\eta(t)\,\Phi`; b = 1 gives S / sqrt(N Q) (per-sample Adam), b = N gives sign(S)
-    (the sign flow). Integrated in the schedule clock ds = eta(t) dt."""
+    :math:`\dot\theta = -\eta(t)\,\Phi`; b = 1 gives S / sqrt(N Q) (per-sample Adam). 1 <= b < N: b = N
+    gives sign(S), which is :func:`SignFlow`. The limit of Adam on random mini-batches of b
+    (``optimizers.adam(batch=("shuffle", b))``), not of fixed cyclic blocks (``batch=b``). Integrated in the
+    schedule clock ds = eta(t) dt."""
     return Flow(Here(), AdamProxyDirection(batch), lr=lr, decay=decay, name="AdamProxy", shows=('lr', 'decay', 'batch'))
