@@ -52,6 +52,12 @@ def reproduce(suite: str, out, quick: bool = False, progress=print) -> Path:
     return path
 
 
+#: where the claims come from (docs/theory.md 5b and 8)
+PROVENANCE = ("The claims are the papers' statements as docs/theory.md (5b, 8) gives them: from their abstracts, "
+              "reviews and notes, not the papers' text; seed 000's statements at depth L >= 3 come from reviewers' "
+              "notes only.")
+
+
 def _title(s) -> str:
     return f"flowsim reproduction report: {s['suite']}{' (quick preset)' if s['quick'] else ''}"
 
@@ -74,6 +80,7 @@ def _markdown(s) -> str:
              ("A claim **holds** only when its criterion holds on the claim's setting and *fails* on every negative "
               "control (a setting where the conclusion must not hold); a control that also holds makes it "
               "**inconclusive**. **open**: measured, no prediction to test; **descriptive**: a figure, no test."), "",
+             PROVENANCE, "",
              "| claim | verdict | controls | why | s |", "|---|---|---|---|---|"]
     lines += [f"| {c['id']} | **{c['verdict']}** | {_controls(c)} | {_cell(c['why'])} | {c['wall_s']:.1f} |" for c in s["claims"]]
     for c in s["claims"]:
@@ -95,7 +102,7 @@ def _table(rows, head) -> str:
 
 
 def _html(s, out: Path) -> str:
-    parts = [f"<h1>{html.escape(_title(s))}</h1><p>{html.escape(_timing(s))}</p>",
+    parts = [f"<h1>{html.escape(_title(s))}</h1><p>{html.escape(_timing(s))}</p><p>{html.escape(PROVENANCE)}</p>",
              _table([(c["id"], c["verdict"], _controls(c), c["why"]) for c in s["claims"]], ["claim", "verdict", "controls", "why"])]
     for c in s["claims"]:
         parts += [f"<h2 id='{c['id']}'>{html.escape(c['id'])}: {c['verdict']}</h2>", f"<p>{html.escape(c['statement'])}</p>",
