@@ -95,14 +95,13 @@ def claim(id: str, seed: str, statement: str, setting: str, main: Outcome, contr
     return Claim(id, seed, statement, setting, verdict, why, numbers, controls, figure)
 
 
-def run_checks(checks, out, quick: bool, progress=print) -> list:
-    """Run each check(out, quick) -> Claim, timing it and reporting its verdict as it goes."""
-    claims = []
+def run_checks(checks, out, quick: bool, progress=print):
+    """Run each check(out, quick) -> Claim, timing it and reporting its verdict as it goes; yields each claim as
+    it is judged."""
     for check in checks:
         start, cpu = time.perf_counter(), time.process_time()
         c = check(out, quick)
         c.seconds, c.cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
         ctl = ", ".join(k.verdict for k in c.controls)
         progress(f"[{c.verdict:>12}] {c.id}  ({c.seconds:.1f} s, CPU {c.cpu_seconds:.1f} s)" + (f"  controls: {ctl}" if ctl else ""))
-        claims.append(c)
-    return claims
+        yield c

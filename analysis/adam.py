@@ -8,6 +8,7 @@ toy sets each coincides with one of them, so those cannot tell per-sample from f
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 import functools
 from pathlib import Path
 
@@ -323,5 +324,5 @@ CHECKS = [per_sample_vs_full, sampling_schemes, rademacher_pairs, proxy_flow_lim
           fixed_point_metric]
 
 
-def run(out: Path, quick: bool = False, progress=print) -> list[Claim]:
+def run(out: Path, quick: bool = False, progress=print) -> Iterator[Claim]:
     return run_checks(CHECKS, out, quick, progress)

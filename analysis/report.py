@@ -2,7 +2,8 @@
 
 ``report.json`` schema (``SCHEMA_VERSION`` 1)::
 
-    {"schema_version": 1, "suite": str, "quick": bool, "flowsim_version": str, "python": str,
+    {"schema_version": 1, "suite": str, "quick": bool, "complete": bool (false: stopped early, by a Ctrl-C or
+     still running; the claims that finished are listed), "flowsim_version": str, "python": str,
      "wall_s": float, "cpu_s": float,
      "claims": [{"id": str, "seed": "000" | "002", "statement": str, "setting": str,
                  "verdict": "holds" | "fails" | "inconclusive" | "open" | "descriptive", "why": str,
@@ -20,6 +21,7 @@ import time
 from pathlib import Path
 
 import flowsim as fs
+from flowsim._interrupts import propagating
 
 from . import adam, sam
 
@@ -32,30 +34,66 @@ def check_suite(suite: str) -> None:
         raise ValueError(f"suite must be one of {sorted([*SUITES, 'all'])}; got {suite!r}.")
 
 
-def reproduce(suite: str, out, quick: bool = False, progress=print) -> Path:
-    check_suite(suite)
+class Interrupted(Exception):
+    """A Ctrl-C stopped the suite; ``path`` is the report of the ``finished`` claims (marked incomplete)."""
+
+    def __init__(self, path: Path, finished: int):
+        super().__init__(f"interrupted; {path} holds the {finished} claim(s) that finished")
+        self.path, self.finished = path, finished
+
+
+def prepare_out(out) -> Path:
+    """``out`` as the report's folder, made if missing; a ValueError naming it if it cannot be (a file there)."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:  # FileExistsError (a file), NotADirectoryError (a file above), PermissionError
+        raise ValueError(f"out: cannot make the folder {out} ({err.strerror}); give a folder for the report.") from None
+    return out
+
+
+def reproduce(suite: str, out, quick: bool = False, progress=print) -> Path:
+    """Run the suite's checks, rewriting the report after each claim (a run stopped later keeps them). A Ctrl-C
+    stops the suite at once (a claim is not judged on a run it cut short) and raises :class:`Interrupted`."""
+    check_suite(suite)
+    out = prepare_out(out)
     names = [*SUITES] if suite == "all" else [suite]
     start, cpu = time.perf_counter(), time.process_time()
     claims = []
-    for name in names:
-        claims.extend(SUITES[name](out, quick=quick, progress=progress))
-    summary = {"schema_version": SCHEMA_VERSION, "suite": suite, "quick": quick, "flowsim_version": fs.__version__,
-               "python": f"{platform.python_version()} {platform.machine()}",
-               "wall_s": round(time.perf_counter() - start, 1), "cpu_s": round(time.process_time() - cpu, 1),
-               "claims": [c.as_dict() for c in claims]}
-    (out / "report.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
-    (out / "report.html").write_text(_html(summary, out))
-    path = out / "report.md"
-    path.write_text(_markdown(summary))
-    return path
+
+    def write(complete: bool) -> Path:
+        summary = {"schema_version": SCHEMA_VERSION, "suite": suite, "quick": quick, "complete": complete,
+                   "flowsim_version": fs.__version__, "python": f"{platform.python_version()} {platform.machine()}",
+                   "wall_s": round(time.perf_counter() - start, 1), "cpu_s": round(time.process_time() - cpu, 1),
+                   "claims": [c.as_dict() for c in claims]}
+        (out / "report.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+        (out / "report.html").write_text(_html(summary, out))
+        path = out / "report.md"
+        path.write_text(_markdown(summary))
+        return path
+
+    try:
+        with propagating():
+            for name in names:
+                for claim in SUITES[name](out, quick=quick, progress=progress):
+                    claims.append(claim)
+                    write(complete=False)
+    except KeyboardInterrupt:
+        raise Interrupted(write(complete=False), len(claims)) from None
+    return write(complete=True)
 
 
 #: where the claims come from (docs/theory.md 5b and 8)
 PROVENANCE = ("The claims are the papers' statements as docs/theory.md (5b, 8) gives them: from their abstracts, "
               "reviews and notes, not the papers' text; seed 000's statements at depth L >= 3 come from reviewers' "
               "notes only.")
+
+
+def _incomplete(s) -> list:
+    if s["complete"]:
+        return []
+    return [f"INCOMPLETE: stopped after {len(s['claims'])} claim(s) (interrupted, or still running); the claims of "
+            "the suite not listed here did not run.", ""]
 
 
 def _title(s) -> str:
@@ -80,7 +118,7 @@ def _markdown(s) -> str:
              ("A claim **holds** only when its criterion holds on the claim's setting and *fails* on every negative "
               "control (a setting where the conclusion must not hold); a control that also holds makes it "
               "**inconclusive**. **open**: measured, no prediction to test; **descriptive**: a figure, no test."), "",
-             PROVENANCE, "",
+             PROVENANCE, "", *_incomplete(s),
              "| claim | verdict | controls | why | s |", "|---|---|---|---|---|"]
     lines += [f"| {c['id']} | **{c['verdict']}** | {_controls(c)} | {_cell(c['why'])} | {c['wall_s']:.1f} |" for c in s["claims"]]
     for c in s["claims"]:
@@ -102,7 +140,8 @@ def _table(rows, head) -> str:
 
 
 def _html(s, out: Path) -> str:
-    parts = [f"<h1>{html.escape(_title(s))}</h1><p>{html.escape(_timing(s))}</p><p>{html.escape(PROVENANCE)}</p>",
+    parts = [f"<h1>{html.escape(_title(s))}</h1><p>{html.escape(_timing(s))}</p><p>{html.escape(PROVENANCE)}</p>"
+             + "".join(f"<p><b>{html.escape(x)}</b></p>" for x in _incomplete(s) if x),
              _table([(c["id"], c["verdict"], _controls(c), c["why"]) for c in s["claims"]], ["claim", "verdict", "controls", "why"])]
     for c in s["claims"]:
         parts += [f"<h2 id='{c['id']}'>{html.escape(c['id'])}: {c['verdict']}</h2>", f"<p>{html.escape(c['statement'])}</p>",

@@ -7,6 +7,7 @@ SAM, depth 1 instead of 2, ...). Coordinates are 1-based in every text, as in th
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 import functools
 from pathlib import Path
 
@@ -545,5 +546,5 @@ CHECKS = [l1_limits_l2, linf_trichotomy, linf_phase_diagram, depth2_limits, ampl
           depth3_switches, discrete_tracks_flow, digits_pixels]
 
 
-def run(out: Path, quick: bool = False, progress=print) -> list:
+def run(out: Path, quick: bool = False, progress=print) -> Iterator[Claim]:
     return run_checks(CHECKS, out, quick, progress)

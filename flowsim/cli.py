@@ -48,14 +48,19 @@ def reproduce(
     quick: bool = typer.Option(False, help="short horizons and small grids, every control kept (about 2 minutes)"),
 ):
     """Run every claim of a paper as a check, with negative controls: report.md, report.json, report.html, figures."""
-    from analysis.report import check_suite
+    from analysis.report import Interrupted, check_suite, prepare_out
     from analysis.report import reproduce as run_suite
 
     try:
         check_suite(suite)  # checked first: an error inside a check is a bug, with its traceback
+        prepare_out(out)
     except ValueError as err:
         _user_error(err)
-    path = run_suite(suite, out, quick=quick, progress=typer.echo)
+    try:
+        path = run_suite(suite, out, quick=quick, progress=typer.echo)
+    except Interrupted as stop:
+        typer.echo(f"flowsim: {stop}", err=True)
+        raise typer.Exit(130) from None
     figures = len(list(path.parent.glob("*.png")))
     typer.echo(f"wrote {path} ({path.with_suffix('.html').name}, {path.with_suffix('.json').name} and {figures} "
                f"figures beside it)")

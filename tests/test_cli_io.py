@@ -431,6 +431,70 @@ def test_a_ctrl_c_while_the_file_is_written_lands_once_it_is_whole(tmp_path, mon
     assert io.load(tmp_path / "s.nc")["status"].size == 4
 
 
+def test_a_ctrl_c_stops_the_reproduction_and_keeps_the_finished_claims(tmp_path, monkeypatch):
+    """A Ctrl-C in a solve of the second claim stops the suite there: the report holds the first claim, marked
+    incomplete. It was kept as an 'interrupted' run, and the suite went on, judged claims on partial runs (a
+    verdict changed) and exited 0. Outside the suite the same Ctrl-C is still a result to keep."""
+    import json
+
+    from analysis import report
+    from flowsim.integrate.run import Run
+
+    said, real = [], Run.integrate
+
+    def integrate(self):
+        if said:  # the first claim is judged: the user presses Ctrl-C
+            raise KeyboardInterrupt
+        return real(self)
+
+    monkeypatch.setattr(Run, "integrate", integrate)
+    with pytest.raises(report.Interrupted) as stop:
+        report.reproduce("sam", tmp_path, quick=True, progress=said.append)
+    summary = json.loads((tmp_path / "report.json").read_text())
+    assert stop.value.finished == 1 and len(said) == 1 and summary["complete"] is False
+    assert [c["id"] for c in summary["claims"]] == ["000-thm3.1"]
+    assert "INCOMPLETE" in (tmp_path / "report.md").read_text()
+    sol = fs.solve(fs.derive(fs.Linear(), "logistic", fs.GD()), fs.Dataset([[1.0, 2.0]], [1]), 0.1, t1=1e3, throw=False)
+    assert sol.status == "interrupted"
+    # on the command line: the claims judged before the first solve, then one line and exit code 130
+    r = runner.invoke(app, ["reproduce", "adam", "--out", str(tmp_path / "cli"), "--quick"])
+    last = [ln for ln in r.output.splitlines() if ln.strip()][-1]
+    finished = len(json.loads((tmp_path / "cli" / "report.json").read_text())["claims"])
+    assert r.exit_code == 130 and "Traceback" not in r.output, r.output
+    assert last == f"flowsim: interrupted; {tmp_path / 'cli' / 'report.md'} holds the {finished} claim(s) that finished"
+
+
+@pytest.mark.parametrize("below", ["", "below"])
+def test_reproduce_into_a_file_is_one_line(tmp_path, below):
+    (tmp_path / "afile").write_text("x")
+    out = tmp_path / "afile" / below if below else tmp_path / "afile"
+    r = runner.invoke(app, ["reproduce", "sam", "--out", str(out), "--quick"])
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert r.exit_code == 2 and len(lines) == 1 and "out: cannot make the folder" in lines[0], r.output
+
+
+def test_a_ctrl_c_as_a_sweep_assembles_its_points_keeps_them(tmp_path, monkeypatch):
+    """Every point done, the user presses Ctrl-C while the sweep builds its dataset: the sweep is returned whole
+    and saved (it was lost: exit code 130, no file, no word)."""
+    import os
+    import signal
+
+    from flowsim.integrate import sweep
+
+    real = sweep._dataset
+
+    def dataset(*args, **kw):
+        os.kill(os.getpid(), signal.SIGINT)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(sweep, "_dataset", dataset)
+    cfg = tmp_path / "sweep.toml"
+    cfg.write_text(SWEEP)
+    r = runner.invoke(app, ["sweep", str(cfg), "--out", str(tmp_path / "s.nc")])
+    assert r.exit_code == 0 and "saved" in r.output, r.output
+    assert "interrupted" not in io.load(tmp_path / "s.nc")["status"].values and "4 points" in r.output
+
+
 def test_a_formula_model_takes_its_layers_in_natural_order():
     """Sorted as strings, w10 came before w2: an init's row 2 went to w10 at 10 or more layers."""
     from flowsim.config import make_model

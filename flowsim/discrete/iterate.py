@@ -10,6 +10,7 @@ from flowsim._jax import jax, jnp
 import numpy as np
 
 from flowsim._checks import is_whole
+from flowsim._interrupts import absorbed
 from flowsim.discrete.optimizers import Optimizer
 
 
@@ -219,6 +220,8 @@ def _advance_between_records(advance, th, st, pts, progress):
     finally:
         if bar:
             bar.close()
+    if status == "interrupted":
+        absorbed()
     return out, status, message
 
 

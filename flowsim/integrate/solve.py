@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 
 from flowsim._checks import is_whole
+from flowsim._interrupts import absorbed
 from flowsim.data import Dataset, require_separable
 from flowsim.errors import IntegrationError, ReachabilityWarning
 from flowsim.integrate.backends import backend_for
@@ -147,6 +148,8 @@ def _integrate(system, data, be, clock, theta0, L1, u1, points, rtol, atol, max_
     finally:
         if run.bar:
             run.bar.close()
+    if run.status == "interrupted":
+        absorbed()
     # the backends and clocks that ran (an "auto" solve may hand over); ``arguments`` keeps what was asked
     ran = " -> ".join([be.name] + [e["to"] for e in run.events if e["kind"] == "backend"])
     return run.solution(dict(config, rho=run.rho, backend=ran, clock=" -> ".join(dict.fromkeys([clock, run.clock]))))

@@ -26,6 +26,7 @@ from itertools import product
 import numpy as np
 
 from flowsim._checks import is_whole
+from flowsim._interrupts import absorbed, held
 from flowsim.symbolic.derive import System, derive
 from flowsim.symbolic.model import DiagonalNet
 from flowsim.io import annotate
@@ -177,26 +178,29 @@ def sweep(
     t0 = time.perf_counter()
     results, where = _execute(tasks, executor, progress, concurrent=vmapped)
     wall = time.perf_counter() - t0
-
-    n = len(points)
-    results = [r if r is not None else _interrupted(len(c), len(grid_t), data.d) for c, r in zip(padded, results)]
-    out = {k: np.empty((n,) + results[0][k].shape[1:], results[0][k].dtype) for k in results[0]}
-    for c, r in zip(chunks, results):
-        for k in out:
-            out[k][c] = r[k][: len(c)]
-    # what the grid sets is said so, not the base flow's rho or init it replaced
-    named = re.sub(r"rho=[^,)]+", "rho swept", str(system)) if RHO in axes else str(system)
-    stopped = int(np.sum(out["status"] == "interrupted"))
-    if stopped:
-        warnings.warn(f"sweep interrupted (KeyboardInterrupt): {stopped} of {n} points did not finish (status "
-                      "'interrupted', NaN past where they stopped); the others are kept", RuntimeWarning, stacklevel=2)
-    return _dataset(system, data, axes, out, grid_t, attrs={
-        "interrupted": stopped,
-        "system": named, "method": "vmap" if vmapped else "solve per point", "chunk_size": int(chunk_size),
-        "chunks": len(chunks), "executor": where, "wall_s": wall, "rtol": rtol, "clock": run_clock,
-        "atol": "per point (1e-10, or rtol x the init's size where smaller)" if atol is None else atol,
-        "backend": "diffrax:" + be.solver if vmapped else backend, "log10_t1": L1,
-        "init": "alpha swept" if ALPHA in axes else str(np.asarray(init).tolist())})
+    with held():  # every point is done: a Ctrl-C now must not drop them
+        n = len(points)
+        results = [r if r is not None else _interrupted(len(c), len(grid_t), data.d) for c, r in zip(padded, results)]
+        out = {k: np.empty((n,) + results[0][k].shape[1:], results[0][k].dtype) for k in results[0]}
+        for c, r in zip(chunks, results):
+            for k in out:
+                out[k][c] = r[k][: len(c)]
+        # what the grid sets is said so, not the base flow's rho or init it replaced
+        named = re.sub(r"rho=[^,)]+", "rho swept", str(system)) if RHO in axes else str(system)
+        stopped = int(np.sum(out["status"] == "interrupted"))
+        if stopped:
+            absorbed()
+            warnings.warn(f"sweep interrupted (KeyboardInterrupt): {stopped} of {n} points did not finish (status "
+                          "'interrupted', NaN past where they stopped); the others are kept", RuntimeWarning,
+                          stacklevel=2)
+        ds = _dataset(system, data, axes, out, grid_t, attrs={
+            "interrupted": stopped,
+            "system": named, "method": "vmap" if vmapped else "solve per point", "chunk_size": int(chunk_size),
+            "chunks": len(chunks), "executor": where, "wall_s": wall, "rtol": rtol, "clock": run_clock,
+            "atol": "per point (1e-10, or rtol x the init's size where smaller)" if atol is None else atol,
+            "backend": "diffrax:" + be.solver if vmapped else backend, "log10_t1": L1,
+            "init": "alpha swept" if ALPHA in axes else str(np.asarray(init).tolist())})
+    return ds
 
 
 def _execute(tasks, executor, progress, concurrent=False):
