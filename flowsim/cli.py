@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 import warnings
 from typing import Optional
@@ -107,7 +108,9 @@ def _read_config(path: Path, schema):
     if not path.is_file():  # here, not click's exists=True: its message spans several lines
         _user_error(ValueError(f"no config file at {path}" + (" (a folder)" if path.is_dir() else "")))
     try:
-        return config.parse(tomllib.loads(path.read_text()), schema)
+        return config.parse(tomllib.loads(path.read_text(encoding="utf-8-sig")), schema)  # (-sig: an editor's BOM)
+    except UnicodeDecodeError as err:
+        _user_error(ValueError(f"{path} is not UTF-8 text (byte {err.start}): save it as UTF-8"))
     except tomllib.TOMLDecodeError as err:
         _user_error(ValueError(f"{path} is not valid TOML: {err}"))
     except ValueError as err:
@@ -141,6 +144,9 @@ def _save(result, out: Path):
         return saved
     except ValueError as err:
         _user_error(err)
+    except OSError as err:  # a full disk, a place that refuses files (checked before the run, as far as can be)
+        typer.echo(f"flowsim: error: could not write {out}: {err.strerror or err}; the result is not saved", err=True)
+        raise typer.Exit(1) from None
     except KeyboardInterrupt:
         typer.echo(f"flowsim: interrupted; {out} " + ("saved" if saved is not None else "not written"), err=True)
         raise typer.Exit(1) from None
@@ -156,8 +162,8 @@ def run(config: Path = CONFIG,
 
     Keys: [data] X/y, gaussian = {n, d, seed}, file = 'data.npz|.csv' or builtin = 'digits' (+ options = {...});
     [model] form, depth (or beta, layers); loss (or [loss] expr, name); [flow] name and its keys; init;
-    t1 or log10_t1; backend; clock; rtol; atol; saves or save_at; allow_nonseparable. Unknown or mistyped
-    keys are errors naming the closest valid key. Exit code 1 when the solve fails (the run is saved).
+    t1 or log10_t1; backend; clock; rtol; atol; saves or save_at; max_steps; allow_nonseparable. Unknown or
+    mistyped keys are errors naming the closest valid key. Exit code 1 when the solve fails (the run is saved).
     """
     import flowsim as fs
     from flowsim import io
@@ -252,6 +258,12 @@ def plot(
         kind = io.holds(ds)
         fig = (plots.sweep_summary(ds) if kind == "a sweep" else plots.summary(io.discrete_of(ds))
                if kind == "a discrete run" else plots.summary(io.solution_of(ds, path=run_file)))
+    except KeyError as err:  # a netCDF file that is not (all of) a flowsim run
+        missing = str(err.args[0] if err.args else err).split(". ")[0]  # xarray's: "No variable named 'tau'. ..."
+        _user_error(ValueError(f"{run_file} is not a whole flowsim run or sweep: {missing}."))
+    except json.JSONDecodeError as err:  # (a ValueError, but its message names neither the file nor the attribute)
+        _user_error(ValueError(f"{run_file}: an attribute that holds JSON (system_spec, config, events) is "
+                               f"corrupt: {err}."))
     except ValueError as err:
         _user_error(err)
     plots.save(fig, out)

@@ -66,7 +66,9 @@ def make_model(form="product", depth=2, beta=None, layers=None):
     if not expr.free_symbols:
         raise ValueError(f"beta = {beta!r} reads as the constant {expr}: write it in layer entries, e.g. 'w1*w2**2'.")
     # in natural order (w2 before w10: sorted as strings, an init's row 2 went to w10 at 10 or more layers)
-    names = tuple(layers) if layers is not None else tuple(sorted((str(s) for s in expr.free_symbols), key=_natural))
+    if layers is None:
+        layers = tuple(sorted((str(s) for s in expr.free_symbols), key=_natural))
+    names = layers if isinstance(layers, int) else tuple(layers)  # a count: w1..wK (an int was iterated)
     return fs.Parametrization(beta, names, expr)
 
 
@@ -124,11 +126,14 @@ class Data(_Strict):
         if self.X is not None:
             return fs.Dataset(self.X, self.y)  # (Dataset names a ragged X)
         if self.gaussian is not None:
-            return fs.datasets.iid_gaussian(self.gaussian.n, self.gaussian.d, self.gaussian.seed)
+            try:
+                return fs.datasets.iid_gaussian(self.gaussian.n, self.gaussian.d, self.gaussian.seed)
+            except ValueError as err:
+                raise ValueError(f"data.gaussian: {err}") from None
         if self.builtin is not None:
             try:
                 return getattr(fs.datasets, self.builtin)(**(self.options or {}))
-            except TypeError as err:
+            except (TypeError, ValueError) as err:
                 raise ValueError(f"data.options: {err} (see flowsim.datasets.{self.builtin})") from None
         return read_data_file(base / self.file)
 
@@ -223,6 +228,7 @@ class Experiment(_Problem):
     atol: float | None = Field(None, gt=0.0)  # None: solve's default (1e-10, smaller for a small init)
     saves: int | None = Field(None, ge=2, le=100_000)
     save_at: list[float] | None = None  # log10 t of each save, instead of saves
+    max_steps: int = Field(16_384, ge=1)  # the step budget per segment (a failure message says to raise it)
     allow_nonseparable: bool = False
 
     @model_validator(mode="after")
@@ -238,7 +244,7 @@ class Experiment(_Problem):
 
     def solve_options(self) -> dict:
         return self.model_dump(include={"t1", "log10_t1", "backend", "clock", "rtol", "atol", "saves", "save_at",
-                                        "allow_nonseparable"}, exclude_none=True)
+                                        "max_steps", "allow_nonseparable"}, exclude_none=True)
 
 
 class Grid(_Strict):

@@ -15,7 +15,23 @@ from __future__ import annotations
 
 import numpy as np
 
+from flowsim._checks import is_whole
 from flowsim.data import Dataset
+
+#: the most entries (n x d) a generated set may have: 8e8 bytes (a bigger one was a MemoryError traceback)
+MAX_ENTRIES = 10**8
+
+
+def _rng(n, d, seed):
+    """The generator of a set of n samples in d dimensions, after checking the three."""
+    for name, v in (("n", n), ("d", d)):
+        if not is_whole(v):
+            raise ValueError(f"{name} must be an integer >= 1; got {v!r}.")
+    if n * d > MAX_ENTRIES:
+        raise ValueError(f"n x d = {n} x {d} = {n * d:.3g} entries; at most {MAX_ENTRIES:.0e} (8 bytes each) are drawn.")
+    if not is_whole(seed, least=0):
+        raise ValueError(f"seed must be an integer >= 0; got {seed!r}.")
+    return np.random.default_rng(int(seed))
 
 
 def _labels(rng, n):
@@ -27,7 +43,7 @@ def _labels(rng, n):
 def scaled_rademacher(n: int = 10, d: int = 5, seed: int = 0, scale=(0.5, 2.0)) -> Dataset:
     """n samples x_i = a_i s_i, s_i in {-1, +1}^d uniform, a_i ~ U(scale); labels from a random
     direction (so the set is separable)."""
-    rng = np.random.default_rng(seed)
+    rng = _rng(n, d, seed)
     X = rng.uniform(*scale, size=n)[:, None] * rng.choice([-1.0, 1.0], size=(n, d))
     y = np.sign(X @ rng.normal(size=d))
     y[y == 0] = 1.0
@@ -37,7 +53,7 @@ def scaled_rademacher(n: int = 10, d: int = 5, seed: int = 0, scale=(0.5, 2.0)) 
 def gaussian_clusters(n: int = 10, d: int = 5, seed: int = 0, separation: float = 2.0) -> Dataset:
     """Two clusters N(+-separation * u, I) with a random unit u; label = cluster; resampled until
     separable through the origin."""
-    rng = np.random.default_rng(seed)
+    rng = _rng(n, d, seed)
     u = rng.normal(size=d)
     u /= np.linalg.norm(u)
     for _ in range(100):
@@ -53,7 +69,7 @@ def shifted_diagonal(n: int = 10, d: int = 5, seed: int = 0, scale: float = 1.0,
                      noise: float = 0.05) -> Dataset:
     """x_i = y_i (scale e_{i mod d} + shift 1) + noise: each coordinate carried mostly by its own
     samples, shifted off the axes."""
-    rng = np.random.default_rng(seed)
+    rng = _rng(n, d, seed)
     y = _labels(rng, n)
     E = np.eye(d)[np.arange(n) % d]
     X = y[:, None] * (scale * E + shift) + noise * rng.normal(size=(n, d))
@@ -62,7 +78,7 @@ def shifted_diagonal(n: int = 10, d: int = 5, seed: int = 0, scale: float = 1.0,
 
 def iid_gaussian(n: int = 10, d: int = 20, seed: int = 0) -> Dataset:
     """n samples x_i ~ N(0, I_d), y_i = sign(<w, x_i>) for a random w (separable through the origin)."""
-    rng = np.random.default_rng(seed)
+    rng = _rng(n, d, seed)
     w = rng.normal(size=d)
     X = rng.normal(size=(n, d))
     y = np.sign(X @ w)
@@ -73,6 +89,9 @@ def iid_gaussian(n: int = 10, d: int = 20, seed: int = 0) -> Dataset:
 def digits(a: int = 0, b: int = 1) -> Dataset:
     """sklearn's bundled 8x8 digits, classes ``a`` (+1) and ``b`` (-1), pixels scaled to [0, 1]."""
     from sklearn.datasets import load_digits
+
+    if not all(is_whole(c, least=0) and c <= 9 for c in (a, b)) or a == b:  # (a == b: one class against itself)
+        raise ValueError(f"a and b must be two different digits 0..9; got a={a!r}, b={b!r}.")
 
     X, t = load_digits(return_X_y=True)
     keep = (t == a) | (t == b)

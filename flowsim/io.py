@@ -116,6 +116,19 @@ def discrete_to_xarray(run):
 NETCDF = (".nc", ".nc4", ".cdf", ".netcdf")
 
 
+def writable_place(path) -> Path:
+    """``path``, if a file can be written there: its nearest existing folder is a folder (not a file) we may
+    write in (missing folders below it are made when it is written); ValueError otherwise, before any work
+    (a file in the way had ended a finished run in a traceback, the run lost)."""
+    path = Path(path)
+    there = next(p for p in (path.absolute(), *path.absolute().parents) if p.exists() or p == p.parent)
+    if there != path.absolute() and not there.is_dir():
+        raise ValueError(f"cannot write {path}: {there} is a file, not a folder.")
+    if there != path.absolute() and not os.access(there, os.W_OK):
+        raise ValueError(f"cannot write {path}: no permission to write in {there}.")
+    return path
+
+
 def check_path(path) -> Path:
     """``path`` as a place to save a run: a file (not a folder) named as netCDF (``.nc``, ``.nc4``, ``.cdf``,
     ``.netcdf``); ValueError otherwise (the command line checks before it runs, so a bad name costs no run)."""
@@ -124,7 +137,7 @@ def check_path(path) -> Path:
         raise ValueError(f"{path} is a folder; give a file name for the run, e.g. {path / 'run.nc'}.")
     suffix = path.suffix.lower()
     if suffix in NETCDF:
-        return path
+        return writable_place(path)
     if suffix in FIGURES:  # a figure's extension is replaced (x.nc.png -> x.nc)
         named = path.with_suffix("") if Path(path.stem).suffix.lower() in NETCDF else path.with_suffix(".nc")
         figure = f" (a figure of a saved run: flowsim plot {named.name} --out {path.name})"

@@ -25,10 +25,13 @@ def _axes(ax):
 
 def check_format(path) -> str:
     """The format ("png", "svg" or "pdf") a figure file's extension names; ValueError otherwise."""
+    from flowsim.io import writable_place
+
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
         raise ValueError(f"the figure format follows the file extension, one of {', '.join(FORMATS)}; "
                          f"got {repr(suffix) if suffix else 'no extension'} in {str(path)!r}.")
+    writable_place(path)
     return suffix[1:]
 
 

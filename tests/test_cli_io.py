@@ -136,7 +136,18 @@ def test_config_builds_your_own_model_loss_and_flow(tmp_path):
      (CONFIG.replace("t1 = 1e20\n", ""), "give one of t1"),
      ("rho = 0.1\n" + CONFIG, "did you mean 'rho' in the table [flow]?"),
      (CONFIG.replace('name = "sam"', 'name = "gd"'), "name = 'gd' takes no other keys; drop rho"),
-     (CONFIG.replace("t1 = 1e20", "t1 = inf"), "key 't1'")],
+     (CONFIG.replace("t1 = 1e20", "t1 = inf"), "key 't1'"),
+     # a MemoryError, "negative dimensions are not allowed", a class against itself, an int iterated (tracebacks
+     # or words that named no key), a run that failed with NaNs
+     (CONFIG.replace("X = [[1.0, 2.0]]\ny = [1]", "gaussian = {n = 1, d = 100000000000}"), "data.gaussian: n x d"),
+     (CONFIG.replace("X = [[1.0, 2.0]]\ny = [1]", "gaussian = {n = 3, d = 2, seed = -1}"), "data.gaussian: seed"),
+     (CONFIG.replace("X = [[1.0, 2.0]]\ny = [1]", 'builtin = "scaled_rademacher"\noptions = {n = -3}'),
+      "data.options: n must be an integer >= 1"),
+     (CONFIG.replace("X = [[1.0, 2.0]]\ny = [1]", 'builtin = "digits"\noptions = {a = 0, b = 0}'),
+      "data.options: a and b must be two different digits"),
+     (CONFIG.replace('form = "product"\ndepth = 2', 'beta = "w1*w2"\nlayers = 3'), "does not depend on layer(s) ['w3']"),
+     (CONFIG.replace("t1 = 1e20", "t1 = 1e20\nrtol = 1e-300"), "rtol must be in"),
+     (CONFIG.replace("t1 = 1e20", "t1 = 1e20\nmax_steps = 0"), "key 'max_steps'")],
 )
 def test_cli_bad_config_names_the_key(tmp_path, text, message):
     cfg = tmp_path / "bad.toml"
@@ -146,6 +157,50 @@ def test_cli_bad_config_names_the_key(tmp_path, text, message):
     lines = [ln for ln in r.output.splitlines() if ln.startswith("flowsim: error:")]
     assert len(lines) == 1 and message in lines[0], r.output
     assert r.exception is None or isinstance(r.exception, SystemExit)  # no traceback
+
+
+def test_config_files_as_editors_write_them(tmp_path):
+    """A byte-order mark is read past ("Invalid statement (line 1, column 1)"); bytes that are not UTF-8 are one
+    line (a bare codec error); max_steps is a key (a failure's message tells the user to raise it)."""
+    cfg = tmp_path / "c.toml"
+    cfg.write_bytes(b"\xef\xbb\xbf" + CONFIG.replace("t1 = 1e20", "t1 = 1e20\nmax_steps = 3").encode())
+    r = runner.invoke(app, ["run", str(cfg), "--out", str(tmp_path / "r.nc")])
+    assert r.exit_code == 1 and "max_steps" in r.output and io.load(tmp_path / "r.nc").attrs["status"] == "max_steps"
+    cfg.write_bytes(b"init = 0.3\xff\n")
+    r = runner.invoke(app, ["run", str(cfg)])
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert r.exit_code == 2 and len(lines) == 1 and "is not UTF-8 text" in lines[0], r.output
+
+
+def test_an_out_path_below_a_file_is_one_line_before_the_run(tmp_path, monkeypatch):
+    """A finished run was lost to a FileExistsError traceback at the save; a figure the same way."""
+    import flowsim
+
+    (tmp_path / "afile").write_text("x")
+    monkeypatch.setattr(flowsim, "solve", lambda *a, **k: pytest.fail("ran before the out path was checked"))
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(CONFIG)
+    for args in (["run", str(cfg), "--out", str(tmp_path / "afile" / "r.nc")],
+                 ["plot", str(cfg), "--out", str(tmp_path / "afile" / "r.png")]):
+        r = runner.invoke(app, args)
+        lines = [ln for ln in r.output.splitlines() if ln.strip()]
+        assert r.exit_code == 2 and len(lines) == 1 and "is a file, not a folder" in lines[0], r.output
+
+
+def test_plot_of_a_netcdf_file_that_is_not_a_whole_run_is_one_line(tmp_path, one_sample):
+    import xarray as xr
+
+    sol = fs.solve(fs.derive(fs.Linear(), "logistic", fs.GD()), one_sample, 0.1, t1=1e3, saves=5)
+    path = io.save(sol, tmp_path / "ok.nc")
+    ds = xr.open_dataset(path).load()
+    ds.drop_vars("tau").to_netcdf(tmp_path / "notau.nc")
+    ds.attrs["system_spec"] = "{bad"
+    ds.to_netcdf(tmp_path / "badspec.nc")
+    for name, message in (("notau.nc", "not a whole flowsim run or sweep: No variable named 'tau'"),
+                          ("badspec.nc", "an attribute that holds JSON")):
+        r = runner.invoke(app, ["plot", str(tmp_path / name), "--out", str(tmp_path / "x.png")])
+        lines = [ln for ln in r.output.splitlines() if ln.strip()]
+        assert r.exit_code == 2 and len(lines) == 1 and message in lines[0], r.output
 
 
 @pytest.mark.parametrize("command", ["run", "sweep", "iterate"])

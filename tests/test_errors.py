@@ -121,7 +121,8 @@ def test_log_time_rate_overflow_is_named_not_blamed_on_the_step_budget(unrecogni
 
 
 @pytest.mark.parametrize("bad, match", [(dict(saves=10**7), "saves must be an integer in"),
-                                        (dict(rtol=2.0), "rtol must be < 1"),
+                                        (dict(rtol=2.0), r"rtol must be in \[2.22e-14, 1\)"),
+                                        (dict(rtol=1e-300), "below 100 float64 epsilons"),  # failed with NaNs
                                         (dict(init=1e40), "init has entries up to 1e\\+40")])
 def test_absurd_numbers_get_a_clear_error(bad, match):
     data = fs.Dataset([[1.0, 2.0]], [1])

@@ -209,6 +209,10 @@ def _raise_failure(sol):
     return sol
 
 
+#: the tightest rtol float64 steps can meet (scipy's solve_ivp raises a smaller one to it)
+RTOL_MIN = 100 * np.finfo(np.float64).eps
+
+
 def check_common(system, data, clock, rtol, atol, max_steps, allow_nonseparable, collapse_tol, blowup_size):
     """Validate the arguments :func:`solve` and :func:`flowsim.sweep` share; returns the
     normalised tolerances and the clock the flow runs in."""
@@ -227,8 +231,9 @@ def check_common(system, data, clock, rtol, atol, max_steps, allow_nonseparable,
         clock = SCHEDULE  # the learning-rate schedule is the clock of sign and Adam-proxy flows
     rtol = positive("rtol", rtol)
     atol = None if atol is None else positive("atol", atol)
-    if rtol >= 1:
-        raise ValueError(f"rtol must be < 1 (a relative error per step; 1e-8 is the default); got {rtol!r}.")
+    if not RTOL_MIN <= rtol < 1:  # (1e-300 was taken, and failed as "array must not contain infs or NaNs")
+        raise ValueError(f"rtol must be in [{RTOL_MIN:.3g}, 1) (a relative error per step, 1e-8 by default; below 100 "
+                         f"float64 epsilons no step can meet it); got {rtol!r}.")
     collapse_tol, blowup_size = positive("collapse_tol", collapse_tol), positive("blowup_size", blowup_size)
     if not is_whole(max_steps):
         raise ValueError(f"max_steps must be a positive integer; got {max_steps!r}.")
