@@ -28,7 +28,8 @@ def _rng(n, d, seed):
         if not is_whole(v):
             raise ValueError(f"{name} must be an integer >= 1; got {v!r}.")
     if n * d > MAX_ENTRIES:
-        raise ValueError(f"n x d = {n} x {d} = {n * d:.3g} entries; at most {MAX_ENTRIES:.0e} (8 bytes each) are drawn.")
+        raise ValueError(f"n x d = {n} x {d} = {n * d:.3g} entries; at most {MAX_ENTRIES:.0e} (8 bytes each) "
+                         "are drawn.")
     if not is_whole(seed, least=0):
         raise ValueError(f"seed must be an integer >= 0; got {seed!r}.")
     return np.random.default_rng(int(seed))

@@ -145,7 +145,8 @@ def test_config_builds_your_own_model_loss_and_flow(tmp_path):
       "data.options: n must be an integer >= 1"),
      (CONFIG.replace("X = [[1.0, 2.0]]\ny = [1]", 'builtin = "digits"\noptions = {a = 0, b = 0}'),
       "data.options: a and b must be two different digits"),
-     (CONFIG.replace('form = "product"\ndepth = 2', 'beta = "w1*w2"\nlayers = 3'), "does not depend on layer(s) ['w3']"),
+     (CONFIG.replace('form = "product"\ndepth = 2', 'beta = "w1*w2"\nlayers = 3'),
+      "does not depend on layer(s) ['w3']"),
      (CONFIG.replace("t1 = 1e20", "t1 = 1e20\nrtol = 1e-300"), "rtol must be in"),
      (CONFIG.replace("t1 = 1e20", "t1 = 1e20\nmax_steps = 0"), "key 'max_steps'")],
 )
