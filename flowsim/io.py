@@ -190,6 +190,8 @@ def load(path, as_solution: bool = False, system=None):
             ds = ds.load()
     except (OSError, ValueError) as err:
         raise ValueError(f"cannot read {path} as a saved run (netCDF): {err}") from None
+    # netCDF hands numbers back as numpy scalars: the attrs read back as the Python numbers that were saved
+    ds.attrs = {k: v.item() if isinstance(v, np.generic) else v for k, v in ds.attrs.items()}
     return solution_of(ds, system, path) if as_solution else ds
 
 

@@ -211,11 +211,20 @@ def test_a_saved_run_reads_back_as_a_solution_every_analysis_takes(readme_run, t
     back = io.load(path, as_solution=True)
     for name in ("log10_t", "tau", "params", "beta", "log_loss", "margins"):
         np.testing.assert_array_equal(getattr(back, name), getattr(readme_run, name))
-    assert (back.status, back.events, back.config) == (readme_run.status, readme_run.events,
-                                                      json.loads(json.dumps(readme_run.config)))
+    assert (back.status, back.events, back.config) == (readme_run.status, readme_run.events, readme_run.config)
     assert fs.switch_times(back) == fs.switch_times(readme_run)
     np.testing.assert_array_equal(fs.limit_direction(back).direction, fs.limit_direction(readme_run).direction)
     np.testing.assert_allclose(back.evaluate([6.0]).beta, readme_run.evaluate([6.0]).beta, rtol=1e-12)
+
+
+def test_events_and_config_read_back_equal(tmp_path):
+    """l_inf-SAM's entries pinned on their planes, and the tracked scores, read back equal (they were tuples
+    in memory and lists from the file)."""
+    sol = fs.solve(fs.derive(fs.DiagonalNet(2, "tied"), "logistic", fs.SAM(0.1, float("inf"))),
+                   fs.Dataset([[1.0, 2.0]], [1]), [0.3, 0.05], t1=1e20, track=("magnitude",))
+    assert any(e.get("pinned") for e in sol.events)
+    back = io.load(io.save(sol, tmp_path / "run.nc"), as_solution=True)
+    assert (back.events, back.config) == (sol.events, sol.config)
 
 
 def test_saved_layout(readme_run, tmp_path):
@@ -234,6 +243,10 @@ def test_sweeps_share_the_layout(tmp_path):
     back = io.load(io.save(ds, tmp_path / "sweep.nc"))
     assert back["coordinate"].values.tolist() == [1, 2, 3] and "long_name" in back["leader"].attrs
     assert set(np.unique(back["leader"].values)) <= {0, 1, 2, 3} and np.all(np.isfinite(back["log10_t"].values))
+    # the numbers among the attrs read back as the Python numbers saved (they were numpy scalars)
+    numbers = {k: v for k, v in ds.attrs.items() if isinstance(v, (int, float))}
+    assert numbers and {k: (back.attrs[k], type(back.attrs[k])) for k in numbers} == {
+        k: (v, type(v)) for k, v in numbers.items()}
     with pytest.raises(ValueError, match="holds a sweep"):
         io.load(tmp_path / "sweep.nc", as_solution=True)
 

@@ -46,7 +46,7 @@ def _on_switch(run, seg):
         if (run.sigma != signs).any() or (run.pinned != was).any():  # not an entry settling on its side
             run.stats["switches"] += 1
             run.events.append({"kind": "sign_switch", "log10_t": lt_now, "tau": tau_now,
-                               "pinned": [tuple(int(i) for i in k) for k in zip(*np.nonzero(run.pinned & ~was))]})
+                               "pinned": [[int(i) for i in k] for k in zip(*np.nonzero(run.pinned & ~was))]})
         run.y = np.concatenate([theta.ravel(), [run.y[-1]]])
     run.segment_steps = 0
     run.restarts += 1
@@ -125,7 +125,7 @@ def _put_on_planes(run) -> bool:
     run.restarts += 1
     run.events.append({"kind": "arrival", "log10_t": float(log10_t_from_u(run.u_now)),
                        "tau": tau_of(run.clock, run.s, run.y),
-                       "entries": [(int(i), int(j) + 1) for i, j in zip(*np.nonzero(on))]})
+                       "entries": [[int(i), int(j) + 1] for i, j in zip(*np.nonzero(on))]})
     return True
 
 

@@ -117,7 +117,8 @@ def solve(
     arguments = dict(init=np.asarray(init).tolist(), log10_t1=L1, backend=backend, clock=asked_clock, rtol=rtol,
                      atol=atol, max_steps=int(max_steps), track=list(track), collapse_tol=collapse_tol,
                      blowup_size=blowup_size, allow_nonseparable=bool(allow_nonseparable))
-    config = dict(arguments, clock=clock, saves=len(points), rho=float(system.flow.rho), track=track,
+    # (JSON's types throughout: a saved run reads back equal, so no tuple here)
+    config = dict(arguments, clock=clock, saves=len(points), rho=float(system.flow.rho), track=list(track),
                   arguments=dict(arguments, save_at=points.tolist()))
     floors = (float(log_floor_of(theta0, collapse_tol, atol)), math.log(blowup_size))
     # a balanced product network (up to signs) is integrated on its invariant manifold, as the tied net
