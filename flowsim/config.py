@@ -390,6 +390,11 @@ def _message(err: ValidationError, root) -> str:
         if len(loc) == 2 and loc[-1] in root.model_fields:  # TOML puts a key written after [table] in it
             return (f"config: unknown key '{key}': '{loc[-1]}' is a top-level key; in TOML it must come before the "
                     "first [table] (after it, it belongs to that table)")
+        others = [c for c, schema in _COMMANDS.items() if loc[-1] in schema.model_fields]
+        if len(loc) == 1 and others and root in _COMMANDS.values():  # t1 in an iterate config: not 'b1'
+            this = next(c for c, schema in _COMMANDS.items() if schema is root)
+            return (f"config: unknown key '{key}': it is a key of `flowsim {others[0]}` configs; this one is read by "
+                    f"`flowsim {this}` (valid keys: {_fields_at(loc, root)})")
         close = _closest(loc[-1], _fields_at(loc, root))
         if not close and len(loc) == 1:  # a table's key written at the top level: rho = 0.1 for [flow] rho
             tables = {k: t for t in root.model_fields for k in _fields_at([t, ""], root)}
@@ -399,8 +404,9 @@ def _message(err: ValidationError, root) -> str:
         hint = f"; did you mean '{'.'.join(loc[:-1] + close)}'?" if close else f"; valid keys here: {_fields_at(loc, root)}"
         return f"config: unknown key '{key}'{hint}"
     if e["type"] == "missing":
-        hint = (" (a table [data] with X = [[...]] and y = [...], gaussian = {n, d, seed}, file = '...' or builtin = "
-                "'...')") if key == "data" else ""
+        hint = {"data": " (a table [data] with X = [[...]] and y = [...], gaussian = {n, d, seed}, file = '...' or "
+                        "builtin = '...')",
+                "sweep": " (a table [sweep] with alpha = [...], rho = [...] and/or alpha_j = {1 = [...]})"}.get(key, "")
         return f"config: missing key '{key}'{hint}"
     got = e.get("input")
     shown = "" if isinstance(got, dict) else f"; got {got!r}"
@@ -408,6 +414,10 @@ def _message(err: ValidationError, root) -> str:
         shown += f" (a string: write it without quotes, {loc[-1]} = {got})"  # TOML's inf, nan, 1e-3 are numbers
     msg = e["msg"].removeprefix("Value error, ")
     return f"config: key '{key}': {msg}{shown}" if loc else f"config: {msg}"
+
+
+#: the command that reads each kind of config (a key of another kind is named as such)
+_COMMANDS = {"run": Experiment, "sweep": SweepExperiment, "iterate": IterateExperiment}
 
 
 def _number(text: str) -> bool:

@@ -444,6 +444,20 @@ def test_progress_of_a_balanced_solve_counts_the_asked_for_time(one_sample, monk
     assert "integrated_as" in sol.config and "log10 t = 100" in out.getvalue() and "99.699" not in out.getvalue()
 
 
+@pytest.mark.parametrize("command, text, message", [
+    ("iterate", CONFIG, "unknown key 't1': it is a key of `flowsim run` configs; this one is read by `flowsim "
+                        "iterate`"),  # was "did you mean 'b1' in the table [optimizer]?"
+    ("run", ITERATE, "unknown key 'steps': it is a key of `flowsim iterate` configs"),
+    ("sweep", CONFIG, "missing key 'sweep' (a table [sweep] with alpha"),
+])
+def test_a_config_for_another_command_says_so(tmp_path, command, text, message):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(text)
+    r = runner.invoke(app, [command, str(cfg)])
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert r.exit_code == 2 and len(lines) == 1 and message in lines[0], r.output
+
+
 def test_cli_sweep_interrupted_saves_what_it_has_and_exits_1(tmp_path, monkeypatch):
     """A Ctrl-C during a CLI sweep (here, in its second chunk): the file holds the chunk done and the
     points not run as 'interrupted', and the exit code is 1."""
