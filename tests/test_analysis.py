@@ -38,6 +38,23 @@ def test_growth_switch_time_matches_crossover_condition(one_sample, backend):
     assert mag["tau"] > sw["tau"] and fs.leading_coordinate(sol)[-1] == 1
 
 
+@pytest.mark.parametrize("scale", [1e-3, 1e-7, 1e-9])
+def test_magnitude_switch_among_tiny_betas_is_on_time(scale):
+    """Balanced depth-2 GD, exponential loss, one sample mu: beta_j = a_j^2 e^(2 mu_j phi), dt/dphi = e^(m(phi)),
+    so beta_1 = beta_2 at e^(2 phi) = 4 (a = (2, 1) scale). An absolute 1e-12 margin in the leader event put it
+    at log10 t = 0.097 (from 1e-7) and 0.364 (1e-8) where it is -0.159 (and the sweep said -0.159)."""
+    import mpmath as mp
+
+    a = np.array([2.0, 1.0]) * scale
+    phi = math.log(2.0)
+    m = lambda s: sum(x * b * b * mp.exp(2 * x * s) for x, b in zip(MU, a))  # noqa: E731
+    exact = float(mp.log10(mp.quad(lambda s: mp.exp(m(s)), [0, phi])))
+    sol = fs.solve(fs.derive(fs.DiagonalNet(2), "exponential", fs.GD()), fs.Dataset([MU], [1]), a, t1=1e10,
+                   track=("magnitude",), rtol=1e-10)
+    (sw,) = fs.switch_times(sol)
+    assert (sw["from"], sw["to"]) == (0, 1) and sw["log10_t"] == pytest.approx(exact, abs=1e-6)
+
+
 def test_sequential_feature_amplification_along_time():
     data = fs.Dataset(np.array([[1.0, 2.0, 3.0]]), [1])
     sam = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1)), data, 0.05, t1=1e100, track=("magnitude",))

@@ -43,7 +43,11 @@ SYSTEM = fs.derive(fs.Linear(), "logistic", fs.GD())
         (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=1e10, log10_t1=10), "exactly one of t1"),
         (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=-1.0), "t1 must be a positive finite"),
         (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=float("inf")), "log10_t1"),
-        (lambda: fs.solve(SYSTEM, GOOD, 0.1, log10_t1=float("nan")), "log10_t1 must be finite"),
+        (lambda: fs.solve(SYSTEM, GOOD, 0.1, log10_t1=float("nan")), "log10_t1 must be a finite number"),
+        (lambda: fs.solve(SYSTEM, GOOD, 0.1, log10_t1=10**400), "log10_t1 must be a finite"),  # OverflowError
+        (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=True), "t1 must be a positive number"),  # was t1 = 1
+        (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=5e-324), "below -300"),  # saves at log10 t = -inf, "completed"
+        (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=1e3, save_at=[-400, 1]), "from -300 on"),
         (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=10, rtol=0), "rtol must be a positive"),
         (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=10, saves=1), "saves must be an integer in \\[2"),
         (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=10, max_steps=0), "max_steps must be a positive integer"),
@@ -188,3 +192,11 @@ def test_iterate_times_do_not_depend_on_a_whole_schedule_in_memory():
     pts = _record_points(10**5, 50)
     full = np.concatenate([[0.0], np.cumsum(schedule(np.arange(10**5, dtype=np.float64)))])[pts]
     np.testing.assert_allclose(_elapsed(schedule, pts, block=997), full, rtol=1e-12)
+
+
+def test_an_int_horizon_past_float_range_is_read_exactly():
+    """t1 = 10**400 (a Python int) was an OverflowError traceback; it is log10_t1 = 400."""
+    system, data = fs.derive(fs.Linear(), "logistic", fs.GD()), fs.Dataset([[1.0, 2.0]], [1])
+    by_int = fs.solve(system, data, 0.1, t1=10**400, saves=5)
+    np.testing.assert_array_equal(by_int.beta, fs.solve(system, data, 0.1, log10_t1=400, saves=5).beta)
+    assert by_int.log10_t[-1] == 400.0

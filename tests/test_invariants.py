@@ -548,3 +548,29 @@ def test_an_explicit_method_dithering_near_its_plane_puts_the_entry_there():
     for b, sol in ends.items():
         assert sol.status == "collapsed", (b, sol.message)
     assert ends["diffrax:Tsit5"].log10_t[-1] == pytest.approx(ends["scipy:LSODA"].log10_t[-1], abs=1e-5)
+
+
+@pytest.mark.parametrize("backend", ["scipy:BDF", "scipy:Radau", "scipy:LSODA"])
+def test_a_completed_run_ends_at_its_horizon(backend):
+    """Depth-3 l_inf-SAM with an entry exactly at alpha = rho, in the tau clock: BDF's horizon event ended the
+    run 1.4e-9 short in u, the last target was dropped, and "completed, reached the horizon t1" came with a last
+    row at log10 t = 99.31 (beta_1 = 248.7 for 250.38 at t1 = 1e100). The end is the last row now, at its own
+    time, within the clock's resolution of t1, and equal to DOP853's state at t1."""
+    data = fs.Dataset(np.array([[1.0, 2.0]]), [1])
+    system = fs.derive(fs.DiagonalNet(3), "logistic", fs.SAM(0.1, float("inf")))
+    ref = fs.solve(system, data, np.array([0.100001, 0.1]), t1=1e100, backend="scipy:DOP853")
+    sol = fs.solve(system, data, np.array([0.100001, 0.1]), t1=1e100, backend=backend)
+    assert ref.log10_t[-1] == 100.0 and sol.status == "completed"
+    assert sol.log10_t[-1] == pytest.approx(100.0, abs=1e-6) and sol.log10_t[-2] < 99.5
+    np.testing.assert_allclose(sol.beta[-1], ref.beta[-1], rtol=1e-5)
+
+
+def test_a_horizon_event_far_short_of_the_horizon_fails(monkeypatch):
+    """Where a horizon event's root lands a save or more short of t1 (a dense output that does not bracket it:
+    the step's start is taken), the run fails saying so; "completed" there presented an earlier state as t1's."""
+    from flowsim.integrate.backends import _scipy
+
+    monkeypatch.setattr(_scipy, "_root", lambda f, lo, hi: lo)
+    sol = fs.solve(fs.derive(fs.Linear(), "logistic", fs.GD()), fs.Dataset([[1.0, 2.0]], [1]), 0.1, t1=1e100,
+                   backend="scipy:BDF", throw=False)
+    assert sol.status == "failed" and "short of log10 t1 = 100" in sol.message and sol.log10_t[-1] < 99.99

@@ -12,7 +12,9 @@ OUTCOMES = {
     "completed": "reached the horizon t1",
     "stalled": "reached an equilibrium (every parameter entry sliding or at a critical point); the state is constant up to t1",
     "converged": "converged to a critical point with a positive loss (the flow does not separate the data from this init); the limit is held constant up to t1",
-    "collapsed": "the parameters fell below the collapse floor (collapse_tol x the init's size, at least 1000 atol): l2-SAM from a small initialisation reaches 0 in finite time, other flows decay towards 0 and are stopped there",
+    "collapsed": ("the parameters fell below the collapse floor (collapse_tol x the init's size, at least 1000 atol): "
+                  "the flow goes to beta = 0 (l2-SAM from a small initialisation reaches it in finite time; a flow "
+                  "whose start cannot separate the data, fs.reachable_signs, decays towards it) and is stopped there"),
     "blew_up": "the parameters diverged in finite clock time (depth >= 3)",
 }
 #: Statuses that mean the integration failed; ``throw=True`` raises :class:`flowsim.IntegrationError`.

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from flowsim._checks import is_whole
+from flowsim._checks import is_real_number, is_whole
 from flowsim.integrate.backends._scipy import IMPLICIT, ScipyBackend
 from flowsim.integrate.solution import HELD, Solution, log10_t_from_u
 from flowsim.integrate.vector_field import SCHEDULE, numpy_field
@@ -20,18 +20,32 @@ MAX_SAVES = 1_000_000
 LN10 = math.log(10.0)
 
 
+#: the earliest time a horizon or a save may name (t = 1e-300; smaller t are subnormal or 0 in float64)
+MIN_LOG10_T = -300.0
+
+
 def log10_horizon(t1, log10_t1):
     if (t1 is None) == (log10_t1 is None):
         raise ValueError("give exactly one of t1 (e.g. t1=1e100) or log10_t1 (e.g. log10_t1=1e6, beyond float range).")
     if t1 is not None:
-        if isinstance(t1, (int, float)) and math.isinf(t1) and t1 > 0:
+        if is_whole(t1) and t1 > 1e300:  # 10**400, a Python int: exact in log10 (float() overflowed)
+            return log10_horizon(None, math.log10(t1))
+        if isinstance(t1, float) and math.isinf(t1) and t1 > 0:
             raise ValueError("t1 = inf cannot be reached; give a finite t1, or log10_t1 (e.g. 1e6) for horizons beyond float range.")
         t1 = positive("t1", t1)
-        return math.log10(t1), math.log1p(t1)
-    x = float(log10_t1)
-    if not math.isfinite(x):
-        raise ValueError(f"log10_t1 must be finite; got {log10_t1!r}.")
-    return x, float(u_of(x))
+        log10_t1 = math.log10(t1)
+    else:
+        try:
+            x = float(log10_t1) if is_real_number(log10_t1) else math.nan
+        except OverflowError:  # an int past float range
+            x = math.inf
+        if not math.isfinite(x):
+            raise ValueError(f"log10_t1 must be a finite number; got {log10_t1!r}.")
+        log10_t1 = x
+    if log10_t1 < MIN_LOG10_T:  # (its saves were -inf rows with status "completed")
+        raise ValueError(f"the horizon log10 t1 = {log10_t1:g} is below {MIN_LOG10_T:g}: t that small is not "
+                         "resolved in float64.")
+    return log10_t1, float(u_of(log10_t1))
 
 
 #: the default grid's first save, this many decades before its second (t = 1e-6 for horizons
@@ -71,9 +85,9 @@ def save_points(log10_t1, saves=None, save_at=None):
         raise ValueError(f"save_at must be a list or array of log10 t values; got {save_at!r}.") from None
     if pts.ndim != 1 or not 1 <= pts.size <= MAX_SAVES - 1:
         raise ValueError(f"save_at must be a 1-D list of 1 to {MAX_SAVES - 1:,} log10 t values; got shape {pts.shape}.")
-    if not np.all(np.isfinite(pts)) or np.any(np.diff(pts) <= 0):
-        raise ValueError("save_at must be finite and strictly increasing log10 t values (t = 0 is the init: "
-                         "use e.g. -12 for a save just after it).")
+    if not np.all(np.isfinite(pts)) or np.any(np.diff(pts) <= 0) or pts[0] < MIN_LOG10_T:
+        raise ValueError(f"save_at must be finite and strictly increasing log10 t values from {MIN_LOG10_T:g} on "
+                         "(t = 0 is the init: use e.g. -12 for a save just after it).")
     if pts[-1] > log10_t1 + 1e-12 * max(1.0, abs(log10_t1)):
         raise ValueError(f"save_at goes to log10 t = {pts[-1]:g}, beyond the horizon log10 t1 = {log10_t1:g}; "
                          "raise t1 or drop those points.")
@@ -181,11 +195,13 @@ def extend_constant(vf, clock, s, y, Z, rho, sigma, pinned, remaining, rec_s, re
 def close_records(status, clock, remaining, s, y, rec_s, rec_y):
     """Finish the saved records of a solve that ended at (s, y) with ``remaining`` targets unreached."""
     if status == "completed" and len(remaining):
-        # the horizon event is located to ~1e-13 in u; targets within that of the end are the end point
+        # the horizon event is located to ~1e-13 in u; targets within that of the end are the end point. Where a
+        # solver's dense output did not bracket it (BDF: 1.4e-9 short in u) the end is short of the last target:
+        # it is kept, at its own time (the last row was a save before it: log10 t = 99.31 for a run to 1e100)
         end = y[-1] if clock == "tau" else s  # remaining targets are in the integration's own units
-        close = remaining <= end + 1e-9 * (1.0 + abs(end))
-        rec_s.extend([s] * int(close.sum()))
-        rec_y.extend([y] * int(close.sum()))
+        close = max(int((remaining <= end + 1e-9 * (1.0 + abs(end))).sum()), 1)
+        rec_s.extend([s] * close)
+        rec_y.extend([y] * close)
     if status not in ("completed", *HELD) and (not rec_s or rec_s[-1] != s):
         rec_s.append(s)  # keep the final state of an early ending
         rec_y.append(y)
@@ -214,8 +230,10 @@ def beta_margins_loss(system, data, params, known=()):
 
 def positive(name, value):
     try:
+        if isinstance(value, bool):  # (True was t1 = 1)
+            raise TypeError
         v = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be a positive number; got {value!r}.") from None
     if not (math.isfinite(v) and v > 0):
         raise ValueError(f"{name} must be a positive finite number; got {value!r}.")
