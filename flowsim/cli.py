@@ -135,11 +135,11 @@ def _solve_reporting(solve, *args, **kw):
 def _save(result, out: Path):
     """``io.save``; a Ctrl-C while the file is written lands once it is whole: exit code 1, the file kept."""
     from flowsim import io
-    from flowsim.integrate.run import interrupt_after_recording
+    from flowsim._interrupts import after_block
 
     saved = None
     try:
-        with interrupt_after_recording():  # (a second Ctrl-C stops at once; the file is written atomically)
+        with after_block():  # (a second Ctrl-C stops at once; the file is written atomically)
             saved = io.save(result, out)
         return saved
     except ValueError as err:
@@ -256,18 +256,29 @@ def plot(
         plots.check_format(out)  # before loading: a bad name costs nothing
         ds = io.load(run_file)
         kind = io.holds(ds)
-        fig = (plots.sweep_summary(ds) if kind == "a sweep" else plots.summary(io.discrete_of(ds))
-               if kind == "a discrete run" else plots.summary(io.solution_of(ds, path=run_file)))
+        run = ds if kind == "a sweep" else io.discrete_of(ds) if kind == "a discrete run" else io.solution_of(
+            ds, path=run_file)
     except KeyError as err:  # a netCDF file that is not (all of) a flowsim run
-        missing = str(err.args[0] if err.args else err).split(". ")[0]  # xarray's: "No variable named 'tau'. ..."
-        _user_error(ValueError(f"{run_file} is not a whole flowsim run or sweep: {missing}."))
+        _user_error(_incomplete(run_file, err))
     except json.JSONDecodeError as err:  # (a ValueError, but its message names neither the file nor the attribute)
         _user_error(ValueError(f"{run_file}: an attribute that holds JSON (system_spec, config, events) is "
                                f"corrupt: {err}."))
     except ValueError as err:
         _user_error(err)
+    try:
+        fig = plots.sweep_summary(run) if kind == "a sweep" else plots.summary(run)
+    except KeyError as err:  # a sweep's variables are read as it is drawn
+        _user_error(_incomplete(run_file, err))
+    except ValueError as err:  # a sweep the summary cannot draw (three grid keys)
+        _user_error(err)
     plots.save(fig, out)
     typer.echo(f"wrote {out}")
+
+
+def _incomplete(run_file, err: KeyError) -> ValueError:
+    """xarray's KeyError ("No variable named 'tau'. Variables on the dataset include [...]") in one line."""
+    missing = str(err.args[0] if err.args else err).split(". ")[0]
+    return ValueError(f"{run_file} is not a whole flowsim run or sweep: {missing}.")
 
 
 if __name__ == "__main__":

@@ -30,9 +30,9 @@ def _rng(n, d, seed):
     if n * d > MAX_ENTRIES:
         raise ValueError(f"n x d = {n} x {d} = {n * d:.3g} entries; at most {MAX_ENTRIES:.0e} (8 bytes each) "
                          "are drawn.")
-    if not is_whole(seed, least=0):
-        raise ValueError(f"seed must be an integer >= 0; got {seed!r}.")
-    return np.random.default_rng(int(seed))
+    if not (seed is None or is_whole(seed, least=0)):
+        raise ValueError(f"seed must be an integer >= 0 (or None: fresh entropy); got {seed!r}.")
+    return np.random.default_rng(seed)
 
 
 def _labels(rng, n):

@@ -38,6 +38,19 @@ def test_growth_switch_time_matches_crossover_condition(one_sample, backend):
     assert mag["tau"] > sw["tau"] and fs.leading_coordinate(sol)[-1] == 1
 
 
+@pytest.mark.parametrize("backend", ["diffrax:Tsit5", "scipy:LSODA"])
+def test_a_coordinate_at_zero_does_not_hide_a_growth_switch(backend):
+    """A third coordinate starting at 0 (its growth score is -inf) changes nothing in the first two: the growth
+    switch is where it is without it (a margin scaled by every score, the infinite one too, never fired)."""
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1))
+    runs = [fs.solve(system, data, w0, t1=1e30, track=("growth",), rtol=1e-11, atol=1e-13, backend=backend)
+            for data, w0 in ((fs.Dataset([[1.0, 2.0, 0.5]], [1]), np.array([0.08, 0.06, 0.0])),
+                             (fs.Dataset([[1.0, 2.0]], [1]), np.array([0.08, 0.06])))]
+    (with_zero,), (without,) = (fs.switch_times(r, by="growth") for r in runs)
+    assert (with_zero["from"], with_zero["to"]) == (0, 1)
+    assert with_zero["log10_t"] == pytest.approx(without["log10_t"], abs=1e-7)
+
+
 @pytest.mark.parametrize("scale", [1e-3, 1e-7, 1e-9])
 def test_magnitude_switch_among_tiny_betas_is_on_time(scale):
     """Balanced depth-2 GD, exponential loss, one sample mu: beta_j = a_j^2 e^(2 mu_j phi), dt/dphi = e^(m(phi)),

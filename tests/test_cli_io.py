@@ -562,7 +562,7 @@ def test_a_ctrl_c_as_a_sweep_assembles_its_points_keeps_them(tmp_path, monkeypat
     cfg = tmp_path / "sweep.toml"
     cfg.write_text(SWEEP)
     r = runner.invoke(app, ["sweep", str(cfg), "--out", str(tmp_path / "s.nc")])
-    assert r.exit_code == 0 and "saved" in r.output, r.output
+    assert r.exit_code == 0 and "saved" in r.output and "Ctrl-C as the last points were assembled" in r.output
     assert "interrupted" not in io.load(tmp_path / "s.nc")["status"].values and "4 points" in r.output
 
 

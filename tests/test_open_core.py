@@ -206,6 +206,8 @@ class _Rule:
     ("direction", lambda s: -sp.sign(s.G), {"clock": "schedule", "uses_sign": True},
      r"Dir.field: jumps where the gradient changes sign .* use s.sigma"),
     ("point", lambda s: sp.sign(s.G), {"norm": 2.0}, r"Pt.perturbation: jumps where the gradient changes sign"),
+    ("direction", lambda s: -s.G / sp.Abs(s.G), {"clock": "schedule", "uses_sign": True},
+     r"Dir.field: jumps where the gradient changes sign"),  # the same jump, written otherwise
 ])
 def test_parts_that_break_the_contract_are_refused_at_derive(part, rule, declared, match):
     """Each rule here used to derive: N without a norm was compiled against an N the solver never computed

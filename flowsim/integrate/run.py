@@ -3,14 +3,12 @@ sign pattern of a Filippov flow, the tracked leaders, the counters and, once dec
 
 from __future__ import annotations
 
-import contextlib
 import math
-import signal
-import threading
 import time
 
 import numpy as np
 
+from flowsim._interrupts import after_block
 from flowsim.integrate.backends._diffrax import DiffraxBackend
 from flowsim.integrate.backends._events import scores, sides, watched
 from flowsim.integrate.backends._scipy import ScipyBackend
@@ -119,7 +117,7 @@ class Run:
         else:
             extra = {"n_targets": len(self.targets), "track": self.track}
         log_loss_before = self.log_loss()
-        with interrupt_after_recording():
+        with after_block():  # a compiled solve cannot be stopped midway: the interrupt lands once the saves are in
             seg = self.be.integrate(self.vf_run, structure_key(self.system), self.clock, self.uses_sign,
                                     bool(self.pinned.any()), self.y, self.s, self.s_max, args, self.remaining,
                                     self.rtol, self.atol, self.chunk, resume=self.resume, **extra)
@@ -186,30 +184,6 @@ class Run:
             states = np.asarray(new)[:, :-1].reshape(-1, self.K, self.d)
             self.rec_loss.extend(beta_margins_loss(self.system, self.data, states)[2].tolist())
         return self.rec_loss[start:]
-
-
-@contextlib.contextmanager
-def interrupt_after_recording():
-    """Ctrl-C during a backend call stops the solve once the call's saves are recorded. A compiled
-    solve cannot be stopped midway (the interrupt would land when it returns, dropping what it
-    computed); a second Ctrl-C stops at once."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    pressed = []
-
-    def later(signum, frame):
-        if pressed:
-            raise KeyboardInterrupt
-        pressed.append(signum)
-
-    old = signal.signal(signal.SIGINT, later)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, old)
-    if pressed:
-        raise KeyboardInterrupt
 
 
 def leader_of(vf, kind, theta, Z, rho, sigma, exclude=None):

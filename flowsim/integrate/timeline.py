@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from flowsim._checks import is_real_number, is_whole
+from flowsim._checks import is_whole
 from flowsim.integrate.backends._scipy import IMPLICIT, ScipyBackend
 from flowsim.integrate.solution import HELD, Solution, log10_t_from_u
 from flowsim.integrate.vector_field import SCHEDULE, numpy_field
@@ -20,8 +20,10 @@ MAX_SAVES = 1_000_000
 LN10 = math.log(10.0)
 
 
-#: the earliest time a horizon or a save may name (t = 1e-300; smaller t are subnormal or 0 in float64)
+#: the earliest horizon (t1 = 1e-300), and the earliest save (the default grid's first, 2 FIRST_DECADES before the
+#: earliest horizon): below t = 1e-307 float64 has subnormals and 0 (those saves were -inf rows, "completed")
 MIN_LOG10_T = -300.0
+MIN_LOG10_SAVE = -306.0
 
 
 def log10_horizon(t1, log10_t1):
@@ -36,7 +38,9 @@ def log10_horizon(t1, log10_t1):
         log10_t1 = math.log10(t1)
     else:
         try:
-            x = float(log10_t1) if is_real_number(log10_t1) else math.nan
+            x = math.nan if isinstance(log10_t1, bool) else float(log10_t1)
+        except (TypeError, ValueError):
+            x = math.nan
         except OverflowError:  # an int past float range
             x = math.inf
         if not math.isfinite(x):
@@ -85,8 +89,8 @@ def save_points(log10_t1, saves=None, save_at=None):
         raise ValueError(f"save_at must be a list or array of log10 t values; got {save_at!r}.") from None
     if pts.ndim != 1 or not 1 <= pts.size <= MAX_SAVES - 1:
         raise ValueError(f"save_at must be a 1-D list of 1 to {MAX_SAVES - 1:,} log10 t values; got shape {pts.shape}.")
-    if not np.all(np.isfinite(pts)) or np.any(np.diff(pts) <= 0) or pts[0] < MIN_LOG10_T:
-        raise ValueError(f"save_at must be finite and strictly increasing log10 t values from {MIN_LOG10_T:g} on "
+    if not np.all(np.isfinite(pts)) or np.any(np.diff(pts) <= 0) or pts[0] < MIN_LOG10_SAVE:
+        raise ValueError(f"save_at must be finite and strictly increasing log10 t values from {MIN_LOG10_SAVE:g} on "
                          "(t = 0 is the init: use e.g. -12 for a save just after it).")
     if pts[-1] > log10_t1 + 1e-12 * max(1.0, abs(log10_t1)):
         raise ValueError(f"save_at goes to log10 t = {pts[-1]:g}, beyond the horizon log10 t1 = {log10_t1:g}; "

@@ -13,6 +13,9 @@ from __future__ import annotations
 import sympy as sp
 
 
+JUMP_FIX = "use s.sigma, held per entry, and declare uses_sign = True (a Filippov system)"
+
+
 def _refuse(part, rule, problem, fix):
     raise ValueError(f"{type(part).__name__}.{rule}: {problem}; {fix}.")
 
@@ -59,14 +62,14 @@ def _declared(part, rule, used, N, sig, at_zero_gradient, norm_of, sign_fix):
         _refuse(part, rule, f"uses s.N, {norm_of}, but the {kind} sets no norm",
                 "set norm = p (e.g. norm = 2.0) as a field or class attribute")
     exprs, r = at_zero_gradient[0]
-    # sympy's sign of the gradient, where it makes the rule jump (sign(G) |G|^a does not), jumps where no event
-    # looks: the backends chatter and disagree
-    jumps = [e for e in map(sp.sympify, exprs) if any(r in a.free_symbols for a in e.atoms(sp.sign))
+    # a rule that jumps where the gradient changes sign, however written (sign(G), G/|G|, Heaviside(G)), jumps
+    # where no event looks: the backends chattered and disagreed (sign(G) |G|^a is continuous: it derives)
+    kinks = (sp.sign, sp.Heaviside, sp.Abs, sp.Piecewise)
+    jumps = [e for e in map(sp.sympify, exprs) if any(r in a.free_symbols for a in e.atoms(*kinks))
              and len(set(_limits_at_zero(e, r))) > 1]
     if jumps:
-        _refuse(part, rule, f"jumps where the gradient changes sign ({jumps[0]}, with sympy's sign of it), and no "
-                "event locates those switches", "use s.sigma, held per entry, and "
-                + sign_fix.replace("use norm = float('inf'), or declare", "declare"))
+        _refuse(part, rule, f"jumps where the gradient changes sign ({jumps[0]}, with sympy's sign of it or the "
+                "like), and no event locates those switches", JUMP_FIX)
     if set(sig) & used and not part.uses_sign:
         _refuse(part, rule, f"uses s.sigma = sign(G), which the solver holds per entry only for a {kind} that says so",
                 sign_fix)

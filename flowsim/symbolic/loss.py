@@ -137,11 +137,12 @@ class Loss:
 
     ``expr`` is any sympy expression in one symbol, the margin (found by itself, or named by ``margin``;
     assumptions do not matter). flowsim derives q = -l'(m) and the log-domain forms of log q and log l.
-    ``log_expr`` (log l), when given, is checked against the derived one. Hyperbolic functions are
-    rewritten in exponentials (``1 - tanh(m)`` as ``2/(exp(2m) + 1)``: in float64 the first cancels to
-    0). Raises ``ValueError`` when l or q is not positive on [-30, 30], or when the tail is not
-    exponential (the clocks keep the state O(1) only then, docs/theory.md 4): ``tail_rate`` is c in
-    -log q(m) ~ c m. A solve from a start with a margin where q <= 0 (beyond [-30, 30]) is refused.
+    ``log_expr`` (log l), when given, is checked against the derived one. A loss with hyperbolic
+    functions that fails these checks as written is tried in exponentials (``1 - tanh(m)`` as
+    ``2/(exp(2m) + 1)``: in float64 the first cancels to 0). Raises ``ValueError`` when q or l is not
+    positive on [-30, 30], or when the tail is not exponential (the clocks keep the state O(1) only
+    then, docs/theory.md 4): ``tail_rate`` is c in -log q(m) ~ c m. A solve from a start with a margin
+    where q <= 0 (beyond [-30, 30]) is refused.
 
     >>> m = sympy.Symbol("m")
     >>> fs.Loss("squared exponential", sympy.exp(-m) ** 2)     # tail rate 2
@@ -158,15 +159,31 @@ class Loss:
         expr = _sympified(self.expr, "expr")
         margin = _margin_symbol(expr, self.margin)
         expr = _softplus_form(expr.xreplace({margin: M}) if margin is not None else expr)
-        if expr.has(HyperbolicFunction):  # 1 - tanh(m) cancels to 0 in float64 where 2/(exp(2m) + 1) does not
-            expr = _softplus_form(sp.simplify(expr.rewrite(sp.exp)))
+        given = None if self.log_expr is None else _softplus_form(
+            _sympified(self.log_expr, "log_expr").xreplace({margin: M} if margin is not None else {}))
+        try:
+            self._take(expr, given)
+        except ValueError:
+            # 1 - tanh(m): its float64 log q is -inf in the tail, where 2/(exp(2m) + 1) is fine; the form in
+            # exponentials is taken only where the form given fails (exp(-m) (2 - tanh m) was fine as given)
+            in_exponentials = _softplus_form(sp.simplify(expr.rewrite(sp.exp)))
+            if not expr.has(HyperbolicFunction) or in_exponentials.has(HyperbolicFunction):
+                raise
+            try:
+                self._take(in_exponentials, given)
+            except ValueError:
+                self._take(expr, given)  # raises the given form's error, which names what the user wrote
+
+    def _take(self, expr, given_log_expr):
+        """Use ``expr`` as the loss: its log-domain forms, checked (positivity, the tail) as the clocks need."""
+        for cached in ("q", "log_q"):
+            self.__dict__.pop(cached, None)
         object.__setattr__(self, "expr", expr)
         object.__setattr__(self, "margin", M)
         derived = log_domain(expr)
-        if self.log_expr is not None:
-            given = _softplus_form(_sympified(self.log_expr, "log_expr").xreplace({margin: M} if margin is not None else {}))
-            _check_same(given, derived, "log_expr", "log l(m)")
-            derived = given
+        if given_log_expr is not None:
+            _check_same(given_log_expr, derived, "log_expr", "log l(m)")
+            derived = given_log_expr
         object.__setattr__(self, "log_expr", derived)
         _check_positive(self)
         object.__setattr__(self, "_tail", _tail_rate(self))
@@ -244,8 +261,9 @@ def _check_positive(loss):
 
     # (not further out: at 40 digits 4 e^(-2m)/(1 + e^(-2m)) - 4 e^(-4m)/(1 + e^(-2m))^2 cancels to 0 at m = -1e4;
     # a run that meets q <= 0 there fails with a message)
-    checks = (("l(m)", loss.expr, "a loss that decreases to 0; a constant added to l changes no dynamics: drop it"),
-              ("q(m) = -l'(m)", loss.q, "a loss that decreases everywhere"))
+    checks = (("q(m) = -l'(m)", loss.q, "a loss that decreases everywhere"),
+              ("l(m)", loss.expr, "a loss that decreases to 0; one that tends to a constant instead: subtract it, a "
+               "constant changes no dynamics"))
     for what, e, why in checks:
         for m, raw in zip(_CHECK_AT, _mp_values(e, _CHECK_AT)):
             v = complex(raw)
