@@ -100,3 +100,38 @@ def test_the_proxy_at_a_jump_of_its_field_says_so_on_every_backend(backend):
     sol = fs.solve(system, data, 0.1, t1=1e10, backend=backend, throw=False)
     assert sol.status == "chattering" and "entries [(0, 2)]" in sol.message and "jumps" in sol.message, sol.message
     assert abs(sol.log10_t[-1] - (-0.954)) < 2e-3 and abs(sol.params[-1, 0, 1]) < 1e-9
+
+
+BACKENDS_ALL = ("diffrax:Tsit5", "scipy:BDF", "scipy:LSODA", "scipy:DOP853")
+
+
+@pytest.mark.parametrize("backend", BACKENDS_ALL)
+def test_adam_proxy_where_one_sample_holds_a_coordinate_far_ahead(backend):
+    """Coordinate 2 is only in sample 2, whose margin outgrows sample 1's: Phi_2 = q_2 / sqrt(2 q_2^2) = 1/sqrt 2
+    for ever, so beta_2 = 1e-3 + s / sqrt 2 exactly. P_2 = p_2^2 underflowed once the margins were 372 apart
+    (Phi_2 = 0/0): every backend failed (or ran out of steps) before log10 t = 300; the gap reaches 3e4 here."""
+    system = fs.derive(fs.Linear(), "logistic", fs.AdamProxy(batch=1))
+    sol = fs.solve(system, fs.Dataset(np.array([[1.0, 0.0], [2.0, 1.0]]), [1, 1]), 1e-3, log10_t1=1e4, backend=backend)
+    assert sol.status == "completed" and sol.beta[-1, 0] > 1e4
+    np.testing.assert_allclose(sol.beta[:, 1], 1e-3 + sol.tau / np.sqrt(2), rtol=1e-9)
+
+
+_MIXED = (np.array([[1.0, 0.0, 0.3], [0.5, 0.0, -1.0], [1.0, 0.0, 1.0]]), [1, 1, -1])
+_SAME_SIGNS = (np.array([[1.0, 0.0, 0.5], [0.5, 0.0, 1.0]]), [1, 1])  # (on _MIXED the sign flows slide off planes)
+
+
+@pytest.mark.parametrize("flow, data", [(fs.AdamProxy(batch=1), _MIXED), (fs.AdamProxy(batch=2), _MIXED),
+                                        (fs.SignFlow(), _SAME_SIGNS), (fs.SteepestDescent(float("inf")), _SAME_SIGNS)],
+                         ids=["proxy1", "proxy2", "sign", "steepest_inf"])
+@pytest.mark.parametrize("backend", ["diffrax:Tsit5", "scipy:BDF"])
+def test_a_column_of_zeros_is_left_where_it_starts(flow, data, backend):
+    """A feature no sample has (digits' blank pixels) has G = 0 for ever: its entry stays, and the others run as
+    without it. The Adam proxy's S/sqrt(Q) was 0/0 (max_steps on Tsit5, NaN on BDF), the sign flows called it
+    a sliding mode away from the plane (chattering at t = 0)."""
+    X, y = data
+    system = fs.derive(fs.Linear(), "logistic", flow)
+    full = fs.solve(system, fs.Dataset(X, y), 1e-3, t1=1e8, backend=backend)
+    without = fs.solve(system, fs.Dataset(X[:, [0, 2]], y), 1e-3, t1=1e8, backend=backend)
+    assert full.status == without.status == "completed"
+    np.testing.assert_allclose(full.beta[:, 1], 1e-3, rtol=1e-12)  # (BDF's Newton iterates round it)
+    np.testing.assert_allclose(full.beta[-1, [0, 2]], without.beta[-1], rtol=1e-7)

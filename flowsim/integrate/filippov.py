@@ -23,7 +23,11 @@ def classify(vf, theta, Z, rho, sigma, pinned, tol=1e-9):
     G, _ = vf.direction(theta, Z)
     scale = max(float(np.abs(G).max()), 1.0)  # G can be tiny everywhere (all w -> 0): absolute floor
     sigma = np.where((sigma == 0) & ~pinned, np.sign(G), sigma).astype(float)
-    cand = pinned | (sigma * G <= tol * scale)
+    # a coordinate whose data column is all 0 has G = 0 whatever theta: sign(0) = 0 holds it, as sign descent by
+    # hand does (it was a "sliding mode away from the plane", chattering at t = 0 on digits' blank pixels)
+    idle = np.broadcast_to(~np.any(Z != 0, axis=0), G.shape)
+    sigma = np.where(idle, 0.0, sigma)
+    cand = (pinned | (sigma * G <= tol * scale)) & ~idle
     if not cand.any():
         return sigma, pinned, theta, None
     Fp, _ = vf.field_and_scale(theta, Z, rho, np.where(cand, 1.0, sigma))

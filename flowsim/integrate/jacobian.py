@@ -97,17 +97,21 @@ class FieldJacobian:
         rt, St, pt, pat, ct, drt, dSt = _couplings(vf, theta_t, Z)
         n = float(Z.shape[0])
         if vf.needs_P:
-            Pt = (Z**2).T @ pt**2
+            # the field takes r~ and P~ scaled per coordinate by c (VectorField.scaled_moments), and is unchanged by
+            # that scaling: its partials in the unscaled ones are F_r / c and F_P / c^2 (0 on a column of zeros)
+            rt, Pt, log_c = vf.scaled_moments(xp.log(pt), Z)  # (p~ underflowed to 0: that sample's c term is 0)
+            # (below e^-700 the unscaled partials have underflowed with p~: those terms are left out)
+            inv = xp.where(log_c > -700.0, xp.exp(-xp.where(log_c > -700.0, log_c, 0.0)), 0.0)
             # dP~/dw~ = 2 (Z^2)^T diag(p~) dp~/dw~, dp~/dw~ = H~ Z c~
             Hz = pat[:, None] * Z - xp.outer(pt, pat @ Z)
             M2 = 2.0 * (Z**2).T @ (pt[:, None] * Hz)
             dPt = xp.reshape(M2[:, None, :] * ct[None, :, :], (d, K * d))
         else:
-            Pt, dPt = rt, drt
+            Pt, dPt, inv = rt, drt, 1.0
         fargs = (theta_t, rt, Pt, n, N, sigma)
         F = vf.compiled.field(*fargs)
-        dF_dwt = _local(xp, P["F_w"](*fargs)) + _through(xp, P["F_r"](*fargs), drt, K) \
-            + _through(xp, P["F_P"](*fargs), dPt, K)
+        dF_dwt = _local(xp, P["F_w"](*fargs)) + _through(xp, P["F_r"](*fargs) * inv, drt, K) \
+            + _through(xp, P["F_P"](*fargs) * inv**2, dPt, K)
         # the direction may use N at theta (steepest descent): that term goes straight to theta
         return F, St, dF_dwt @ dwt + _through(xp, P["F_N"](*fargs), dN, K), dSt @ dwt
 

@@ -51,16 +51,16 @@ class VectorField:
         mx = lq.max()  # array methods: NumPy's xp.max / xp.sum dispatch costs more than these small reductions
         e = xp.exp(lq - mx)
         total = e.sum()
-        return beta, m, mx + xp.log(total) - math.log(Z.shape[0]), e, total
+        return beta, m, mx + xp.log(total) - math.log(Z.shape[0]), e, total, lq - mx
 
     def weights(self, theta, Z):
         """beta, margins m, log gradient scale S and the sample weights p = softmax(log q(m))."""
-        beta, m, S, e, total = self._unnormalised_weights(theta, Z)
+        beta, m, S, e, total, _ = self._unnormalised_weights(theta, Z)
         return beta, m, S, e / total
 
     def couplings(self, theta, Z):
         """Margins m, log gradient scale S, and r = Z^T softmax(log q(m)) at theta."""
-        beta, m, S, e, total = self._unnormalised_weights(theta, Z)
+        beta, m, S, e, total, _ = self._unnormalised_weights(theta, Z)
         # e Z, not Z^T e: inside a while loop XLA copies the transpose on every call; and
         # normalising after the product saves a pass over the samples. A method, not xp.dot: NumPy's
         # function dispatch costs 60% more here (e has theta's array type, so this serves JAX alike)
@@ -90,11 +90,27 @@ class VectorField:
         """F = dtheta/dtau at theta and the log scale S~ at the evaluation point (``pinned``: unused, the
         signature of ``sliding_field_and_scale``)."""
         theta_t, N = self.evaluation_point(theta, Z, rho, sigma)
-        _, _, S_t, e, total = self._unnormalised_weights(theta_t, Z)
-        r_t = e.dot(Z) / total
-        # P = sum_i p_i^2 z_ij^2: the per-sample second moment the Adam proxy needs
-        P_t = self.xp.dot((e / total) ** 2, Z**2) if self.needs_P else r_t
+        _, _, S_t, e, total, log_e = self._unnormalised_weights(theta_t, Z)
+        if self.needs_P:
+            r_t, P_t, _ = self.scaled_moments(log_e, Z)
+        else:
+            r_t = P_t = e.dot(Z) / total
         return self.compiled.field(theta_t, r_t, P_t, float(Z.shape[0]), N, sigma), S_t
+
+    def scaled_moments(self, log_e, Z):
+        """r_j = sum_i p_i z_ij and P_j = sum_i p_i^2 z_ij^2 (the per-sample second moment the Adam proxy
+        needs), divided by c_j and c_j^2, and log c: c_j is the largest weight e_i (p = e / sum e, ``log_e`` its
+        log) among the samples with z_ij != 0. A direction that needs P is handed these: its rule must be
+        unchanged by (r_j, P_j) -> (r_j / c, P_j / c^2), as the proxy's r_j / sqrt(P_j) is. Unscaled, P_j
+        underflowed where a coordinate's samples all weighed below e^-372 of the heaviest (Phi_j = 0/0 where it
+        is 1/sqrt(n)), and was 0/0 on a column of zeros (a pixel of digits), where it is 0: there P_j is 1 and
+        r_j 0."""
+        xp = self.xp
+        there = Z != 0
+        log_c = xp.max(xp.where(there, log_e[:, None], -xp.inf), axis=0)
+        zero = ~xp.isfinite(log_c)  # a column of zeros
+        w = xp.where(there, xp.exp(log_e[:, None] - xp.where(zero, 0.0, log_c)), 0.0) * Z
+        return w.sum(axis=0), xp.where(zero, 1.0, (w**2).sum(axis=0)), log_c
 
     def sliding_field_and_scale(self, theta, Z, rho, sigma, pinned):
         """Filippov field with the entries in ``pinned`` sliding on w = 0: the real-time fields

@@ -8,7 +8,9 @@ docs/theory.md 4) or :math:`d\theta/ds` (``clock = "schedule"``: :math:`ds = \et
 - ``w``: the entry at the evaluation point, ``dbeta``: :math:`\partial\beta/\partial w` there, ``r``:
   the data coupling there, ``G = -dbeta r``: the O(1) gradient direction there,
 - ``N``: the dual norm of the gradient direction at theta (``norm = p`` selects it; a flow has one N),
-- ``P``: :math:`\sum_i p_i^2 z_{ij}^2` (per-sample second moment, when ``needs_P``), ``n``: samples,
+- ``P``: :math:`\sum_i p_i^2 z_{ij}^2` (per-sample second moment, when ``needs_P``; then r and P come scaled
+  per coordinate, r_j / c_j and P_j / c_j^2, so the rule must be unchanged by that scaling, as the Adam
+  proxy's r_j / sqrt(P_j) is: unscaled, P underflows where r does not), ``n``: samples,
 - ``sigma``: sign(G), held piecewise constant by the solver (Filippov; set ``uses_sign``).
 
 ``follows_gradient = True`` promises that the field carries the factor dbeta (so critical points are
