@@ -99,7 +99,7 @@ class FieldJacobian:
         if vf.needs_P:
             # the field takes r~ and P~ scaled per coordinate by c (VectorField.scaled_moments), and is unchanged by
             # that scaling: its partials in the unscaled ones are F_r / c and F_P / c^2 (0 on a column of zeros)
-            rt, Pt, log_c = vf.scaled_moments(xp.log(pt), Z)  # (p~ underflowed to 0: that sample's c term is 0)
+            rt, Pt, log_c = vf.scaled_moments(xp.log(pt), Z)
             # (below e^-700 the unscaled partials have underflowed with p~: those terms are left out)
             inv = xp.where(log_c > -700.0, xp.exp(-xp.where(log_c > -700.0, log_c, 0.0)), 0.0)
             # dP~/dw~ = 2 (Z^2)^T diag(p~) dp~/dw~, dp~/dw~ = H~ Z c~

@@ -112,10 +112,9 @@ def event_functions(vf, clock: str, uses_sign: bool, track=()) -> Events:
 
             def value(s, y, size):
                 sc = scores(vf, kind, xp.reshape(y[:-1], (K, d)), Z, rho, sigma)
-                # a tie at the segment start (the leader was just chosen by a probe) still counts as ahead; by a
-                # margin relative to the scores (an absolute 1e-12 reported switches among betas of 1e-13 late:
-                # log10 t = 0.097 for -0.159 from an init of 1e-7)
-                # (over the finite scores: a growth score is -inf where beta_j = 0, and an infinite margin never fired)
+                # a tie at the segment start (the leader was just chosen by a probe) still counts as ahead, by a
+                # margin relative to the finite scores (an absolute 1e-12 reported switches among betas of 1e-13
+                # late, -0.159 as 0.097 in log10 t; a growth score is -inf where beta_j = 0: it never fired)
                 ahead = 1e-12 * xp.maximum(xp.max(xp.where(xp.isfinite(sc), xp.abs(sc), 0.0)), 1e-290)
                 return sc[k] - xp.max(xp.where(not_k, sc, -xp.inf)) + ahead
 
