@@ -221,7 +221,7 @@ def test_switch_times_from_a_sweep_agree_with_solver_events():
     ({"beta": [1.0]}, "unknown grid key 'beta'"),
     ({"rhoo": [0.1]}, "unknown grid key 'rhoo': did you mean 'rho'?"),
     ({"rho": [0.1, 0.2, 0.1]}, "repeats values"),
-    ({"alpha_4": [0.1]}, "j in 1..3"),
+    ({"alpha_4": [0.1]}, "the data have no coordinate 4; .* j in 1..3"),  # was "did you mean 'alpha'?"
     ({"alpha": [0.1], "alpha_1": [0.2]}, "not both"),
     ({"rho": [-0.1]}, "must be >= 0"),
     ({"alpha": [np.nan]}, "finite numbers"),

@@ -56,8 +56,9 @@ def _check_grid(system, data, grid):
         elif key != ALPHA:
             j = key[len("alpha_"):] if key.startswith("alpha_") else ""
             if not (j.isdigit() and 1 <= int(j) <= data.d):
-                near = difflib.get_close_matches(str(key), [ALPHA, RHO], n=1)
-                hint = f"did you mean {near[0]!r}? " if near else ""
+                near = [] if j.isdigit() else difflib.get_close_matches(str(key), [ALPHA, RHO], n=1)
+                # (alpha_3 at d = 2 was "did you mean 'alpha'?": its coordinate is what is wrong)
+                hint = f"did you mean {near[0]!r}? " if near else f"the data have no coordinate {j}; " if j else ""
                 raise ValueError(f"unknown grid key {key!r}: {hint}use 'alpha', 'rho', or 'alpha_<j>' with j in "
                                  f"1..{data.d} (coordinate j of the initialisation, 1-based as in the papers).")
         v = np.atleast_1d(np.asarray(values, dtype=np.float64))
