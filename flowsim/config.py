@@ -250,9 +250,10 @@ class Experiment(_Problem):
 class Grid(_Strict):
     """``[sweep]``: the axes of the grid (each a list) and the chunk size."""
 
-    alpha: list[float] | None = Field(None, min_length=1)
-    rho: list[Annotated[float, Field(ge=0.0)]] | None = Field(None, min_length=1)
-    alpha_j: dict[str, list[float]] | None = None  # {1 = [...], 2 = [...]}: the axes alpha_<j>
+    # (finite here: an inf was refused only by the sweep, after the warnings that it replaces init or rho)
+    alpha: list[Annotated[float, Field(allow_inf_nan=False)]] | None = Field(None, min_length=1)
+    rho: list[Annotated[float, Field(ge=0.0, allow_inf_nan=False)]] | None = Field(None, min_length=1)
+    alpha_j: dict[str, list[Annotated[float, Field(allow_inf_nan=False)]]] | None = None  # {1 = [...]}: alpha_<j>
     chunk_size: int = Field(256, ge=1)
 
     def axes(self) -> dict:

@@ -384,6 +384,8 @@ def test_data_from_npz_csv_and_builtin_sets(tmp_path):
     ("run", CONFIG.replace("rho = 0.05", "rho = 0.05\nnorm = \"inf\""), "write it without quotes, norm = inf"),
     ("sweep", CONFIG + "[sweep]\nrho = [0.1, 0.1]\n", "grid['rho'] repeats values"),
     ("sweep", CONFIG + "[sweep]\nrho = [0.1, -0.2]\n", "key 'sweep.rho': Input should be greater than or equal to 0"),
+    # (refused by the sweep, after the warning that it replaces the flow's rho)
+    ("sweep", CONFIG + "[sweep]\nrho = [inf]\n", "key 'sweep.rho': Input should be a finite number"),
     ("sweep", "[model\nform = 1\n", "exp.toml is not valid TOML: Expected ']'"),
     ("run", CONFIG + "backend = \"scipy:BDF\"\n", "'backend' is a top-level key; in TOML it must come before the first"),
     ("iterate", ITERATE.replace("lr = 0.1", "lr = 0.1\nb1 = 0.9"), "name = 'sam' takes lr, rho, norm, decay, batch; drop b1"),
