@@ -213,22 +213,6 @@ def linf_trichotomy(out: Path, quick: bool) -> Claim:
                  every(outcomes, "initialisations match the predicted fates and limit"), controls, numbers, "sam_linf.png")
 
 
-def _decide_late(phase, flow, depth, rho, log10_t1=1e5):
-    """Re-run to log10 t = 1e5 the cells whose limit disagrees with Cor 3.5 at t = 1e30. The prediction is
-    asymptotic: near a boundary the predicted leader overtakes only when log t is in the hundreds (L = 2,
-    alpha_2 just above rho) or thousands (L = 3, nearly equal blow-up times). Returns how many were re-run."""
-    bad = np.argwhere(~phase["match"].values)
-    system = fs.derive(fs.DiagonalNet(depth), "logistic", flow or fs.SAM(rho, INF))
-    for i, j in bad:
-        alpha = np.array([phase["alpha_1"].values[i], phase["alpha_2"].values[j]])
-        sol = fs.solve(system, fs.Dataset(MU[None], [1]), alpha, log10_t1=log10_t1, atol=1e-14, throw=False, saves=2)
-        b = sol.beta[-1]
-        if sol.ok:  # a failed re-run keeps the cell as it was (a disagreement)
-            phase["observed"][i, j] = int(np.argmax(b)) if b.max() > 10 * rho**depth else -1
-    phase["match"] = phase["observed"] == phase["predicted"]
-    return len(bad)
-
-
 def linf_phase_diagram(out: Path, quick: bool) -> Claim:
     rho, n = 0.1, (10 if quick else 40)
     # offset grids so no point sits exactly on a predicted boundary alpha_j = rho
@@ -236,8 +220,8 @@ def linf_phase_diagram(out: Path, quick: bool) -> Claim:
     fig, axes = _fig(1, 3, 4.2, 4.0)
     numbers, outcomes, controls = {}, [], []
     for ax, (depth, flow) in zip(axes[0], ((2, None), (3, None), (2, fs.GD()))):
-        phase = fs.linf_sam_phase(MU, a1, a2, rho=rho, depth=depth, flow=flow, t1=1e30)
-        late = _decide_late(phase, flow, depth, rho)
+        phase = fs.linf_sam_phase(MU, a1, a2, rho=rho, depth=depth, flow=flow, t1=1e30, late_log10_t1=1e5)
+        late = phase.attrs["re_solved"]
         plot.phase_diagram(phase, ax)
         name = f"{'GD' if flow else 'l_inf-SAM'}, L={depth}, {n}x{n} grid" + (f" ({late} cells re-run to log10 t = 1e5)"
                                                                              if late else "")

@@ -203,6 +203,16 @@ def test_linf_sam_phase_matches_cor_3_5(depth):
         assert "on a boundary: tie, no e_j predicted" in legend and "flow != Cor 3.5" not in legend
 
 
+def test_a_phase_cell_whose_leader_changes_late_is_solved_again():
+    """The README's 16 x 16 grid at L = 2: at (0.4, 0.117) beta_1 still leads at t = 1e30 (alpha_2 is just above
+    rho) and the cell read "flow != Cor 3.5"; solved to log10 t = 1e5 it is e_2, as predicted."""
+    alpha = np.geomspace(0.01, 0.4, 16)
+    at_t1 = fs.linf_sam_phase([1.0, 2.0], alpha[-1:], alpha[10:11], rho=0.1, depth=2, late_log10_t1=None)
+    assert at_t1["observed"].values.tolist() == [[0]] and at_t1["predicted"].values.tolist() == [[1]]
+    late = fs.linf_sam_phase([1.0, 2.0], alpha[-1:], alpha[10:11], rho=0.1, depth=2)
+    assert late.attrs["re_solved"] == 1 and late["match"].values.all()
+
+
 def test_switch_times_from_a_sweep_agree_with_solver_events():
     ds = fs.sweep(L2SAM, MU3, {"alpha": [0.05, 0.1]}, t1=1e30, saves=400)
     sw = fs.switch_log10_t(ds)
