@@ -118,18 +118,23 @@ def _read_config(path: Path, schema):
 
 
 def _solve_reporting(solve, *args, **kw):
-    """Run ``solve``; bad input found on the way is a user error, warnings are one line each."""
+    """Run ``solve``; bad input found on the way is a user error, warnings are one line each, once each."""
     import flowsim as fs
 
+    said = set()
+
+    def show(message, *_, **__):  # as it comes (not after the work), and once (a sweep warned once per point)
+        if str(message) not in said:
+            said.add(str(message))
+            typer.echo(f"warning: {message}", err=True)
+
     try:
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings():
             warnings.simplefilter("always", fs.ReachabilityWarning)
-            result = solve(*args, **kw)
+            warnings.showwarning = show
+            return solve(*args, **kw)
     except ValueError as err:  # bad input, found before or by the solve: one line, exit 2
         _user_error(err)
-    for w in caught:
-        typer.echo(f"warning: {w.message}", err=True)
-    return result
 
 
 def _save(result, out: Path):

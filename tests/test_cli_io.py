@@ -574,3 +574,16 @@ def test_a_formula_model_takes_its_layers_in_natural_order():
 
     beta = "*".join(f"w{k}" for k in range(1, 11)) + "*w11**2"
     assert make_model("product", 2, beta, None).layers == tuple(f"w{k}" for k in range(1, 12))
+
+
+def test_a_sweep_warns_once_before_its_work(tmp_path):
+    """Every point of a sweep the model cannot separate from its start warns the same: the command line said it
+    once per point, after the work (12 copies of a 700-character warning)."""
+    cfg = tmp_path / "reach.toml"
+    cfg.write_text('init = 0.1\nt1 = 1e5\n[data]\nX = [[1.0, -2.0], [-1.0, -1.0]]\ny = [1, 1]\n[model]\nform = "tied"\n'
+                   "depth = 2\n[sweep]\nalpha = [0.05, 0.1, 0.2]\n")
+    r = runner.invoke(app, ["sweep", str(cfg), "--out", str(tmp_path / "r.nc")])
+    lines = r.output.splitlines()
+    said = [i for i, ln in enumerate(lines) if "keeps beta_1 >= 0" in ln]
+    done = [i for i, ln in enumerate(lines) if "points:" in ln]
+    assert r.exit_code == 0 and len(said) == 1 and said[0] < done[0], r.output

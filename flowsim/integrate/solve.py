@@ -198,7 +198,8 @@ def _warn_if_unreachable(system, data, signs):
         f"{system.model} from this init keeps {kept} for ever, and no such beta separates these data: the flow "
         "will come to rest at a point with a positive loss (status 'converged' at a critical point; 'stalled' at an "
         "exact equilibrium of a perturbed flow; 'collapsed' where that point is beta = 0, approached until the "
-        "parameters fall below the collapse floor), not to a max-margin direction. To separate them use "
+        "parameters fall below the collapse floor; 'completed' if t1 comes first; a failure status where the solver "
+        "cannot follow it there, with the reason), not to a max-margin direction. To separate them use "
         "DiagonalNet(depth, form='difference') (in a config file: [model] form = \"difference\"; any sign)"
         f"{mixed}.", ReachabilityWarning, stacklevel=3)
 
