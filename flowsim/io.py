@@ -121,10 +121,10 @@ def writable_place(path) -> Path:
     write in (missing folders below it are made when it is written); ValueError otherwise, before any work
     (a file in the way had ended a finished run in a traceback, the run lost)."""
     path = Path(path)
-    there = next(p for p in (path.absolute(), *path.absolute().parents) if p.exists() or p == p.parent)
-    if there != path.absolute() and not there.is_dir():
+    there = next(p for p in path.absolute().parents if p.exists())  # (the root always does)
+    if not there.is_dir():
         raise ValueError(f"cannot write {path}: {there} is a file, not a folder.")
-    if there != path.absolute() and not os.access(there, os.W_OK):
+    if not os.access(there, os.W_OK):
         raise ValueError(f"cannot write {path}: no permission to write in {there}.")
     return path
 

@@ -49,9 +49,10 @@ class VectorField:
         m = xp.dot(Z, beta)  # dot, not @: NumPy's matmul dispatch costs 50% more on these small arrays
         lq = self.compiled.log_q(m)
         mx = lq.max()  # array methods: NumPy's xp.max / xp.sum dispatch costs more than these small reductions
-        e = xp.exp(lq - mx)
+        log_e = lq - mx
+        e = xp.exp(log_e)
         total = e.sum()
-        return beta, m, mx + xp.log(total) - math.log(Z.shape[0]), e, total, lq - mx
+        return beta, m, mx + xp.log(total) - math.log(Z.shape[0]), e, total, log_e
 
     def weights(self, theta, Z):
         """beta, margins m, log gradient scale S and the sample weights p = softmax(log q(m))."""

@@ -163,7 +163,7 @@ class Loss:
             _sympified(self.log_expr, "log_expr").xreplace({margin: M} if margin is not None else {}))
         try:
             self._take(expr, given)
-        except ValueError:
+        except ValueError as as_given:
             # 1 - tanh(m): its float64 log q is -inf in the tail, where 2/(exp(2m) + 1) is fine; the form in
             # exponentials is taken only where the form given fails (exp(-m) (2 - tanh m) was fine as given)
             in_exponentials = _softplus_form(sp.simplify(expr.rewrite(sp.exp)))
@@ -172,7 +172,7 @@ class Loss:
             try:
                 self._take(in_exponentials, given)
             except ValueError:
-                self._take(expr, given)  # raises the given form's error, which names what the user wrote
+                raise as_given from None  # the given form's error names what the user wrote
 
     def _take(self, expr, given_log_expr):
         """Use ``expr`` as the loss: its log-domain forms, checked (positivity, the tail) as the clocks need."""
@@ -260,7 +260,7 @@ def _check_positive(loss):
     import mpmath
 
     # (not further out: at 40 digits 4 e^(-2m)/(1 + e^(-2m)) - 4 e^(-4m)/(1 + e^(-2m))^2 cancels to 0 at m = -1e4;
-    # a run that meets q <= 0 there fails with a message)
+    # a solve that starts where q <= 0 is refused, solve._check_defined_at)
     checks = (("q(m) = -l'(m)", loss.q, "a loss that decreases everywhere"),
               ("l(m)", loss.expr, "a loss that decreases to 0; one that tends to a constant instead: subtract it, a "
                "constant changes no dynamics"))
@@ -281,8 +281,10 @@ def _check_positive(loss):
 def _tail_rate(loss) -> float:
     f = sp.lambdify(M, loss.log_q, modules=[numpy_functions(), "numpy"])
     with np.errstate(all="ignore"):
-        rates = _slopes([float(f(np.float64(m))) for m in _TAIL_AT])
-    if _exponential(rates):
+        logs = [float(f(np.float64(m))) for m in _TAIL_AT]
+    # slopes between the points: a constant in log q (a factor in q) drops out
+    rates = [-(b - a) / (mb - ma) for a, b, ma, mb in zip(logs, logs[1:], _TAIL_AT, _TAIL_AT[1:])]
+    if all(np.isfinite(rates)) and rates[-1] > 0 and abs(rates[-1] - rates[-2]) <= 1e-3 * rates[-1]:
         return rates[-1]
     raise ValueError(
         f"loss {loss.name!r}: the slope of -log q(m) over m in [1e4, 1e6] and [1e6, 1e8] is "
@@ -291,15 +293,6 @@ def _tail_rate(loss) -> float:
         "needs an exponential tail (-log q(m)/m -> c > 0), where its clocks keep every quantity O(1) at any t and "
         "the max-margin theorems apply (docs/theory.md 4). Heavier or lighter tails are not integrated."
     )
-
-
-def _slopes(logs):
-    # slopes between the points: a constant in log q (a factor in q) drops out
-    return [-(b - a) / (mb - ma) for a, b, ma, mb in zip(logs, logs[1:], _TAIL_AT, _TAIL_AT[1:])]
-
-
-def _exponential(rates) -> bool:
-    return bool(all(np.isfinite(rates)) and rates[-1] > 0 and abs(rates[-1] - rates[-2]) <= 1e-3 * rates[-1])
 
 
 exponential_loss = Loss("exponential", sp.exp(-M))

@@ -116,6 +116,7 @@ def linf_sam_phase(mu, alpha_1, alpha_2, rho: float, depth: int = 2, *, loss="lo
     base = np.full(mu.size, rho) if init is None else init
     ds = sweep(system, Dataset(mu[None], [1]), {"alpha_1": alpha_1, "alpha_2": alpha_2}, init=base, t1=t1, log10_t1=log10_t1, atol=atol,
                **sweep_kw)
+
     def leader(b):
         return np.where(b.max(axis=-1) > leader_factor * rho**depth, np.argmax(b, axis=-1), -1)
 
