@@ -193,7 +193,8 @@ def sweep(config: Path = CONFIG,
           executor: str = typer.Option("local", help="local, dask (a LocalCluster) or a scheduler address")):
     """Solve a flow over a grid of inits and radii: a run config plus a table
     [sweep] with alpha = [...], rho = [...] and/or alpha_j = {1 = [...], 2 = [...]} (and chunk_size).
-    Exit code 1 after a Ctrl-C (the points done are saved, the others have status interrupted)."""
+    Exit code 1 when a point failed or after a Ctrl-C (the sweep is saved either way; a Ctrl-C leaves the
+    points not done with status interrupted)."""
     import flowsim as fs
     from flowsim import io
     from flowsim.config import SweepExperiment, build
@@ -212,7 +213,10 @@ def sweep(config: Path = CONFIG,
     _save(ds, out)
     counts = {str(k): int(v) for k, v in zip(*np.unique(ds["status"].values, return_counts=True))}
     typer.echo(f"{ds['status'].size} points: {counts}; saved {out}")
-    if "interrupted" in counts:  # a Ctrl-C: what was done is saved, and the exit code says it is not all
+    failed = {status: count for status, count in counts.items() if status in fs.FAILURES}
+    if failed:  # saved, but a script must not take a partial grid for a whole one
+        typer.echo(f"{sum(failed.values())} of {ds['status'].size} points failed ({failed}); "
+                   "the status of each point is in the file", err=True)
         raise typer.Exit(1)
 
 

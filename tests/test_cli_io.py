@@ -483,6 +483,17 @@ def test_cli_sweep_interrupted_saves_what_it_has_and_exits_1(tmp_path, monkeypat
     assert status.count("interrupted") == 2 and len(status) == 4
 
 
+def test_cli_sweep_with_failed_points_exits_1_and_says_how_many(tmp_path):
+    """A sweep whose points run out of steps was saved with exit code 0: a script took the grid as whole."""
+    cfg, out = tmp_path / "sweep.toml", tmp_path / "s.nc"
+    cfg.write_text(SWEEP.replace("saves = 30\n", "saves = 30\nmax_steps = 4\n"))
+    r = runner.invoke(app, ["sweep", str(cfg), "--out", str(out)])
+    assert r.exit_code == 1 and "4 of 4 points failed ({" in r.output, r.output
+    assert set(io.load(out)["status"].values.ravel()) <= set(fs.FAILURES)
+    cfg.write_text(SWEEP)
+    assert runner.invoke(app, ["sweep", str(cfg), "--out", str(out)]).exit_code == 0
+
+
 def test_a_ctrl_c_while_the_file_is_written_lands_once_it_is_whole(tmp_path, monkeypatch):
     """A Ctrl-C just as a run or sweep finishes lands in the save: the file is still written whole, and
     the exit code is 1 (the interrupt had dropped the file, with exit code 130)."""
