@@ -201,6 +201,18 @@ def test_limit_direction_extrapolates_and_says_when_it_cannot():
         fs.limit_direction(collapsed)
 
 
+def test_limit_direction_stays_within_the_signs_beta_keeps():
+    """A depth-3 net with beta >= 0 to t1 = 1e10: the fit in (log t)^(-k) crossed to beta_1 = -0.034. It now
+    reads the extrapolation within the kept signs, and still says the horizon cannot pin the limit down; to
+    1e100 (no sign cut) it lands by the last saved direction."""
+    data = fs.Dataset(np.array([[1.0, 2.0], [2.0, 0.5]]), [1, 1])
+    system = fs.derive(fs.DiagonalNet(3, "tied"), "logistic", fs.GD())
+    short = fs.limit_direction(fs.solve(system, data, 0.3, t1=1e10))
+    assert np.all(short.direction >= 0) and short.spread > 0.5
+    late = fs.solve(system, data, 0.3, t1=1e100)
+    assert np.linalg.norm(fs.limit_direction(late).direction - late.direction[-1]) < 5e-3
+
+
 def test_plots_take_and_return_an_axis(one_sample):
     from matplotlib.figure import Figure
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from flowsim._checks import is_real_number, is_whole
+from flowsim.theory.reachable import reachable_signs
 from flowsim.theory.references import MaxMargin, normalised_margin
 
 
@@ -344,7 +345,9 @@ def limit_direction(sol, tail: float = 0.5, rates=np.linspace(0.05, 2.0, 40)) ->
     """Estimate the limit direction by fitting the unit direction against x = (log t)^(-k) (the
     clock in which depth-L convergence is a straight line, docs/theory.md 4) and reading it at x = 0.
     Only for a run that reached its horizon (status "completed"): one that stopped short, or came to rest,
-    has no tail to extrapolate (a failed run's fit pointed 0.9 away from where it ended)."""
+    has no tail to extrapolate (a failed run's fit pointed 0.9 away from where it ended). Each fit is read within
+    the signs beta keeps from the run's start (``reachable_signs``): a fit at t1 = 1e10 of a depth-3 net with
+    beta >= 0 crossed to beta_1 = -0.034."""
     if sol.status != "completed":
         raise ValueError(f"limit_direction extrapolates a run to t -> infinity; this one ended {sol.status!r} at "
                          f"log10 t = {sol.log10_t[-1]:.6g} ({sol.message[:120]}). Use sol.direction[-1] for where it "
@@ -356,13 +359,26 @@ def limit_direction(sol, tail: float = 0.5, rates=np.linspace(0.05, 2.0, 40)) ->
     logt = lt[keep] * np.log(10.0)
     if keep.sum() < 4:
         raise ValueError("need at least 4 save points with t > 1 in the tail to estimate a limit.")
+    signs = _kept_signs(sol)
     fits = []
     for k in rates:
         A = np.vstack([np.ones_like(logt), logt ** (-k)]).T
         coef, *_ = np.linalg.lstsq(A, D, rcond=None)
-        fits.append((float(np.sqrt(np.mean((A @ coef - D) ** 2))), k, coef[0] / np.linalg.norm(coef[0])))
+        fits.append((float(np.sqrt(np.mean((A @ coef - D) ** 2))), k, _within(coef[0], signs)))
     res, k, d0 = min(fits, key=lambda f: f[0])
     good = [f[2] for f in fits if f[0] <= 2 * res + 1e-14]
     spread = max(float(np.linalg.norm(a - b)) for a in good for b in good)
     return LimitEstimate(direction=d0, rate=float(k), residual=res, moved=float(np.linalg.norm(d0 - sol.direction[-1])),
                          spread=spread)
+
+
+def _kept_signs(sol) -> np.ndarray:
+    """The sign each beta_j keeps from the run's start (nan: either), as ``reachable_signs`` says."""
+    return reachable_signs(sol.system.model, sol.params[0], sol.system.flow)
+
+
+def _within(direction, signs) -> np.ndarray:
+    """A unit direction with the entries of a sign beta cannot take set to 0."""
+    cut = np.where((signs == 0) | (signs * direction < 0), 0.0, direction)
+    size = np.linalg.norm(cut)
+    return cut / size if size > 0 else direction / np.linalg.norm(direction)
