@@ -85,10 +85,18 @@ def test_sequential_feature_amplification_along_time():
 
 def test_leading_coordinate_along_alpha(one_sample):
     # Thm 4.5: at a fixed time, small alpha -> the minor coordinate leads, large alpha -> the major one;
-    # very small alpha collapses (-1)
+    # very small alpha collapses (-1: no leader)
     system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1))
     lead = fs.leading_by_alpha(system, one_sample, [0.02, 0.06, 0.1, 0.5], log10_t=0.5)
     np.testing.assert_array_equal(lead, [-1, 0, 1, 1])
+    # a failed solve read -1 as a collapse does, without a word; one held at an equilibrium (l_inf-SAM with
+    # alpha = rho, stalled) is there at t and has a leader
+    with pytest.warns(RuntimeWarning, match=r"4 solve\(s\) failed before log10 t = 0.5 .*alpha = 0.5: max_steps"):
+        np.testing.assert_array_equal(fs.leading_by_alpha(system, one_sample, [0.02, 0.06, 0.1, 0.5], log10_t=0.5,
+                                                          max_steps=3), [-1] * 4)
+    linf = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, float("inf")))
+    assert fs.solve(linf, one_sample, 0.1, log10_t1=0.5).status == "stalled"
+    assert fs.leading_by_alpha(linf, one_sample, [0.1, 0.3], log10_t=0.5).tolist() == [0, 1]
 
 
 @pytest.mark.parametrize("depth", [2, 3])

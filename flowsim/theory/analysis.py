@@ -9,6 +9,7 @@ gap to one reference decays (k > 0, a good fit, still decreasing) while the othe
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -309,13 +310,21 @@ def _finite_vector(name, value):
 
 def leading_by_alpha(system, data, alphas, log10_t: float, **solve_kw) -> np.ndarray:
     """The leading coordinate argmax |beta_j| at time 10**log10_t as a function of the initialisation
-    scale alpha (seed 000, Thm 4.5), one solve per alpha (-1 where the solve ended before t)."""
+    scale alpha (seed 000, Thm 4.5), one solve per alpha: -1 where there is none, the solve having ended
+    before t (collapsed to 0, or failed: a warning names those alphas and why). A run held at an
+    equilibrium or critical point ("stalled", "converged") is there at t."""
+    from flowsim.integrate.solution import FAILURES, HELD
     from flowsim.integrate.solve import solve
 
-    out = []
+    out, failed = [], []
     for a in alphas:
         sol = solve(system, data, a, log10_t1=log10_t, saves=2, throw=False, track=(), **solve_kw)
-        out.append(int(np.argmax(np.abs(sol.beta[-1]))) if sol.status == "completed" else -1)
+        out.append(int(np.argmax(np.abs(sol.beta[-1]))) if sol.status in ("completed", *HELD) else -1)
+        if sol.status in FAILURES:
+            failed.append(f"alpha = {a}: {sol.status} ({sol.message[:160]})")
+    if failed:
+        warnings.warn(f"leading_by_alpha: {len(failed)} solve(s) failed before log10 t = {log10_t} and read -1 "
+                      f"as a collapse does: {'; '.join(failed)}", RuntimeWarning, stacklevel=2)
     return np.array(out)
 
 
