@@ -87,16 +87,33 @@ def test_schedule_flow_sweeps_in_its_clock():
         _compare(ds, (i,), fs.solve(system, data, a, t1=1e20, saves=30))
 
 
-def test_dask_local_cluster_equals_local_path(l2_sweep):
+def test_dask_local_cluster_equals_local_path(l2_sweep, capsys, monkeypatch):
+    """On Dask: the local numbers; progress as plain lines in a log (dask's bar wrote carriage returns); a
+    Ctrl-C keeps the chunks finished (it lost the sweep)."""
     distributed = pytest.importorskip("dask.distributed")
+    grid = {"alpha": ALPHAS, "rho": RHOS}
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        ds = fs.sweep(L2SAM, MU3, {"alpha": ALPHAS, "rho": RHOS}, t1=1e30, saves=120, chunk_size=2, executor=client)
+        ds = fs.sweep(L2SAM, MU3, grid, t1=1e30, saves=120, chunk_size=2, executor=client, progress=True)
         workers = {w for w in client.run(lambda: __import__("os").getpid()).values()}
+        real = distributed.as_completed
+
+        def first_then_ctrl_c(futures):
+            yield next(iter(real(futures)))
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(distributed, "as_completed", first_then_ctrl_c)
+        with pytest.warns(RuntimeWarning, match="sweep interrupted"):
+            part = fs.sweep(L2SAM, MU3, grid, t1=1e30, saves=120, chunk_size=1, executor=client)
+    log = capsys.readouterr().err
+    assert "flowsim: sweep 100% (3/3 chunks)" in log and "\r" not in log
     assert ds.attrs["executor"].startswith("dask tcp://127.0.0.1") and ds.attrs["chunks"] == 3 and len(workers) == 2
     for var in ("beta", "log_loss", "beta_end"):
         np.testing.assert_allclose(ds[var].values, l2_sweep[var].values, rtol=1e-10, atol=1e-300)
     assert (ds["status"].values == l2_sweep["status"].values).all()
+    kept = part["status"].values != "interrupted"
+    assert 1 <= kept.sum() < kept.size and part.attrs["interrupted"] == kept.size - kept.sum()
+    np.testing.assert_allclose(part["beta"].values[kept], l2_sweep["beta"].values[kept], rtol=1e-10, atol=1e-300)
 
 
 def test_chunks_on_threads_equal_chunks_one_after_another(l2_sweep, monkeypatch):

@@ -208,14 +208,15 @@ def _execute(tasks, executor, progress, concurrent=False):
     """Each task's ``_chunk``, in order: on Dask (``executor``), or here, on a thread per core where
     ``concurrent`` (vmapped chunks: each is one XLA computation, which runs on one core and releases
     the GIL, so two chunks at a time took half the time on two cores), else one after another. After a
-    Ctrl-C here the chunks not finished are None."""
-    if executor is not None:
-        return _on_dask(tasks, executor, progress)
+    Ctrl-C the chunks not finished are None."""
     from flowsim.progress import progress_bar
 
-    bar = progress_bar(len(tasks), "chunks" if concurrent else "points", "sweep") if progress else None
-    workers = min(len(tasks), _cores()) if concurrent else 1
+    unit = "chunks" if concurrent or executor is not None else "points"
+    bar = progress_bar(len(tasks), unit, "sweep") if progress else None
     try:
+        if executor is not None:
+            return _on_dask(tasks, executor, bar)
+        workers = min(len(tasks), _cores()) if concurrent else 1
         return (_in_threads(tasks, workers, bar) if workers > 1 else _in_turn(tasks, bar)), "local"
     finally:
         if bar:
@@ -286,15 +287,27 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _on_dask(tasks, executor, progress):
+def _on_dask(tasks, executor, bar):
+    """The chunks on a Dask cluster, counted on flowsim's own bar as they finish (dask's progress wrote
+    carriage returns into log files). A Ctrl-C ends the sweep with the chunks finished; the others are
+    cancelled."""
+    from dask.distributed import as_completed
+
     client, owned = _client(executor)
     try:
         futures = client.map(_chunk, *zip(*tasks), pure=False)
-        if progress:
-            from dask.distributed import progress as dask_progress
-
-            dask_progress(futures)
-        return client.gather(futures), f"dask {client.scheduler.address}"
+        try:
+            for _ in as_completed(futures):
+                if bar:
+                    bar.update(1)
+        except KeyboardInterrupt:
+            client.cancel([f for f in futures if not f.done()])
+        for f in futures:
+            if f.status == "error":  # a chunk's error goes on up
+                f.result()
+        done = [f.status == "finished" for f in futures]
+        results = client.gather([f for f, ok in zip(futures, done) if ok])
+        return [results.pop(0) if ok else None for ok in done], f"dask {client.scheduler.address}"
     finally:
         if owned:
             cluster = client.cluster
