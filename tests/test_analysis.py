@@ -147,6 +147,38 @@ def test_verdicts():
     assert fs.verdict(short, refs, "l2").holds is None
 
 
+def test_a_verdict_can_fail_without_a_rival_and_checks_its_reference():
+    """False needed a rival reference: GD (-> l2) judged against l_inf alone, its gap levelling off at 0.077
+    (fitted (log t)^+0.004), was inconclusive. A reference of other data whose margin the run exceeds (the
+    data halved) is refused, naming the fix."""
+    data = separable(10, 3, seed=0, positive=False)
+    gd = fs.solve(fs.derive(fs.Linear(), "logistic", fs.GD()), data, 0.1, t1=1e100)
+    linf, l2 = fs.max_margin(data, float("inf")), fs.max_margin(data, 2)
+    v = fs.verdict(gd, {"linf": linf}, "linf")
+    assert v.holds is False and "levels off above 0" in v.why, v.why
+    assert fs.verdict(gd, {"l2": l2}, "l2").holds is True
+    halved = fs.max_margin(fs.Dataset(data.X * 0.5, data.y), 2)
+    with pytest.raises(ValueError, match=r"refs\['l2'\] is not the max-margin of these data.*fs.max_margin\(sol.data"):
+        fs.verdict(gd, {"l2": halved}, "l2")
+
+
+def test_a_verdict_on_a_kkt_point_the_run_is_above_fails():
+    """Depth-3 KKT points are local optima: this run ends 0.008 deg from B, 37.9 deg from A, with a margin
+    above A's. The gap to A, clipped at 0, made the verdict "converges" to A."""
+    X = np.array([[0.3456, 0.8216, 0.3304], [-1.3032, 0.9054, 0.4464], [-0.537, 0.5811, 0.3646],
+                  [0.2941, 0.0284, 0.5467], [-0.7365, -0.1629, -0.4821], [0.5988, 0.0397, -0.2925],
+                  [-0.7819, -0.2572, 0.0081], [-0.2756, 1.2941, 1.0067]])
+    data = fs.Dataset(X, [-1, 1, 1, -1, 1, -1, 1, -1])
+    a = fs.kkt_max_margin(data, 3, start=[-1.0, 1, -1])
+    b = fs.kkt_max_margin(data, 3, start=[-1.0, -1, 1])
+    sol = fs.solve(fs.derive(fs.DiagonalNet(3, "difference"), "exponential", fs.GD()), data, 0.01, t1=1e100)
+    assert fs.angle(sol, a)[-1] > 30 and fs.angle(sol, b)[-1] < 0.05 and fs.margin_gap(sol, a)[-1] < 0
+    for refs in ({"A": a}, {"A": a, "B": b}):
+        v = fs.verdict(sol, refs, "A")
+        assert v.holds is False and "above this KKT point's" in v.why, v.why
+    assert fs.verdict(sol, {"A": a, "B": b}, "B").holds is True
+
+
 def test_a_verdict_does_not_call_a_trajectory_far_from_every_reference_convergent():
     """Depth-2 GD from (1, 0.01, 0.01) is on its way to l1 (Thm: depth-2 GD -> l1 max-margin) and at
     t = 1e100 still 37-57 degrees from every reference, its gap to each shrinking like a slow power: the

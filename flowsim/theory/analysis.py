@@ -154,7 +154,10 @@ def verdict(sol, refs: dict, claim: str, min_r2: float = 0.9) -> Verdict:
     reference whose direction differs; and the limit extrapolated from the tail (:func:`limit_direction`)
     is closer to it than to those others and at most half as far from it as beta at the horizon (within
     0.05 degrees where that is less). False when another reference is closer by more than a factor
-    2 in angle; None (inconclusive) otherwise. (Without the last two checks of the power law, a trajectory
+    2 in angle, when the gap to a unique optimum levels off above 0 (fitted |k| < 0.05: no rival needed),
+    or when the run's margin is above a KKT point's (depth >= 3: a local optimum; the run is at another);
+    None (inconclusive) otherwise. A global optimum whose margin the run exceeds is not one of these data:
+    a ValueError. (Without the last two checks of the power law, a trajectory
     still in a transient at the horizon, 37 degrees from the l_inf direction at t = 1e100 and on its way
     to l1, its gaps shrinking ever faster, was called convergent to l_inf: depth-2 GD from
     (1, 0.01, 0.01).)"""
@@ -162,7 +165,9 @@ def verdict(sol, refs: dict, claim: str, min_r2: float = 0.9) -> Verdict:
         raise ValueError(f"claim {claim!r} is not among the references {sorted(refs)}.")
     fits = {k: convergence(sol, r, k) for k, r in refs.items()}
     c = fits[claim]
-    decays = c.final_gap <= 1e-9 or (c.rate > 0 and c.r2 >= min_r2 and c.decreasing)
+    above = _above(sol, refs[claim], claim)
+    at_margin = c.final_gap <= 1e-9 and not above  # (the gap is clipped at 0: a run above a KKT point's margin)
+    decays = at_margin or (c.rate > 0 and c.r2 >= min_r2 and c.decreasing)
     unit = {k: r.direction / np.linalg.norm(r.direction) for k, r in refs.items()}
     rivals = [k for k in refs if k != claim and np.linalg.norm(unit[k] - unit[claim]) > 1e-4]
     # gaps in different norms are not comparable; angles (in l2) are
@@ -174,12 +179,21 @@ def verdict(sol, refs: dict, claim: str, min_r2: float = 0.9) -> Verdict:
         return Verdict(claim, None, f"solution status {sol.status!r}: " + text, fits)
     if _is_face(refs[claim]):
         return _to_a_face(claim, c, decays, text, fits)
+    if above:
+        return Verdict(claim, False, f"its margin is above this KKT point's, {c.final_angle:.3g} deg from it: the run "
+                                     "is at another point (a local optimum is not the only limit): " + text, fits)
+    # a unique optimum's margin gap levelling off above 0 is a run going elsewhere, with or without a rival
+    short = refs[claim].unique and _stops_short(c)
     if decays and not beaten:
-        settled, why = _settled_on(sol, unit, claim, rivals, c)
-        return Verdict(claim, True, "converges: " + text + why, fits) if settled else \
+        settled, why = _settled_on(sol, unit, claim, rivals, c, at_margin)
+        if settled:
+            return Verdict(claim, True, "converges: " + text + why, fits)
+        return Verdict(claim, False, "its margin gap levels off above 0: " + text + why, fits) if short else \
             Verdict(claim, None, "inconclusive: " + text + why, fits)
     if any(fits[k].final_angle < 0.5 * c.final_angle for k in beaten):
         return Verdict(claim, False, "closer to another reference: " + text, fits)
+    if short:
+        return Verdict(claim, False, "its margin gap levels off above 0: " + text, fits)
     # a rival whose optimum is a face is far in angle from its one vertex: reaching its margin while this one's
     # stands still is the evidence (depth-2 GD on the l1 face, 44 deg from l2, was inconclusive for l2)
     reached = [k for k in rivals if _is_face(refs[k]) and abs(margin_gap(sol, refs[k])[-1]) <= 1e-9]
@@ -197,6 +211,23 @@ def _stops_short(fit) -> bool:
     """The margin gap levels off above 0: its fitted power (log t)^-k has |k| < LEVEL (a gap still growing at
     the horizon, k < 0, is a transient: inconclusive)."""
     return fit.final_gap > 1e-6 and abs(fit.rate) < LEVEL
+
+
+#: how far (relative) a run's normalised margin may exceed a reference's before that says something: the LPs
+#: and the QP meet their constraints to ~1e-9
+ABOVE = 1e-6
+
+
+def _above(sol, ref, name) -> bool:
+    """Whether the run's margin is above ``ref``'s at the end: possible for a KKT point of depth >= 3 (a local
+    optimum; the gap clipped at 0 called a run 38 degrees away convergent to it); for a global optimum it
+    means the reference is not one of these data: a ValueError says so."""
+    over = -margin_gap(sol, ref)[-1] > ABOVE * max(abs(ref.margin), 1e-300)
+    if over and (ref.norm == "mahalanobis" or ref.norm >= 1):  # a global optimum (a KKT point's norm is 2/L < 1)
+        raise ValueError(f"refs[{name!r}] is not the max-margin of these data: the run's normalised margin "
+                         f"{ref.margin - margin_gap(sol, ref)[-1]:.6g} exceeds its {ref.margin:.6g} (computed on "
+                         "other data, or with another metric?); pass fs.max_margin(sol.data, ...).")
+    return bool(over)
 
 
 def _is_face(ref) -> bool:
@@ -232,9 +263,9 @@ def _degrees(u, v) -> float:
     return float(np.degrees(np.arccos(np.clip(u @ v / (np.linalg.norm(u) * np.linalg.norm(v)), -1.0, 1.0))))
 
 
-def _settled_on(sol, unit, claim, rivals, fit) -> tuple:
+def _settled_on(sol, unit, claim, rivals, fit, at_margin) -> tuple:
     """(whether the tail follows one power law and extrapolates nearest to ``claim``, the evidence in words)."""
-    if fit.final_gap <= 1e-9 or fit.final_angle < 1e-6:
+    if at_margin or fit.final_angle < 1e-6:
         return True, ""
     early, late = fit.halves
     if np.isnan(early):
