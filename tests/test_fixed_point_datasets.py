@@ -51,6 +51,7 @@ def test_data_sets_are_seeded_separable_and_shaped():
     (dict(c0=[0.0, 0.0, 0.0]), "c0 must be 3 finite weights"),     # "metric must be positive definite"
     (dict(c0=[1.0, -1.0, 1.0]), "c0 must be 3 finite weights"),    # accepted: c off the simplex
     (dict(tol=-1.0), "tol must be a finite number > 0"),           # 2000 iterations, then "residual 0"
+    (dict(damping="0.5"), "damping must be a number in"),          # a TypeError
 ])
 def test_adam_fixed_point_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -62,3 +63,37 @@ def test_adam_fixed_point_where_none_exists_says_why():
     definite" though no metric was passed."""
     with pytest.raises(RuntimeError, match=r"M\(c\) is singular at iteration \d+: coordinate\(s\) \[2\]"):
         fs.adam_fixed_point(fs.Dataset([[1.0, 0.0], [2.0, 1.0]]))
+
+
+def test_equal_samples_share_their_weight_as_under_the_flow():
+    """A support sample given twice: the QP's duals put all its weight on one copy (0.213 and 0), a fixed
+    point 8.1 degrees from the one the flow reaches (equal samples keep equal margins, so equal weights), and
+    the verdict for Thm 4.8 said False where the flow does what the theorem says."""
+    r = np.random.default_rng(6)
+    X = r.normal(size=(8, 6))
+    y = np.sign(X @ r.normal(size=6))
+    k = int(np.nonzero(fs.adam_fixed_point(fs.Dataset(X, y)).c > 1e-6)[0][0])
+    data = fs.Dataset(np.r_[X, X[k:k + 1]], np.r_[y, y[k:k + 1]])
+    fp = fs.adam_fixed_point(data)
+    assert fp.c[k] == fp.c[-1] > 0.05 and fp.residual < 1e-9
+    sol = fs.solve(fs.derive(fs.Linear(), "logistic", fs.AdamProxy(batch=1)), data, 1e-3, t1=1e100)
+    limit = fs.limit_direction(sol).direction
+    assert np.degrees(np.arccos(min(limit @ fp.direction, 1.0))) < 0.05
+    refs = {"fp": fp.solution, "l2": fs.max_margin(data, 2), "linf": fs.max_margin(data, float("inf"))}
+    assert fs.verdict(sol, refs, "fp").holds is True
+
+
+def test_a_feature_no_sample_has_carries_no_weight_and_other_input_is_checked():
+    """A column of zeros made M(c) singular at the first iteration (the AdamProxy flow runs on such data,
+    holding that entry): its entry of the direction is 0, the rest as without it. Non-separable data said
+    "M(c) is singular"; adam_metric took NaN and wrongly shaped weights."""
+    data = DS.gaussian_clusters(12, 4, seed=2)
+    fp = fs.adam_fixed_point(data)
+    padded = fs.adam_fixed_point(fs.Dataset(np.c_[data.X, np.zeros(12)], data.y))
+    assert padded.direction[-1] == 0.0 and padded.metric[-1, -1] == 1.0
+    np.testing.assert_allclose(padded.direction[:-1], fp.direction, atol=1e-10)
+    with pytest.raises(fs.NonSeparableError):
+        fs.adam_fixed_point(fs.Dataset([[1.0], [1.0]], [1, -1]))
+    for c in ([np.nan] * 12, [1.0, 2.0], "a"):
+        with pytest.raises(ValueError, match="c must be 12"):
+            fs.adam_metric(data, c)

@@ -53,7 +53,7 @@ def normalised_margin(data: Dataset, w, norm, metric=None):
     return float(np.min(data.z @ w) / n) if n > 0 else -np.inf
 
 
-def _check(data):
+def check_separable(data):
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a flowsim.Dataset; got {type(data).__name__}.")
     if not data.is_separable:
@@ -119,7 +119,7 @@ def _lift(r, pick, size):
 def max_margin(data: Dataset, norm=2, *, metric=None) -> MaxMargin:
     """The max-margin direction for ``norm`` in {2, 1, inf, "mahalanobis"} (``metric``: M, positive
     definite, for the last). Returns a :class:`MaxMargin`."""
-    _check(data)
+    check_separable(data)
     Z = data.z / np.abs(data.z).max()  # the same directions; the solvers' tolerances meet entries <= 1
     n, d = Z.shape
     if norm == "mahalanobis":
@@ -194,7 +194,7 @@ def kkt_max_margin(data: Dataset, depth: int, *, start=None) -> MaxMargin:
         return max_margin(data, 2)
     if depth == 2:
         return max_margin(data, 1)
-    _check(data)
+    check_separable(data)
     Z = data.z
     L = int(depth)
     if start is None:
