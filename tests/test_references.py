@@ -134,7 +134,41 @@ def test_kkt_from_a_start_that_does_not_separate():
     (dict(norm="mahalanobis", metric=[[1.0, np.inf], [np.inf, 1.0]]), "finite"),
     (dict(norm=2, metric=np.eye(2)), "metric is for norm='mahalanobis' only"),
     (dict(norm=True), "norm must be 2, 1"),
+    (dict(norm=2 + 0j), "norm must be 2, 1"),                                   # taken as 2
+    (dict(norm="mahalanobis", metric=[[1.0, 2.0], [3.0]]), "symmetric positive-definite"),  # numpy's error
 ])
 def test_bad_reference_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         fs.max_margin(fs.Dataset([[1.0, 1.0]]), **kwargs)
+
+
+@pytest.mark.parametrize("args, match", [
+    (([1.0, 1.0], "mahalanobis", np.diag([1.0, -4.0])), "positive-definite"),  # -inf
+    (([1.0, 1.0], 0), "norm must be a number p > 0"),                          # 1.25
+    (([1.0, 1.0], -1), "norm must be a number p > 0"),                         # 5.0
+    (([1.0, 1.0, 1.0], 2), r"w must have shape \(d,\) or \(k, d\) with d = 2"),  # a matmul error
+    (([1.0, 1.0], "mahalanobis"), "metric must be"),                           # a matmul error
+])
+def test_normalised_margin_checks_its_input(args, match):
+    data = fs.Dataset([[1.0, 2.0], [2.0, 0.5]])
+    with pytest.raises(ValueError, match=match):
+        fs.normalised_margin(data, *args)
+
+
+def test_normalised_margin_of_non_finite_w_is_nan_and_inf_is_a_norm():
+    """A NaN w gave -inf (a margin, the worst one) without a word."""
+    data = fs.Dataset([[1.0, 2.0], [2.0, 0.5]])
+    out = fs.normalised_margin(data, [[np.nan, 1.0], [1.0, 1.0]], "inf")
+    assert np.isnan(out[0]) and out[1] == pytest.approx(2.5)
+    assert fs.normalised_margin(data, [0.0, 0.0], 2) == -np.inf
+    with pytest.raises(ValueError, match="start must be finite"):
+        fs.kkt_max_margin(data, 3, start=[np.nan, 1.0])
+
+
+@pytest.mark.parametrize("norm", [2, 1, float("inf")])
+def test_a_margin_below_the_solvers_resolution_says_so(norm):
+    """Separable by 1e-12 of the scale: 'LP failed: The problem is infeasible' did not say why."""
+    data = fs.Dataset([[1.0, 1e-12], [-1.0, 1e-12], [0.5, 1e-12]])
+    assert data.is_separable
+    with pytest.raises(RuntimeError, match="margin.*(near what the solver resolves|feasibility tolerance)"):
+        fs.max_margin(data, norm)

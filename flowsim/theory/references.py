@@ -45,12 +45,41 @@ def norm_of(w, norm, metric=None):
 
 
 def normalised_margin(data: Dataset, w, norm, metric=None):
-    """min_i z_i . w / ||w||_norm (for an array of w's along the first axis too)."""
-    w = np.asarray(w, float)
-    if w.ndim == 2:
-        return np.array([normalised_margin(data, v, norm, metric) for v in w])
+    """min_i z_i . w / ||w||_norm (for an array of w's along the first axis too); ``norm`` any p > 0 (the
+    2/L quasi-norms of KKT points among them), inf or "mahalanobis" with ``metric``. -inf for w = 0, NaN for
+    a w with a non-finite entry."""
+    if not isinstance(data, Dataset):
+        raise ValueError(f"data must be a flowsim.Dataset; got {type(data).__name__}.")
+    try:
+        w = np.asarray(w, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"w must be real numbers, shape (d,) or (k, d) with d = {data.d}; got {w!r}.") from None
+    if w.ndim not in (1, 2) or w.shape[-1] != data.d:
+        raise ValueError(f"w must have shape (d,) or (k, d) with d = {data.d}; got shape {w.shape}.")
+    norm = _margin_norm(norm, metric, data.d)
+    out = np.array([_margin(data.z, v, norm, metric) for v in np.atleast_2d(w)])
+    return out if w.ndim == 2 else float(out[0])
+
+
+def _margin(Z, w, norm, metric):
+    if not np.all(np.isfinite(w)):
+        return np.nan
     n = norm_of(w, norm, metric)
-    return float(np.min(data.z @ w) / n) if n > 0 else -np.inf
+    return float(np.min(Z @ w) / n) if n > 0 else -np.inf
+
+
+def _margin_norm(norm, metric, d):
+    """``norm`` checked: a p > 0, inf (or "inf"), or "mahalanobis" with a positive-definite (d, d) metric."""
+    if norm == "mahalanobis":
+        M = np.asarray(metric, dtype=np.float64) if metric is not None else None
+        if M is None or M.shape != (d, d) or not np.all(np.isfinite(M)) or not np.linalg.eigvalsh(M).min() > 0:
+            raise ValueError(f"metric must be a finite, positive-definite ({d}, {d}) array for norm='mahalanobis'.")
+        return norm
+    if norm == "inf":
+        return np.inf
+    if isinstance(norm, bool) or not isinstance(norm, (int, float, np.integer, np.floating)) or not norm > 0:
+        raise ValueError(f"norm must be a number p > 0, float('inf') or 'mahalanobis' (with metric); got {norm!r}.")
+    return norm
 
 
 def check_separable(data):
@@ -79,14 +108,16 @@ def _l2(Z):
     w = (Z / scale).T @ a
     low = np.min((Z / scale) @ w)
     if not low >= 1.0 - 1e-6:  # NNLS stopped short: say so rather than return a point that is not the optimum
-        raise RuntimeError(f"the l2 max-margin QP did not solve: min z.w = {low:.3g} < 1 at its end.")
+        raise RuntimeError(f"the l2 max-margin QP did not solve: min z.w = {low:.3g} < 1 at its end (the data's "
+                           f"margin is ~{np.sqrt(slack):.1g} of their scale, near what the solver resolves).")
     return w, a
 
 
 def _lp(c, A_ub, b_ub, bounds):
     res = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs")
-    if res.status != 0:
-        raise RuntimeError(f"LP failed: {res.message}")
+    if res.status != 0:  # (separability was decided before: a margin within HiGHS's feasibility tolerance)
+        raise RuntimeError(f"LP failed: {res.message} If the data are separable, it is by a margin near the LP's "
+                           "feasibility tolerance (~1e-9 of their scale): no max-margin at double precision.")
     return res
 
 
@@ -122,8 +153,13 @@ def max_margin(data: Dataset, norm=2, *, metric=None) -> MaxMargin:
     check_separable(data)
     Z = data.z / np.abs(data.z).max()  # the same directions; the solvers' tolerances meet entries <= 1
     n, d = Z.shape
+    if isinstance(norm, (bool, complex, np.complexfloating)):
+        raise ValueError(f"norm must be 2, 1, float('inf') or 'mahalanobis'; got {norm!r}.")
     if norm == "mahalanobis":
-        M = np.asarray(metric, float) if metric is not None else None
+        try:
+            M = np.asarray(metric, dtype=np.float64) if metric is not None else None
+        except (TypeError, ValueError):
+            M = None
         if M is None or M.shape != (d, d) or not np.all(np.isfinite(M)) or not np.allclose(M, M.T, rtol=1e-10, atol=0):
             raise ValueError(f"metric must be a finite, symmetric positive-definite ({d}, {d}) array for "
                              f"norm='mahalanobis'.")
@@ -137,8 +173,6 @@ def max_margin(data: Dataset, norm=2, *, metric=None) -> MaxMargin:
     if metric is not None:
         raise ValueError(f"metric is for norm='mahalanobis' only; got it with norm={norm!r} (leave it out, or use "
                          "norm='mahalanobis').")
-    if isinstance(norm, bool):
-        raise ValueError(f"norm must be 2, 1, float('inf') or 'mahalanobis'; got {norm!r}.")
     if norm in (2, 2.0):
         w, a = _l2(Z)
         return _result(data, w, a, 2, True)
@@ -199,9 +233,12 @@ def kkt_max_margin(data: Dataset, depth: int, *, start=None) -> MaxMargin:
     L = int(depth)
     if start is None:
         start = max_margin(data, 1).direction
-    start = np.asarray(start, float)
-    if start.shape != (data.d,):
-        raise ValueError(f"start must have shape (d,) = ({data.d},); got {start.shape}.")
+    try:
+        start = np.asarray(start, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"start must be {data.d} numbers (a direction, e.g. a flow's end); got {start!r}.") from None
+    if start.shape != (data.d,) or not np.all(np.isfinite(start)):
+        raise ValueError(f"start must be finite, shape (d,) = ({data.d},); got {start.tolist()}.")
     s = np.where(start >= 0, 1.0, -1.0)
     if not np.min(Z @ start) > 0:  # SLSQP from a point that does not separate failed and was returned as the optimum
         start = _separating_with_signs(Z, s)
