@@ -150,6 +150,42 @@ def test_per_sample_state_stays_finite_when_sample_losses_differ_by_e700(make):
     assert np.all(np.diff(run.margins.min(axis=1)[1:]) > 0)
 
 
+@pytest.mark.parametrize("batch", ["full", "cyclic"])
+def test_momentum_zero_and_coordinates_far_below_the_others_step_exactly(batch):
+    """Two samples on their own coordinates, margins 800 and 0.1: coordinate 1's gradient is e^-800 of
+    coordinate 2's. One scale for both underflowed it (sign and Adam steps 0 where they are +-eta, or Adam's
+    moments' ratio); b1 = b2 = 0 or beta = 0 formed 0 * inf (Adam froze, "completed"; Signum "failed").
+    Exact, by hand: sign descent moves each coordinate by eta a step."""
+    data = fs.Dataset(np.eye(2), [1, 1])
+    init = np.array([800.0, 0.1])
+    for make, moves in ((lambda: OPT.signum(0.1, 0.0, decay=0.0, batch=batch), 10 if batch == "full" else 5),
+                        # momentum keeps the sign: per sample, coordinate 2 waits for its first gradient
+                        (lambda: OPT.signum(0.1, 0.5, decay=0.0, batch=batch), 10 if batch == "full" else [10, 9]),
+                        (lambda: OPT.adam(0.1, 0.0, 0.0, decay=0.0, batch=batch), 10 if batch == "full" else 5)):
+        run = fs.iterate(make(), fs.Linear(), "exponential", data, steps=10, init=init, records=2)
+        np.testing.assert_allclose(run.params[-1, 0], init + 0.1 * np.asarray(moves), rtol=1e-13)
+    # Adam(0, 0.5): m / sqrt(v) per coordinate, v's memory in the log domain, by hand
+    run = fs.iterate(OPT.adam(0.1, 0.0, 0.5, decay=0.0, batch=batch), fs.Linear(), "exponential", data, steps=10,
+                     init=init, records=2)
+    w, log_v = init.copy(), np.full(2, -np.inf)
+    for t in range(10):
+        fed = np.ones(2) / 2 if batch == "full" else np.eye(2)[t % 2]
+        with np.errstate(divide="ignore"):
+            log_g = np.log(fed) - w  # |g_k| = fed_k e^{-w_k}, g_k < 0
+        log_v = np.logaddexp(np.log(0.5) + log_v, np.log(0.5) + 2 * log_g)
+        w = w + 0.1 * np.where(fed > 0, np.exp(log_g - 0.5 * np.where(fed > 0, log_v, 0.0)), 0.0)
+    np.testing.assert_allclose(run.params[-1, 0], w, rtol=1e-12)
+
+
+def test_beta_overflowing_is_a_failure_not_a_result():
+    """Adam with lr 1e110 on a depth-3 net: finite parameters, beta = inf, log-loss NaN, and "completed"
+    (gd and signum failed but kept a record with beta = inf)."""
+    for opt in (OPT.adam(1e110, 0.9, 0.99, decay=0.0), OPT.gd(1e110), OPT.signum(1e110, 0.9, decay=0.0)):
+        run = fs.iterate(opt, fs.DiagonalNet(3), "exponential", fs.Dataset([[1.0, 0.9]], [1]), steps=50, init=0.5,
+                         records=10, throw=False)
+        assert run.status == "failed" and np.all(np.isfinite(run.beta)) and np.all(np.isfinite(run.log_loss))
+
+
 def test_flow_distance_reports_order_one(one_sample):
     errs, order = fs.flow_distance(lambda eta: OPT.sam(eta, 0.05), fs.SAM(0.05), fs.DiagonalNet(2), "logistic",
                                    one_sample, 0.3, 10.0, [0.1, 0.05, 0.025])
@@ -163,6 +199,17 @@ def test_flow_distance_reports_order_one(one_sample):
         run = fs.iterate(OPT.sam(eta, 0.05), fs.DiagonalNet(2), "logistic", one_sample, steps=steps, init=0.3,
                          records=2)
         assert err == pytest.approx(np.abs(run.beta[-1] - flow).max(), rel=1e-8)
+    # a decaying step is compared where its steps reach (sum eta_t), not at t_end; a factory that ignores eta,
+    # or runs that are the flow to round-off, have no order
+    errs, order = fs.flow_distance(lambda eta: OPT.gd(eta, decay=0.5), fs.GD(), fs.Linear(), "logistic", one_sample,
+                                   0.3, 4.0, [0.04, 0.02, 0.01])
+    assert np.all(errs < 2e-3) and order > 0.9  # (at t = 4: 0.58, 0.63, 0.67, "order" -0.11)
+    with pytest.raises(ValueError, match="must make steps of eta: its first step is 0.01 for eta = 0.04"):
+        fs.flow_distance(lambda eta: OPT.gd(0.01), fs.GD(), fs.Linear(), "logistic", one_sample, 0.3, 4.0,
+                         [0.04, 0.02])
+    errs, order = fs.flow_distance(lambda eta: OPT.signum(eta, 0.0, decay=0.0), fs.SignFlow(1.0, 0.0), fs.Linear(),
+                                   "logistic", one_sample, 0.3, 4.0, [0.04, 0.02, 0.01])
+    assert np.all(errs < 1e-12) and np.isnan(order)  # ("order" -1.68 of round-off)
 
 
 @pytest.mark.parametrize("sampling", ["shuffle", "replace"])

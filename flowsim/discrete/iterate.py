@@ -93,8 +93,8 @@ def _sample_weights(batch, n, key):
 
 
 def _gradients(compiled, Z, batch, key):
-    """t -> the scale-free gradient function of step t: theta -> (G, c) with grad = e^c G (per sample
-    for ``batch="per_sample"``: G_i with q_i factored out, c_i = log q_i)."""
+    """t -> the scale-free gradient function of step t: theta -> (G, c) with grad = e^c G, c a log scale per
+    parameter entry (per sample for ``batch="per_sample"``: G_i with q_i factored out, c_i = log q_i)."""
     n = Z.shape[0]
     weights = _sample_weights(batch, n, key)
 
@@ -111,12 +111,17 @@ def _gradients(compiled, Z, batch, key):
         w = weights(t)
 
         def grad_fn(th):
-            m, vjp = jax.vjp(margins, th)
-            lq = compiled.log_q(m)
-            c = jnp.max(jnp.where(w > 0, lq, -jnp.inf))
+            # beta_j depends on theta[:, j] alone, so coordinate j's gradient scales with the largest q_i among
+            # the batch's samples that have feature j: one scale for all underflowed a coordinate fed only by
+            # samples e^-745 below the largest (its Adam and sign steps were 0, its exact steps +-eta)
+            beta, vjp = jax.vjp(compiled.beta, th)
+            lq = compiled.log_q(Z @ beta)
+            on = (w > 0)[:, None] & (Z != 0)
+            c = jnp.max(jnp.where(on, lq[:, None], -jnp.inf), axis=0)  # -inf: no sample of the batch has j
             # samples outside the batch can have q far above the batch's: never form 0 * inf
-            p = jnp.where(w > 0, w * jnp.exp(jnp.where(w > 0, lq - c, 0.0)), 0.0) / jnp.sum(w)
-            return -vjp(p)[0], c
+            p = jnp.where(on, w[:, None] * jnp.exp(jnp.where(on, lq[:, None] - jnp.where(on, c, 0.0), 0.0)), 0.0)
+            G = -vjp(jnp.sum(p * Z, axis=0) / jnp.sum(w))[0]
+            return G, jnp.broadcast_to(c, G.shape)
 
         return grad_fn
 
@@ -227,7 +232,15 @@ def _advance_between_records(advance, th, st, pts, progress):
 
 def _discrete_run(name, compiled, data, pts, times, P, status, message, problem):
     beta = np.asarray(jax.vmap(compiled.beta)(jnp.asarray(P)))
-    m = beta @ data.z.T
+    with np.errstate(all="ignore"):
+        m = beta @ data.z.T
+    finite = np.all(np.isfinite(m), axis=1)
+    if not finite.all():  # finite parameters whose beta overflows (w^3 at w = 1e110) are no result either
+        k = int(np.argmin(finite))
+        pts, times, P, beta, m = pts[:k], times[:k], P[:k], beta[:k], m[:k]
+        status, message = "failed", (f"beta (or the margins) became non-finite between steps {int(pts[-1])} and the "
+                                     "next record, the parameters still finite; a smaller lr (or a faster decay) keeps "
+                                     "the steps stable")
     ll = np.asarray(compiled.log_l(jnp.asarray(m)))
     mx = ll.max(axis=1, keepdims=True)
     log_loss = mx[:, 0] + np.log(np.exp(ll - mx).sum(axis=1)) - math.log(data.n)
@@ -235,10 +248,11 @@ def _discrete_run(name, compiled, data, pts, times, P, status, message, problem)
 
 
 def flow_distance(make_optimizer, flow, model, loss, data, init, t_end: float, etas, *, rtol=1e-12, atol=1e-14):
-    """Run the discrete optimizer ``make_optimizer(eta)`` for round(t_end / eta) steps and the flow to the
-    time those steps reach (steps x eta: t_end itself only where eta divides it) on the same problem;
-    return (errors max|beta_eta - beta_flow|, fitted order in eta). For GD and SAM against their flows
-    the order is 1."""
+    """Run the discrete optimizer ``make_optimizer(eta)`` (whose first step must be eta) for round(t_end / eta)
+    steps and the flow to the time those steps reach (``DiscreteRun.t``, the sum of the step sizes: t_end
+    itself only for a constant step that divides it) on the same problem; return (errors
+    max|beta_eta - beta_flow|, fitted order in eta). For GD and SAM against their flows the order is 1. The
+    order is NaN where every error is at round-off (1e-12 of |beta|): the discrete run is the flow there."""
     from flowsim.symbolic.derive import derive
     from flowsim.integrate.solve import solve
 
@@ -254,11 +268,29 @@ def flow_distance(make_optimizer, flow, model, loss, data, init, t_end: float, e
     steps = [int(round(t_end / eta)) for eta in etas]
     if min(steps) < 1:
         raise ValueError(f"t_end = {t_end:g} is shorter than a step of eta = {etas[int(np.argmin(steps))]:g}.")
-    reached = [k * float(eta) for k, eta in zip(steps, etas)]
+    runs = [iterate(_made_for(make_optimizer, float(eta)), model, loss, data, steps=k, init=init, records=2)
+            for eta, k in zip(etas, steps)]
+    reached = [float(run.t[-1]) for run in runs]
     at = sorted(set(np.log10(reached).tolist()))
     ref = solve(derive(model, loss, flow), data, init, log10_t1=at[-1], save_at=at, rtol=rtol, atol=atol, track=())
     flow_at = dict(zip(at, ref.beta))
-    errs = np.array([np.abs(iterate(make_optimizer(eta), model, loss, data, steps=k, init=init, records=2).beta[-1]
-                            - flow_at[float(np.log10(t))]).max() for eta, k, t in zip(etas, steps, reached)])
-    slope = np.polyfit(np.log(np.asarray(etas, float)), np.log(errs), 1)[0]
+    ends = [flow_at[float(np.log10(t))] for t in reached]
+    errs = np.array([np.abs(run.beta[-1] - end).max() for run, end in zip(runs, ends)])
+    if np.all(errs <= 1e-12 * max(np.abs(ends).max(), 1e-300)):
+        return errs, float("nan")
+    slope = np.polyfit(np.log(etas), np.log(np.maximum(errs, 1e-300)), 1)[0]
     return errs, float(slope)
+
+
+def _made_for(make_optimizer, eta):
+    """``make_optimizer(eta)``, checked: an optimizer whose first step is eta (one that ignored eta fitted an
+    order to runs that were all the same)."""
+    opt = make_optimizer(eta)
+    if not isinstance(opt, Optimizer):
+        raise ValueError(f"make_optimizer(eta) must return a flowsim optimizer (e.g. lambda eta: "
+                         f"fs.optimizers.gd(eta)); got {type(opt).__name__}.")
+    first = float(opt.schedule(0))
+    if not abs(first - eta) <= 1e-12 * eta:
+        raise ValueError(f"make_optimizer(eta) must make steps of eta: its first step is {first:g} for eta = "
+                         f"{eta:g} (pass eta as its lr).")
+    return opt

@@ -3,10 +3,11 @@ hyper-parameters eagerly and returns an :class:`Optimizer` of pure ``init``/``up
 
 Gradients come from ``jax.grad`` of the loss, independent of the symbolic derivation, so a
 discrete run is also an independent check of the flows. Every gradient is handled in scale-free
-form :math:`g = e^{c} G` (c = log of the largest q_i in the batch): SAM's normalised perturbation
-and sign steps need only G, and Adam keeps its moment estimates relative to a running scale
-(:math:`(m, v) \to (s m, s^2 v)` leaves the step unchanged, docs/theory.md 7), so margins in the thousands
-underflow nothing.
+form :math:`g = e^{c} G`, c per parameter entry (the log of the largest q_i among the batch's samples with
+that feature; -inf where none has it): sign steps need only G, SAM's normalised perturbation G on a common
+scale, and Adam and Signum keep their moment estimates relative to a running scale per entry
+(:math:`(m, v) \to (s m, s^2 v)` leaves the step unchanged, docs/theory.md 7), so margins in the thousands,
+and coordinates fed by samples e^-745 below the others, underflow nothing.
 
 Steps: :math:`\eta_t = c\,(t+1)^{-a}` (``lr`` and ``decay``; ``decay=0`` is a constant step).
 
@@ -17,7 +18,8 @@ Batches, the ``batch`` of every factory (which samples' gradient a step uses):
 - ``"shuffle"``: one sample a step, a new permutation each epoch; ``"replace"``: one uniform sample a step;
 - ``("shuffle", b)``: b distinct samples a step, consecutive blocks of a new permutation each epoch (the
   n mod b left over are not drawn that epoch). This is what ``flowsim.AdamProxy(batch=b)`` idealises;
-- an int b: fixed cyclic blocks {0..b-1}, {b..2b-1}, ...: a different algorithm with a different limit
+- an int b: cyclic blocks of b, step t taking samples t b, ..., t b + b - 1 (mod n: {0..b-1}, {b..2b-1},
+  ..., wrapping around the end where b does not divide n): a different algorithm with a different limit
   (0.075 apart on a Gaussian set, docs/theory.md 3), not the random mini-batches of the proxy.
 """
 
@@ -34,7 +36,8 @@ from flowsim._checks import is_real_number, is_whole
 
 class Optimizer(NamedTuple):
     """``init(params) -> state``; ``update(grad_fn, params, state, t) -> (params, state)`` where
-    ``grad_fn(params) -> (G, c)`` returns the scale-free gradient of the current batch."""
+    ``grad_fn(params) -> (G, c)`` returns the scale-free gradient of the current batch: grad = e^c G, c of
+    params' shape (one log scale per entry, -inf where the batch has no gradient)."""
 
     name: str
     init: Callable
@@ -103,7 +106,7 @@ def gd(lr: float, decay: float = 0.0, batch="full") -> Optimizer:
 
     def update(grad_fn, params, state, t):
         G, c = grad_fn(params)
-        return params - eta(t) * jnp.exp(c) * G, state
+        return params - eta(t) * _times_scale(G, c), state
 
     return Optimizer("gd", lambda p: (), update, _check_batch(batch), eta)
 
@@ -119,14 +122,15 @@ def sam(lr: float, rho: float, norm: float = 2, decay: float = 0.0, batch="full"
         raise ValueError(f"norm must be 2 or float('inf'); got {norm!r}.")
 
     def update(grad_fn, params, state, t):
-        G, _ = grad_fn(params)
+        G, c = grad_fn(params)
         if math.isinf(norm):
             P = jnp.sign(G)
-        else:
+        else:  # on a common scale (a finite c where any is)
+            G = jnp.where(c == -jnp.inf, 0.0, jnp.exp(c - jnp.max(c)) * G)
             n = jnp.sqrt(jnp.sum(G**2))
             P = G / jnp.where(n > 0, n, 1.0)
         Gt, ct = grad_fn(params + rho * P)
-        return params - eta(t) * jnp.exp(ct) * Gt, state
+        return params - eta(t) * _times_scale(Gt, ct), state
 
     return Optimizer(f"sam{'_inf' if math.isinf(norm) else ''}", lambda p: (), update, _check_batch(batch), eta)
 
@@ -148,7 +152,7 @@ def adam(lr: float, b1: float = 0.9, b2: float = 0.999, decay: float = 0.5, eps:
 
     def init(params):
         z = jnp.zeros_like(params)
-        return (z, z, jnp.asarray(-jnp.inf))  # m, v relative to the scale e^c, and c
+        return (z, z, jnp.full_like(params, -jnp.inf))  # m, v relative to the scale e^c per entry, and c
 
     def update(grad_fn, params, state, t):
         m, v, c = state
@@ -156,10 +160,10 @@ def adam(lr: float, b1: float = 0.9, b2: float = 0.999, decay: float = 0.5, eps:
         # the state's scale follows sqrt(v) itself, so both rescalings below stay bounded
         # (r <= 1/sqrt(b2), s <= 1/sqrt(1-b2)) however fast or unevenly the gradients shrink
         c_new = 0.5 * jnp.logaddexp(2 * c + math.log(b2) if b2 > 0 else -jnp.inf, 2 * cg + math.log(1 - b2))
-        r = jnp.exp(c - c_new)
-        s = jnp.exp(cg - c_new)
-        m = b1 * r * m + (1 - b1) * s * G
-        v = b2 * r**2 * v + (1 - b2) * (s * G) ** 2
+        r, s = _ratio(c, c_new), _ratio(cg, c_new)
+        # a coefficient 0 drops its term (r is unbounded then: 0 * inf was NaN, and the step 0 for ever)
+        m = (b1 * r * m if b1 > 0 else 0.0) + (1 - b1) * s * G
+        v = (b2 * r**2 * v if b2 > 0 else 0.0) + (1 - b2) * (s * G) ** 2
         mh, vh = m, v
         if bias_correction:
             mh = m / (1 - b1 ** (t + 1.0))
@@ -167,7 +171,8 @@ def adam(lr: float, b1: float = 0.9, b2: float = 0.999, decay: float = 0.5, eps:
         den = jnp.sqrt(vh)
         if eps > 0:  # eps in the unscaled units: eps e^{-c} relative to the scaled state
             den = den + eps * jnp.exp(-c_new)
-        step = jnp.where(den > 0, mh / jnp.where(den > 0, den, 1.0), 0.0)
+        # no gradient yet (v = 0, m = 0): no step; a NaN stays NaN, and the run fails saying so
+        step = jnp.where(den == 0, 0.0, mh / jnp.where(den == 0, 1.0, den))
         return params - eta(t) * step, (m, v, c_new)
 
     return Optimizer("adam", init, update, _check_batch(batch), eta)
@@ -179,16 +184,26 @@ def signum(lr: float, beta: float = 0.9, decay: float = 0.5, batch="full") -> Op
     beta = _fraction("beta", beta)
 
     def init(params):
-        return (jnp.zeros_like(params), jnp.asarray(-jnp.inf))
+        return (jnp.zeros_like(params), jnp.full_like(params, -jnp.inf))
 
     def update(grad_fn, params, state, t):
         m, c = state
         G, cg = grad_fn(params)
         c_new = jnp.logaddexp(c + math.log(beta) if beta > 0 else -jnp.inf, cg + math.log(1 - beta))
-        m = beta * jnp.exp(c - c_new) * m + (1 - beta) * jnp.exp(cg - c_new) * G
+        m = (beta * _ratio(c, c_new) * m if beta > 0 else 0.0) + (1 - beta) * _ratio(cg, c_new) * G
         return params - eta(t) * jnp.sign(m), (m, c_new)
 
     return Optimizer("signum", init, update, _check_batch(batch), eta)
+
+
+def _times_scale(G, c):
+    """e^c G, 0 where c = -inf (no gradient there: G is 0)."""
+    return jnp.where(c == -jnp.inf, 0.0, jnp.exp(c) * G)
+
+
+def _ratio(a, b):
+    """e^(a - b) for log scales, 0 where both are -inf (nothing yet on either side)."""
+    return jnp.where(b == -jnp.inf, 0.0, jnp.exp(a - b))
 
 
 def epoch_direction(g, b1: float, b2: float):
