@@ -225,7 +225,8 @@ def iterate(config: Path = CONFIG,
             out: Path = typer.Option(Path("iterate.nc"), help="where to save the records (netCDF)")):
     """Run a discrete optimizer from a TOML config: [data], [model], loss and init as for run, a table
     [optimizer] with name = gd | sam | adam | signum and its keys (lr, rho, norm, decay, b1, b2, eps,
-    beta, batch), steps, records, seed and allow_nonseparable. Exit code 1 when the run fails (the records are
+    bias_correction, beta, batch: full, cyclic, shuffle, replace, an int or ["shuffle", b]), steps, records, seed
+    and allow_nonseparable. Exit code 1 when the run fails (the records are
     saved)."""
     import flowsim as fs
     from flowsim import io

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 #: each flow a config or ``flowsim derive`` can name, with the keys it takes
 FLOW_KEYS = {"gd": (), "sam": ("rho", "norm"), "usam": ("rho",), "asam": ("rho", "norm", "eta"),
@@ -285,7 +285,8 @@ class SweepExperiment(Experiment):
 
 #: each discrete optimizer a config can name, with the keys it takes (``flowsim.optimizers``)
 OPTIMIZER_KEYS = {"gd": ("lr", "decay", "batch"), "sam": ("lr", "rho", "norm", "decay", "batch"),
-                  "adam": ("lr", "b1", "b2", "decay", "eps", "batch"), "signum": ("lr", "beta", "decay", "batch")}
+                  "adam": ("lr", "b1", "b2", "decay", "eps", "bias_correction", "batch"),
+                  "signum": ("lr", "beta", "decay", "batch")}
 
 
 class Optimizer(_Strict):
@@ -298,7 +299,14 @@ class Optimizer(_Strict):
     b2: float = Field(0.999, ge=0.0, lt=1.0)
     eps: float = Field(0.0, ge=0.0)
     beta: float = Field(0.9, ge=0.0, lt=1.0)
-    batch: Literal["full", "cyclic", "shuffle", "replace"] | int = "full"
+    bias_correction: bool = False
+    # ["shuffle", b]: random mini-batches of b, what AdamProxy(batch=b) idealises (TOML has no tuples)
+    batch: Literal["full", "cyclic", "shuffle", "replace"] | int | tuple[Literal["shuffle"], int] = "full"
+
+    @field_validator("batch", mode="before")
+    @classmethod
+    def _pair_from_list(cls, value):
+        return tuple(value) if isinstance(value, list) else value
 
     @model_validator(mode="after")
     def _keys_are_used(self):
@@ -322,7 +330,7 @@ class IterateExperiment(_Problem):
     optimizer: Optimizer
     steps: int = Field(ge=1, le=10**12)
     records: int = Field(200, ge=2, le=100_000)
-    seed: int = 0
+    seed: int = Field(0, ge=0, lt=2**63)
     allow_nonseparable: bool = False
 
 

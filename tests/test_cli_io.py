@@ -348,6 +348,19 @@ def test_cli_iterate_runs_a_discrete_optimizer(tmp_path):
         io.load(tmp_path / "i.nc", as_solution=True)
 
 
+def test_cli_iterate_takes_random_mini_batches_and_bias_correction(tmp_path):
+    """["shuffle", b] (what AdamProxy(batch=b) idealises) was refused in a config, bias_correction unknown."""
+    cfg = tmp_path / "it.toml"
+    data = "[data]\ngaussian = {n = 6, d = 3, seed = 1}\n"
+    cfg.write_text(ITERATE.split("[data]")[0] + data + '[optimizer]\nname = "adam"\nlr = 0.1\n'
+                   'batch = ["shuffle", 2]\nbias_correction = true\n')
+    r = runner.invoke(app, ["iterate", str(cfg), "--out", str(tmp_path / "i.nc")])
+    assert r.exit_code == 0, r.output
+    direct = fs.iterate(fs.optimizers.adam(0.1, batch=("shuffle", 2), bias_correction=True), fs.DiagonalNet(2),
+                        "logistic", fs.datasets.iid_gaussian(6, 3, seed=1), 2000, 0.3, records=20)
+    np.testing.assert_array_equal(io.load(tmp_path / "i.nc")["beta"].values, direct.beta)
+
+
 def test_data_from_npz_csv_and_builtin_sets(tmp_path):
     from flowsim.config import Data
 
@@ -395,6 +408,8 @@ def test_data_from_npz_csv_and_builtin_sets(tmp_path):
     ("iterate", ITERATE.replace('name = "sam"', 'name = "lion"'), "key 'optimizer.name'"),
     ("iterate", ITERATE.replace("X = [[1.0, 2.0]]\ny = [1]", "X = [[1.0, 2.0], [1.0, 2.0]]\ny = [1, -1]"),
      "allow_nonseparable = true"),
+    ("iterate", ITERATE.replace("steps = 2000", "steps = 2000\nseed = 1180591620717411303424"), "key 'seed'"),
+    ("iterate", ITERATE.replace("steps = 2000", "steps = 2000\nseed = -1"), "key 'seed'"),
 ])
 def test_cli_sweep_and_iterate_bad_configs(tmp_path, command, text, message):
     (tmp_path / "exp.toml").write_text(text)

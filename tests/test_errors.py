@@ -38,6 +38,8 @@ SYSTEM = fs.derive(fs.Linear(), "logistic", fs.GD())
         (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=1e10, backend="Tsit5"), "must look like"),
         (lambda: fs.solve(SYSTEM, GOOD, np.ones(3), t1=1e10), r"init must be .* shape \(d,\) = \(2,\)"),
         (lambda: fs.solve(SYSTEM, GOOD, [0.1, np.nan], t1=1e10), "init contains NaN"),
+        (lambda: fs.iterate(fs.optimizers.gd(0.1), fs.Linear(), "logistic", GOOD, 10, init="a"),
+         "init must be numbers"),  # numpy's "could not convert string to float"
         (lambda: fs.solve(SYSTEM, GOOD, 0.0, t1=1e10), "init is all zeros"),
         (lambda: fs.solve(SYSTEM, GOOD, 0.1), "exactly one of t1"),
         (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=1e10, log10_t1=10), "exactly one of t1"),

@@ -318,6 +318,19 @@ def test_an_interrupted_run_keeps_what_it_computed(monkeypatch):
     np.testing.assert_array_equal(run.params, full.params[:k])  # the records before the interrupt are the real ones
 
 
+def test_random_draws_past_two_to_the_32_steps_are_new():
+    """fold_in takes uint32: step 2**32 + 5 drew as step 5 ("replace" repeated its samples after 2**32 steps)."""
+    from flowsim._jax import jax
+    from flowsim.discrete.iterate import _fold
+
+    key = jax.random.PRNGKey(0)
+    assert np.array_equal(_fold(key, 5), jax.random.fold_in(key, 5))  # (the draws of every run so far)
+    assert not np.array_equal(_fold(key, 2**32 + 5), _fold(key, 5))
+    assert not np.array_equal(_fold(key, 2**33 + 5), _fold(key, 2**32 + 5))
+    with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 2\*\*63\)"):
+        fs.iterate(OPT.gd(0.1), fs.Linear(), "logistic", fs.Dataset([[1.0]]), 10, seed=2**70)
+
+
 @pytest.mark.parametrize("etas, t_end, match", [
     ([0.1], 1.0, "at least two different"),          # fitted an "order" from one step size
     ([0.1, 0.1], 1.0, "at least two different"),

@@ -75,21 +75,28 @@ def _sample_weights(batch, n, key):
         if batch == "full":
             return jnp.ones(n)
         if batch == "shuffle":
-            perm = jax.random.permutation(jax.random.fold_in(key, t // n), n)
+            perm = jax.random.permutation(_fold(key, t // n), n)
             return jnp.zeros(n).at[perm[t % n]].add(1.0)
         if batch == "replace":
-            return jnp.zeros(n).at[jax.random.randint(jax.random.fold_in(key, t), (), 0, n)].add(1.0)
+            return jnp.zeros(n).at[jax.random.randint(_fold(key, t), (), 0, n)].add(1.0)
         if isinstance(batch, tuple):  # random batches: consecutive blocks of each epoch's permutation
             b = batch[1]
             per_epoch = n // b  # the n mod b samples left over are not drawn that epoch: a block across two
             # permutations could hold a sample twice (MATH.md's E[g_B^2] is for draws without replacement)
-            perm = jax.random.permutation(jax.random.fold_in(key, t // per_epoch), n)
+            perm = jax.random.permutation(_fold(key, t // per_epoch), n)
             return jnp.zeros(n).at[jax.lax.dynamic_slice(perm, ((t % per_epoch) * b,), (b,))].add(1.0)
         b = 1 if batch == "cyclic" else batch
         idx = (t * b + jnp.arange(b)) % n
         return jnp.zeros(n).at[idx].add(1.0)
 
     return weights
+
+
+def _fold(key, i):
+    """``jax.random.fold_in`` for counts past 2**32 (it takes uint32: step 2**32 + 5 drew as step 5, and
+    "replace" repeated its samples after 2**32 steps); the same keys below."""
+    high = i // 2**32
+    return jax.random.fold_in(jnp.where(high > 0, jax.random.fold_in(key, high), key), i % 2**32)
 
 
 def _gradients(compiled, Z, batch, key):
@@ -147,8 +154,8 @@ def _check(optimizer, data, steps, records, seed, allow_nonseparable):
     if isinstance(size, int) and size > data.n:  # a batch would count samples twice
         raise ValueError(f"batch: mini-batches of {size} on n = {data.n} samples; a batch is at most n "
                          "(batch='full' is all of them).")
-    if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)):
-        raise ValueError(f"seed must be an integer; got {seed!r}.")
+    if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and 0 <= seed < 2**63):
+        raise ValueError(f"seed must be an integer in [0, 2**63); got {seed!r}.")
 
 
 def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, records: int = 200,

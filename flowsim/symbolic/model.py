@@ -70,7 +70,11 @@ class Parametrization:
     def init_params(self, init, d: int) -> np.ndarray:
         """Initial parameters of shape (n_layers, d) from a scalar alpha, a (d,) vector used in every
         layer, or a full (n_layers, d) array."""
-        a = np.asarray(init, dtype=np.float64)
+        try:
+            a = np.asarray(init, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"init must be numbers (a scalar alpha, a (d,) vector or (n_layers, d) parameters); "
+                             f"got {init!r}.") from None
         K = self.n_layers
         if a.ndim == 0:
             a = np.full((K, d), float(a))
