@@ -574,3 +574,50 @@ def test_a_horizon_event_far_short_of_the_horizon_fails(monkeypatch):
     sol = fs.solve(fs.derive(fs.Linear(), "logistic", fs.GD()), fs.Dataset([[1.0, 2.0]], [1]), 0.1, t1=1e100,
                    backend="scipy:BDF", throw=False)
     assert sol.status == "failed" and "short of log10 t1 = 100" in sol.message and sol.log10_t[-1] < 99.99
+
+
+def test_normalised_gd_through_the_origin_is_a_collapse_on_every_backend():
+    """NormalizedGD moves at unit speed in its clock, and on a depth-3 tied net from (-0.01, -0.02) it keeps
+    1/w_1 - 1/w_2 = -50: both entries reach 0 together, from below, at log10 t = -1.6402 (solve_ivp of the
+    hand-written field, rtol 1e-12). The planes w = 0 were not armed for this flow (its clock), the passage
+    is V-shaped, and four backends went through to beta = (0, 3.3e5) or (3.3e5, 0), "completed"."""
+    from scipy.integrate import solve_ivp
+
+    data = fs.Dataset(np.array([[1.0, 1.0]]), [1])
+    w0 = np.array([-0.01, -0.02])
+    system = fs.derive(fs.DiagonalNet(3, "tied"), "exponential", fs.NormalizedGD())
+    assert fs.reachable_signs(system.model, w0[None], system.flow).tolist() == [-1, -1]
+
+    def field(s, w):
+        g = -3 * w**2 * np.exp(-(w**3).sum())  # x = (1, 1), exponential loss
+        return -g / np.linalg.norm(g)
+
+    near = lambda s, w: np.abs(w).max() - 1e-7  # noqa: E731
+    near.terminal = True
+    s_star = solve_ivp(field, (0, 1), w0, rtol=1e-12, atol=1e-16, events=near, method="DOP853").t_events[0][0]
+    for backend in ("diffrax:Tsit5", "diffrax:Dopri8", "scipy:DOP853", "scipy:BDF", "scipy:LSODA"):
+        sol = fs.solve(system, data, w0, t1=1e30, backend=backend)
+        assert sol.status == "collapsed" and np.all(sol.beta[-1] <= 0), (backend, sol.beta[-1])
+        assert sol.log10_t[-1] == pytest.approx(math.log10(math.expm1(s_star)), abs=1e-4)
+
+
+def test_a_long_step_over_two_leader_switches_does_not_hide_them():
+    """DOP853 stepped over a round trip of the leader (beta_4 -> beta_3 -> beta_1 -> beta_4) its own saves
+    show: one switch where every other backend located four."""
+    X = np.array([[-0.8182, 0.7317, -0.5014, 0.8792], [-1.0718, 0.9145, -0.0201, -1.2487],
+                  [-0.3139, 0.0541, 0.2728, -0.9822], [-1.1074, 0.1996, -0.4667, 0.2355],
+                  [0.7595, -1.6488, 0.2544, 1.2246]])
+    init = np.array([[-0.0407, 0.0709, 0.0177, -0.1491], [-0.1092, 0.0808, 0.0621, -0.0585]])
+    system = fs.derive(fs.DiagonalNet(1, "difference"), "logistic", fs.NormalizedGD())
+    data = fs.Dataset(X, [1, 1, -1, 1, 1])
+    switches = {}
+    for backend in ("diffrax:Tsit5", "scipy:DOP853", "scipy:RK45", "scipy:BDF"):
+        sol = fs.solve(system, data, init, t1=1e30, backend=backend, track=("magnitude",))
+        switches[backend] = [(e["from"], e["to"], e["log10_t"]) for e in fs.switch_times(sol)]
+        lead = np.abs(sol.beta).argmax(axis=1)
+        assert len(switches[backend]) >= np.count_nonzero(np.diff(lead))  # (the saves' changes are all there)
+    ref = switches["diffrax:Tsit5"]
+    assert [s[:2] for s in ref] == [(3, 2), (2, 0), (0, 3), (3, 0)]
+    for backend, found in switches.items():
+        assert [s[:2] for s in found] == [s[:2] for s in ref], backend
+        np.testing.assert_allclose([s[2] for s in found], [s[2] for s in ref], atol=1e-5)

@@ -177,6 +177,8 @@ def _on_crossing(run, seg):
     the step went through the collapse first (a step over the whole dip finds either root)."""
     if np.abs(run.theta).max() <= math.exp(run.log_floor) * (1.0 + 1e-6):
         run.status, run.message = end_status("collapse", run.clock)
+        # the entries past their plane are at it (beta_j = +1e-21 where the flow keeps beta_j <= 0)
+        run.y = np.concatenate([np.where(run.sigma * run.theta < 0, 0.0, run.theta).ravel(), run.y[-1:]])
         return
     k = np.unravel_index(int(np.argmin(np.where(run.sigma != 0, run.sigma * run.theta, np.inf))), run.sigma.shape)
     run.status, run.message = "failed", CROSSING.format(backend=run.be.name, entry=(int(k[0]), int(k[1]) + 1),
@@ -374,7 +376,7 @@ SLIDING = ("at log10 t = {log10_t:.6g} the flow slides along a surface where its
 
 CROSSING = ("{backend} stepped across w[{entry[0]}, {entry[1]}] = 0 (layer, 1-based coordinate) at log10 t = "
             "{log10_t:.6g}. That plane is invariant: the entry's field carries the factor w^(L-1), so the exact flow "
-            "does not reach it in finite time (normalised SAM only where the gradient vanishes with it, a point "
+            "does not reach it in finite time (normalised SAM and NormalizedGD only where the gradient vanishes with it, a point "
             "where its field is discontinuous and the continuation not unique). flowsim does not follow a solver "
             "across it; the trajectory up to it is kept")
 

@@ -3,8 +3,8 @@ r"""Which sign patterns of beta a model can reach from its initialisation (docs/
 Derived from the model's formula :math:`\beta_j = f(w_{1j}, \dots, w_{Kj})`:
 
 - f >= 0 for every real input (tied :math:`w^L` at even L): :math:`\beta \ge 0` always; likewise <= 0.
-- Under flows that follow the gradient (``follows_gradient``: GD, USAM, lp-SAM and steepest descent
-  with p finite, ASAM), an entry's field carries :math:`\partial f/\partial w_k` at the evaluation
+- Under flows that follow the gradient (``Flow.follows_gradient``: GD, USAM, lp-SAM and steepest descent
+  with p finite, ASAM, and NormalizedGD, whose schedule clock only scales the field), an entry's field carries :math:`\partial f/\partial w_k` at the evaluation
   point, whose perturbation vanishes with the gradient. Where :math:`\partial f/\partial w_k = 0` on
   the plane :math:`w_k = 0` (tied and difference nets at depth >= 2), that plane is invariant: the entry
   keeps its initial sign for ever (and stays 0 if it starts there). If every entry of a coordinate
@@ -26,7 +26,7 @@ from functools import lru_cache
 import numpy as np
 import sympy as sp
 
-from flowsim.symbolic.flow import Flow, commutes_with_sign_flips, follows_gradient
+from flowsim.symbolic.flow import Flow, commutes_with_sign_flips
 from flowsim.symbolic.model import DiagonalNet, Parametrization
 
 
@@ -68,7 +68,7 @@ def reachable_signs(model, theta0, flow) -> np.ndarray:
     if model.beta.is_nonnegative or model.beta.is_nonpositive:
         return np.full(d, 1.0 if model.beta.is_nonnegative else -1.0)
     signs = np.full(d, np.nan)
-    if follows_gradient(flow) and all(invariant_planes(model)):  # every entry keeps its sign
+    if flow.follows_gradient and all(invariant_planes(model)):  # every entry keeps its sign
         for j in range(d):
             signs[j] = _sign_on(model, tuple(int(s) for s in np.sign(theta0[:, j])))
     if isinstance(model, DiagonalNet) and model.form == "product" and model.depth >= 2:
@@ -104,7 +104,7 @@ def _layer_symmetry(theta0, flow, L, signs):
     equal = np.all(theta0 == theta0[:1], axis=0)
     same_size = np.all(np.abs(theta0) == np.abs(theta0[:1]), axis=0)
     signs = signs.copy()
-    if follows_gradient(flow):
+    if flow.follows_gradient:
         signs[same_size] = np.sign(np.prod(theta0, axis=0))[same_size]
     elif L % 2 == 0 and commutes_with_sign_flips(flow):  # (an entry at 0 need not stay there: l_inf-SAM)
         flips = np.where(np.sign(theta0) == np.sign(theta0[:1]), 1.0, -1.0)
@@ -125,7 +125,7 @@ def kept_entry_signs(model, theta0, flow) -> np.ndarray:
     flowsim stops there (``crossing`` event). Where f is even in w_k the field is odd in the entry, so
     an overshoot lands on the mirror trajectory with the same beta, and is not flagged."""
     theta0 = np.asarray(theta0, float)
-    if not follows_gradient(flow):
+    if not flow.follows_gradient:
         return np.zeros_like(theta0)
     flagged = np.array(invariant_planes(model)) & ~np.array(_even_in(model))
     return np.where(flagged[:, None], np.sign(theta0), 0.0)

@@ -144,7 +144,10 @@ class ScipyBackend:
                 if failure:
                     reason, message = "failed", failure
                     break
-                hit, s_stop, dense = _first_event(events.names, values, armed, s_old, solver)
+                # this step's saves (s itself outside tau) are probes: an event that turned and turned back within
+                # one long step is positive at both ends (DOP853 missed two leader switches its saves show)
+                probes = [] if tau_saves is not None else ordered[ti:bisect.bisect_right(ordered, solver.t, ti)]
+                hit, s_stop, dense = _first_event(events.names, values, armed, s_old, solver, probes)
                 y_stop = solver.y if hit is None else dense(s_stop)
                 u_stop = u_of(s_stop, y_stop)
                 k = bisect.bisect_right(ordered, u_stop, ti)
@@ -207,11 +210,12 @@ class ScipyBackend:
         return True, ""
 
 
-def _first_event(names, values, armed, s_old, solver):
+def _first_event(names, values, armed, s_old, solver, probes=()):
     """(event, where it fires, the step's dense output) for the earliest of the ``armed`` events (their
     indices) in the step from ``s_old`` to ``solver.t``, root-found on the dense output, which is made
     only then (None, solver.t, None if no event fires). An armed event is positive up to the step that
-    ends the segment, so one that is not positive at the step's end fires in it (a NaN does not)."""
+    ends the segment, so one that is not positive at the step's end, or at one of the ``probes`` inside
+    the step (its saves, where the dense output is made anyway), fires in it (a NaN does not)."""
     at_end = values(solver.t, solver.y).tolist()  # Python floats: cheaper to scan than NumPy's
     hit, hit_s, dense = None, solver.t, None
     for k in armed:
@@ -220,6 +224,16 @@ def _first_event(names, values, armed, s_old, solver):
             root = _root(lambda s, k=k: values(s, dense(s))[k], s_old, solver.t)
             if hit is None or root < hit_s:
                 hit, hit_s = names[k], root
+    lo = s_old
+    for p in probes if hit is None else ():
+        dense = dense if dense is not None else solver.dense_output()
+        inside = values(p, dense(p)).tolist()
+        fired = [k for k in armed if inside[k] <= 0]
+        if fired:
+            roots = {k: _root(lambda s, k=k: values(s, dense(s))[k], lo, p) for k in fired}
+            k = min(roots, key=roots.get)
+            return names[k], roots[k], dense
+        lo = p
     return hit, hit_s, dense
 
 
