@@ -397,3 +397,19 @@ def test_the_warning_names_the_status_a_limit_at_beta_0_ends_with():
 def test_reachable_signs_bad_arguments(theta0, flow, match):
     with pytest.raises(ValueError, match=match):
         fs.reachable_signs(fs.DiagonalNet(2), theta0, flow)
+
+
+def test_a_coordinate_with_two_zero_layers_of_a_depth_3_product_is_frozen():
+    """Every df/dw_k is 0 there, so beta_2 = 0 for ever: "either sign" said no ReachabilityWarning where the
+    data need beta_2 != 0, and six backends failed six ways with no word why. A Linear entry at 0 still
+    moves, and l_inf-SAM (a sign flow) is not judged by this rule."""
+    data = fs.Dataset(np.array([[1.0, 2.0], [-0.5, 1.0]]), [1, 1])
+    init = np.array([[0.3, 0.1], [0.2, 0.0], [0.1, 0.0]])
+    gd = fs.derive(fs.DiagonalNet(3), "logistic", fs.GD())
+    signs = fs.reachable_signs(gd.model, init, gd.flow)
+    assert np.isnan(signs[0]) and signs[1] == 0
+    with pytest.warns(fs.ReachabilityWarning, match="keeps beta_2 = 0 for ever"):
+        sol = fs.solve(gd, data, init, t1=1e5, throw=False)
+    assert np.all(sol.beta[:, 1] == 0)
+    assert np.isnan(fs.reachable_signs(fs.Linear(), np.array([[0.3, 0.0]]), fs.GD())).all()
+    assert np.isnan(fs.reachable_signs(gd.model, init, fs.SAM(0.1, float("inf")))).all()

@@ -376,9 +376,9 @@ SLIDING = ("at log10 t = {log10_t:.6g} the flow slides along a surface where its
 
 CROSSING = ("{backend} stepped across w[{entry[0]}, {entry[1]}] = 0 (layer, 1-based coordinate) at log10 t = "
             "{log10_t:.6g}. That plane is invariant: the entry's field carries the factor w^(L-1), so the exact flow "
-            "does not reach it in finite time (normalised SAM and NormalizedGD only where the gradient vanishes with it, a point "
-            "where its field is discontinuous and the continuation not unique). flowsim does not follow a solver "
-            "across it; the trajectory up to it is kept")
+            "does not reach it in finite time (normalised SAM and NormalizedGD only where the gradient vanishes "
+            "with it, a point where its field is discontinuous and the continuation not unique). flowsim does not "
+            "follow a solver across it; the trajectory up to it is kept")
 
 
 HANDLERS = {**{reason: _on_end for reason in ENDINGS}, "switch": _on_switch, "max_steps": _on_chunk_end,

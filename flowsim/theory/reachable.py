@@ -4,8 +4,8 @@ Derived from the model's formula :math:`\beta_j = f(w_{1j}, \dots, w_{Kj})`:
 
 - f >= 0 for every real input (tied :math:`w^L` at even L): :math:`\beta \ge 0` always; likewise <= 0.
 - Under flows that follow the gradient (``Flow.follows_gradient``: GD, USAM, lp-SAM and steepest descent
-  with p finite, ASAM, and NormalizedGD, whose schedule clock only scales the field), an entry's field carries :math:`\partial f/\partial w_k` at the evaluation
-  point, whose perturbation vanishes with the gradient. Where :math:`\partial f/\partial w_k = 0` on
+  with p finite, ASAM, and NormalizedGD, whose schedule clock only scales the field), an entry's field
+  carries :math:`\partial f/\partial w_k` at the evaluation point, whose perturbation vanishes with the gradient. Where :math:`\partial f/\partial w_k = 0` on
   the plane :math:`w_k = 0` (tied and difference nets at depth >= 2), that plane is invariant: the entry
   keeps its initial sign for ever (and stays 0 if it starts there). If every entry of a coordinate
   keeps its sign, beta_j keeps the sign f has on that orthant, when f has one there.
@@ -14,6 +14,9 @@ Derived from the model's formula :math:`\beta_j = f(w_{1j}, \dots, w_{Kj})`:
   following flows, layers of equal magnitude keep equal magnitudes (flip the sign of a layer and of
   :math:`z_{:j}` together: a symmetry of these flows), so :math:`\beta_j` keeps its initial sign.
   This rule is the product form's own; it is not derived for other formulas.
+
+- A coordinate whose every df/dw_k is 0 at the start (two zero layers of a depth-3 product) has a zero
+  gradient under the gradient-following flows, its perturbation too: it never moves.
 
 Where none applies the coordinate is free. Sign and Adam-proxy flows can leave :math:`w = 0` through a
 sliding mode, so only the formula's own sign and the layer-symmetry rule are used for them.
@@ -76,7 +79,20 @@ def reachable_signs(model, theta0, flow) -> np.ndarray:
     elif K >= 2 and _symmetric_in_layers(model):  # a model of your own, symmetric in its layers (w1 * w2)
         equal = np.all(theta0 == theta0[:1], axis=0) & np.isnan(signs)
         signs[equal] = _sign_with_layers_equal(model)
+    if flow.follows_gradient:
+        # every df/dw_k = 0 at the start (two zero layers of a depth-3 product): the coordinate's gradient is 0
+        # at any data, its entries' perturbation too, so it never moves (its beta_j is free by the rules above)
+        partials, value = _partials(model)
+        frozen = np.all(np.asarray(np.broadcast_arrays(*partials(*theta0)), float) == 0, axis=0)
+        signs[frozen] = np.sign(np.broadcast_to(np.asarray(value(*theta0), float), (d,)))[frozen]
     return signs
+
+
+@lru_cache(maxsize=None)
+def _partials(model):
+    """NumPy functions of the layers' entries: (df/dw_k for every k, f)."""
+    w = model.symbols
+    return (sp.lambdify(w, [sp.diff(model.beta, x) for x in w], "numpy"), sp.lambdify(w, model.beta, "numpy"))
 
 
 @lru_cache(maxsize=None)
