@@ -3,12 +3,13 @@ r"""Which sign patterns of beta a model can reach from its initialisation (docs/
 Derived from the model's formula :math:`\beta_j = f(w_{1j}, \dots, w_{Kj})`:
 
 - f >= 0 for every real input (tied :math:`w^L` at even L): :math:`\beta \ge 0` always; likewise <= 0.
-- Under flows that follow the gradient (``Flow.follows_gradient``: GD, USAM, lp-SAM and steepest descent
-  with p finite, ASAM, and NormalizedGD, whose schedule clock only scales the field), an entry's field
-  carries :math:`\partial f/\partial w_k` at the evaluation point, whose perturbation vanishes with the gradient. Where :math:`\partial f/\partial w_k = 0` on
-  the plane :math:`w_k = 0` (tied and difference nets at depth >= 2), that plane is invariant: the entry
-  keeps its initial sign for ever (and stays 0 if it starts there). If every entry of a coordinate
-  keeps its sign, beta_j keeps the sign f has on that orthant, when f has one there.
+- Under flows that follow the gradient (``Flow.follows_gradient``: GD, USAM, lp-SAM and steepest descent with
+  p finite, ASAM, and NormalizedGD, whose schedule clock only scales the field), an entry's field carries
+  :math:`\partial f/\partial w_k` at the evaluation point, whose perturbation vanishes with the gradient.
+  Where :math:`\partial f/\partial w_k = 0` on the plane :math:`w_k = 0` (tied and difference nets at depth >=
+  2), that plane is invariant: the entry keeps its initial sign for ever (and stays 0 if it starts there). If
+  every entry of a coordinate keeps its sign, beta_j keeps the sign f has on that orthant, when f has one
+  there.
 - Product networks :math:`w_1 \cdots w_L`, coordinate j whose layers start equal: the layers stay equal
   under every flow here (layer symmetry), so at even L :math:`\beta_j \ge 0`. Under the gradient-
   following flows, layers of equal magnitude keep equal magnitudes (flip the sign of a layer and of
