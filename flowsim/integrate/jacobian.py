@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from flowsim.integrate.vector_field import SCHEDULE, at_theta
 
 
@@ -99,7 +101,9 @@ class FieldJacobian:
         if vf.needs_P:
             # the field takes r~ and P~ scaled per coordinate by c (VectorField.scaled_moments), and is unchanged by
             # that scaling: its partials in the unscaled ones are F_r / c and F_P / c^2 (0 on a column of zeros)
-            rt, Pt, log_c = vf.scaled_moments(xp.log(pt), Z)
+            with np.errstate(divide="ignore"):  # p~ = 0 (underflowed) is log -inf: weight 0, as in the field
+                log_pt = xp.log(pt)
+            rt, Pt, log_c = vf.scaled_moments(log_pt, Z)
             # (below e^-700 the unscaled partials have underflowed with p~: those terms are left out)
             inv = xp.where(log_c > -700.0, xp.exp(-xp.where(log_c > -700.0, log_c, 0.0)), 0.0)
             # dP~/dw~ = 2 (Z^2)^T diag(p~) dp~/dw~, dp~/dw~ = H~ Z c~
