@@ -621,3 +621,14 @@ def test_a_long_step_over_two_leader_switches_does_not_hide_them():
     for backend, found in switches.items():
         assert [s[:2] for s in found] == [s[:2] for s in ref], backend
         np.testing.assert_allclose([s[2] for s in found], [s[2] for s in ref], atol=1e-5)
+
+
+def test_a_jacobian_that_is_not_finite_says_what_to_use():
+    """lp-SAM with p = 3 perturbs by |g_k|^(1/2): not differentiable where g_k = 0 (a frozen coordinate here,
+    which the warning names). Radau failed at s = 0 with scipy's "array must not contain infs or NaNs"."""
+    data = fs.Dataset(np.array([[1.0, 2.0], [-0.5, 1.0]]), [1, 1])
+    init = np.array([[0.3, 0.1], [0.2, 0.0], [0.1, 0.0]])
+    system = fs.derive(fs.DiagonalNet(3), "logistic", fs.SAM(0.05, norm=3))
+    with pytest.warns(fs.ReachabilityWarning, match="keeps beta_2 = 0"):
+        sol = fs.solve(system, data, init, t1=1e30, backend="scipy:Radau", throw=False)
+    assert sol.status == "failed" and "not differentiable there" in sol.message and "needs no Jacobian" in sol.message

@@ -29,6 +29,8 @@ RATE_UNDERFLOW = ("scipy {method}: the step from s = {s_old:.6g} to {s:.6g} reac
                   "t e^{{S~}} underflows (a loss no flow reaches by that time); nothing after it is kept. "
                   "clock='tau' (the default for implicit methods) has no such factor")
 INTERRUPTED = "interrupted by the user (KeyboardInterrupt)"
+NOT_FINITE = (" (a non-finite Jacobian or Newton iterate: the field is not differentiable there, e.g. lp-SAM with "
+              "p > 2 where a g_k is 0; an explicit method, scipy:DOP853 or diffrax:Tsit5, needs no Jacobian)")
 
 
 def _root(f, lo, hi):
@@ -196,7 +198,7 @@ class ScipyBackend:
         try:
             msg = solver.step()
         except (ValueError, np.linalg.LinAlgError) as err:  # a non-finite Jacobian or iterate inside the step
-            return False, f"scipy {self.method} at s = {s_old:.6g}: {err}"
+            return False, f"scipy {self.method} at s = {s_old:.6g}: {err}" + (NOT_FINITE if "inf" in str(err) else "")
         if solver.status == "failed":
             return True, f"scipy {self.method}: {msg}"
         if not np.isfinite(solver.y).all():  # LSODA can accept such a step
