@@ -632,3 +632,12 @@ def test_a_jacobian_that_is_not_finite_says_what_to_use():
     with pytest.warns(fs.ReachabilityWarning, match="keeps beta_2 = 0"):
         sol = fs.solve(system, data, init, t1=1e30, backend="scipy:Radau", throw=False)
     assert sol.status == "failed" and "not differentiable there" in sol.message and "needs no Jacobian" in sol.message
+
+
+def test_a_step_budget_spent_on_the_way_is_not_a_saddle(one_sample):
+    """l2-SAM from 0.05 < rho = 0.2 collapses at log10 t = 0.07; with a budget of 4 steps the run was "chattering:
+    reached a saddle of the loss" at log10 t = -0.79, 0.05 away from it, its loss still moving."""
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.2))
+    assert fs.solve(system, one_sample, 0.05, t1=1e20).status == "collapsed"
+    short = fs.solve(system, one_sample, 0.05, t1=1e20, max_steps=4, throw=False)
+    assert short.status == "max_steps" and "saddle" not in short.message, short.message

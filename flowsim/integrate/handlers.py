@@ -79,7 +79,8 @@ def _on_chunk_end(run, seg):
         if _too_large(run) and critical.stops_at_minima(run.system.flow):
             run.message = TOO_LARGE.format(size=run.K * run.d, most=DENSE_MAX, log10_t=run.log10_t_asked)
         _stability_limited(run)
-        _at_saddle(run, "the step budget ran out")
+        if run.log_loss_change <= LOSS_STILL:  # (still on the way: a budget of 4 steps "reached a saddle" 0.05 off)
+            _at_saddle(run, "the step budget ran out")
         _at_a_jump(run)
 
 
