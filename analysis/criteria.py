@@ -164,12 +164,14 @@ def nearest_reference(distances: dict, want: str) -> Outcome:
     return Outcome(None, "undecided: " + text)
 
 
-def cells_match(match, predicted) -> Outcome:
+def cells_match(match, predicted, decided=None) -> Outcome:
     """A phase diagram against its prediction: holds when every cell agrees; undecided when the only
-    disagreements lie next to a predicted boundary (there the limit may need a longer horizon); fails
-    when a cell away from every boundary disagrees. (At ">= 99% of the grid" a threshold alpha_j > 1.05 rho
-    in place of rho, wrong on a band of cells along the boundary, held at L = 3: 99.4%.)"""
+    disagreements lie next to a predicted boundary (there the limit may need a longer horizon), or some cell's
+    solve failed (``decided`` False there); fails when a decided cell away from every boundary disagrees. (At
+    ">= 99% of the grid" a threshold alpha_j > 1.05 rho in place of rho, wrong on a band of cells along the
+    boundary, held at L = 3: 99.4%.)"""
     match, predicted = np.asarray(match, bool), np.asarray(predicted)
+    decided = np.ones(match.shape, bool) if decided is None else np.asarray(decided, bool)
     edge = np.zeros_like(match)
     for axis in (0, 1):  # a cell whose predicted label differs from a neighbour's
         differs = np.diff(predicted, axis=axis) != 0
@@ -178,10 +180,11 @@ def cells_match(match, predicted) -> Outcome:
         lo[axis], hi[axis] = slice(None, -1), slice(1, None)
         edge[tuple(lo)] |= differs
         edge[tuple(hi)] |= differs
-    wrong, far = int((~match).sum()), int((~match & ~edge).sum())
+    wrong, far = int((~match & decided).sum()), int((~match & decided & ~edge).sum())
+    open_cells = int((~decided).sum())
     text = (f"limit = Cor 3.5's on {match.mean():.1%} of the grid; {wrong} cells disagree, {far} of them away from "
-            "the predicted boundaries")
-    return Outcome(True if wrong == 0 else (False if far else None), text)
+            "the predicted boundaries" + (f"; {open_cells} undecided (their solve failed)" if open_cells else ""))
+    return Outcome(True if wrong == 0 and not open_cells else (False if far else None), text)
 
 
 def at_most(value: float, bound: float, what: str) -> Outcome:

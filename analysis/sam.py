@@ -225,7 +225,7 @@ def linf_phase_diagram(out: Path, quick: bool) -> Claim:
         plot.phase_diagram(phase, ax)
         name = f"{'GD' if flow else 'l_inf-SAM'}, L={depth}, {n}x{n} grid" + (f" ({late} cells re-run to log10 t = 1e5)"
                                                                              if late else "")
-        o = cells_match(phase["match"].values, phase["predicted"].values)
+        o = cells_match(phase["match"].values, phase["predicted"].values, phase["decided"].values)
         numbers[name] = o.why + f" ({phase.attrs['wall_s']:.1f} s)"
         if flow is None:
             outcomes.append(o)

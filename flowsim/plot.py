@@ -294,7 +294,7 @@ def _label_names(labels, depth):
 def phase_diagram(ds, ax=None):
     """The l_inf-SAM limit over (alpha_1, alpha_2) from :func:`flowsim.linf_sam_phase`: cells coloured
     by the observed limit (e_j or bounded), Cor 3.5's predicted boundaries as black lines, cells
-    where flow and prediction disagree crossed out."""
+    where flow and prediction disagree crossed out, cells whose solve failed left blank with a "?"."""
     from matplotlib.colors import BoundaryNorm, ListedColormap
 
     from flowsim.theory.phase import linf_sam_boundaries
@@ -302,21 +302,27 @@ def phase_diagram(ds, ax=None):
     ax = _axes(ax)
     a1, a2 = ds["alpha_1"].values, ds["alpha_2"].values
     obs, pred = ds["observed"].values, ds["predicted"].values
-    labels = np.unique(np.concatenate([obs.ravel(), pred[pred != -2].ravel()]))  # (-2: a tie, drawn apart)
+    decided = ds["decided"].values if "decided" in ds else np.ones(obs.shape, bool)
+    # (-2: a tie, -3: undecided, drawn apart)
+    labels = np.unique(np.concatenate([obs[decided].ravel(), pred[pred != -2].ravel()]))
     colors = ["0.85", "tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"]
     cmap = ListedColormap([colors[(k + 1) % len(colors)] for k in labels])
     norm = BoundaryNorm(np.concatenate([labels - 0.5, [labels[-1] + 0.5]]), cmap.N)
-    ax.pcolormesh(_edges(a1), _edges(a2), obs.T, cmap=cmap, norm=norm, shading="flat")
-    top = max(a1.max(), a2.max())
+    ax.pcolormesh(_edges(a1), _edges(a2), np.ma.masked_array(obs, ~decided).T, cmap=cmap, norm=norm, shading="flat")
+    top = max(_edges(a1)[-1], _edges(a2)[-1])  # (to the plot's edge)
     for line in linf_sam_boundaries(ds.attrs["mu"], ds.attrs["rho"], ds.attrs["depth"], top):
         ax.plot(line[:, 0], line[:, 1], "k-", lw=1.2)
     ax.set_xlim(_edges(a1)[[0, -1]])
     ax.set_ylim(_edges(a2)[[0, -1]])
     tie = pred == -2
-    bad = ~ds["match"].values & ~tie
+    bad = ~ds["match"].values & ~tie & decided
     if bad.any():
         i, j = np.nonzero(bad)
         ax.plot(a1[i], a2[j], "kx", ms=8, label="flow != Cor 3.5")
+    if not decided.all():
+        i, j = np.nonzero(~decided)
+        ax.plot(a1[i], a2[j], ls="none", marker="$?$", color="k", ms=8,
+                label="undecided: the solve failed (see status)")
     if tie.any():
         i, j = np.nonzero(tie)
         ax.plot(a1[i], a2[j], "k+", ms=8, label="on a boundary: tie, no e_j predicted")

@@ -230,6 +230,24 @@ def test_a_phase_cell_whose_leader_changes_late_is_solved_again():
     assert late.attrs["re_solved"] == 1 and late["match"].values.all()
 
 
+def test_a_phase_cell_whose_solve_failed_is_undecided_not_a_match():
+    """L = 3, alpha_2 = rho + 1e-11 on BDF: the cell's solve failed at log10 t = 11 with beta_2 = 0.0187 > 10 rho^3,
+    and the end of a failed run was read as the limit e_2: "match". Its re-solve fails too: undecided, drawn
+    blank with a "?", never crossed out or coloured; the diagram's verdict is inconclusive. A flow with
+    another rho than the prediction's is refused."""
+    from analysis.criteria import cells_match
+
+    ds = fs.linf_sam_phase([1.0, 2.0], [0.05], [0.1 + 1e-11, 0.2], rho=0.1, depth=3, t1=1e20, backend="scipy:BDF")
+    assert ds["status"].values[0, 0] == "failed" and ds["predicted"].values[0, 0] == 1
+    assert ds["observed"].values[0, 0] == -3 and not ds["decided"].values[0, 0] and not ds["match"].values[0, 0]
+    assert ds["match"].values[0, 1] and ds.attrs["undecided"] == 1
+    legend = [t.get_text() for t in fs.plot.phase_diagram(ds).get_legend().get_texts()]
+    assert "undecided: the solve failed (see status)" in legend and "flow != Cor 3.5" not in legend
+    assert cells_match(ds["match"].values, ds["predicted"].values, ds["decided"].values).holds is None
+    with pytest.raises(ValueError, match=r"has rho = 0.3, the prediction is for rho = 0.1: give both"):
+        fs.linf_sam_phase([1.0, 2.0], [0.05], [0.2], rho=0.1, flow=fs.SAM(0.3, float("inf")))
+
+
 def test_switch_times_from_a_sweep_agree_with_solver_events():
     ds = fs.sweep(L2SAM, MU3, {"alpha": [0.05, 0.1]}, t1=1e30, saves=400)
     sw = fs.switch_log10_t(ds)

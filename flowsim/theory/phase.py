@@ -10,6 +10,7 @@ from flowsim.data import Dataset
 from flowsim.symbolic.derive import derive
 from flowsim.symbolic.flows import SAM
 from flowsim.symbolic.model import DiagonalNet
+from flowsim.integrate.solution import FAILURES
 from flowsim.integrate.solve import solve
 from flowsim.integrate.sweep import sweep
 
@@ -83,6 +84,10 @@ def _distinct_at_depth_2(mu1, mu2, depth):
                          "proportional to (alpha_j - rho)^2 on the tied features); use distinct features.")
 
 
+#: the label of a cell whose solve failed before the flow could be judged
+UNDECIDED = -3
+
+
 def linf_sam_phase(mu, alpha_1, alpha_2, rho: float, depth: int = 2, *, loss="logistic", t1: float | None = None,
                    log10_t1: float | None = None, atol: float | None = None, init=None, leader_factor: float = 10.0,
                    flow=None, late_log10_t1: float | None = 1e5, **sweep_kw):
@@ -95,14 +100,16 @@ def linf_sam_phase(mu, alpha_1, alpha_2, rho: float, depth: int = 2, *, loss="lo
     atol 1e-10 for even L; t1 = 1e10 and atol 1e-14 for odd L, where w_j = rho is semi-stable
     (attracting from below, repelling from above) and a solver error of size atol lets w_j escape
     at t ~ 1/(mu_j atol). ``flow``: the flow to run, by default the l_inf-SAM flow the prediction is
-    about; another one (``flowsim.GD()``) is a negative control. ``late_log10_t1``: cells whose leader at t1
-    disagrees with the prediction are solved again to this log10 t (atol 1e-14; None: not): the prediction is
-    asymptotic, and near a boundary the predicted leader overtakes only when log t is in the hundreds (L = 2,
-    alpha_2 just above rho) or thousands (L = 3); a cell whose re-solve fails keeps its leader at t1 (a
-    disagreement). Extra keywords go to :func:`flowsim.sweep` (e.g. ``executor``).
+    about; another one without a radius (``flowsim.GD()``) is a negative control (one with another rho is
+    refused). ``late_log10_t1``: cells whose leader at t1 disagrees with the prediction, or whose solve failed,
+    are solved again to this log10 t (atol 1e-14; None: not): the prediction is asymptotic, and near a boundary
+    the predicted leader overtakes only when log t is in the hundreds (L = 2, alpha_2 just above rho) or
+    thousands (L = 3). A cell whose solve failed and is not solved again, or whose re-solve fails, is
+    undecided (observed -3): the flow was not followed to where the prediction speaks (a failed run's end
+    was read as a limit and called a match). Extra keywords go to :func:`flowsim.sweep` (e.g. ``executor``).
 
-    Returns the sweep's Dataset with ``observed``, ``predicted`` and ``match`` added, and the number of cells
-    solved again in ``attrs["re_solved"]``.
+    Returns the sweep's Dataset with ``observed``, ``predicted``, ``decided`` and ``match`` (decided and
+    equal) added; ``attrs["re_solved"]`` counts the cells solved again, ``attrs["undecided"]`` those left so.
     """
     mu = np.asarray(mu, dtype=np.float64)
     if mu.ndim != 1 or mu.size < 2 or np.any(mu <= 0):
@@ -112,6 +119,9 @@ def linf_sam_phase(mu, alpha_1, alpha_2, rho: float, depth: int = 2, *, loss="lo
     if t1 is None and log10_t1 is None:
         t1 = 1e10 if odd else 1e30
     atol = atol if atol is not None else (1e-14 if odd else 1e-10)
+    if flow is not None and flow.rho not in (0.0, rho):
+        raise ValueError(f"flow {flow} has rho = {flow.rho:g}, the prediction is for rho = {rho:g}: give both the "
+                         "same radius (or a flow without one, such as the control flowsim.GD()).")
     system = derive(DiagonalNet(depth), loss, SAM(rho, float("inf")) if flow is None else flow)
     base = np.full(mu.size, rho) if init is None else init
     ds = sweep(system, Dataset(mu[None], [1]), {"alpha_1": alpha_1, "alpha_2": alpha_2}, init=base, t1=t1, log10_t1=log10_t1, atol=atol,
@@ -125,7 +135,8 @@ def linf_sam_phase(mu, alpha_1, alpha_2, rho: float, depth: int = 2, *, loss="lo
         alpha[:2] = ds["alpha_1"].values[i], ds["alpha_2"].values[j]
         return alpha
 
-    observed = leader(ds["beta_end"].values)
+    ended = np.isin(ds["status"].values, list(FAILURES)) | ~np.all(np.isfinite(ds["beta_end"].values), axis=-1)
+    observed = np.where(ended, UNDECIDED, leader(ds["beta_end"].values))
     predicted = np.empty_like(observed)
     for i, j in np.ndindex(*predicted.shape):
         said = linf_sam_prediction(mu, alpha_at(i, j), rho, depth)
@@ -135,13 +146,14 @@ def linf_sam_phase(mu, alpha_1, alpha_2, rho: float, depth: int = 2, *, loss="lo
     for i, j in late:
         again = solve(system, Dataset(mu[None], [1]), alpha_at(i, j), log10_t1=late_log10_t1, atol=1e-14,
                       throw=False, saves=2)
-        if again.ok:
-            observed[i, j] = leader(again.beta[-1])
+        observed[i, j] = leader(again.beta[-1]) if again.ok else UNDECIDED
     dims = ("alpha_1", "alpha_2")
-    ds["observed"] = (dims, observed)
-    ds["predicted"] = (dims, predicted)
-    ds["match"] = (dims, observed == predicted)
+    ds["observed"] = (dims, observed, {"long_name": "the flow's limit: j (0-based) for e_j, -1 bounded, -3 undecided "
+                                                     "(its solve failed)"})
+    ds["predicted"] = (dims, predicted, {"long_name": "Cor 3.5's limit: j (0-based) for e_j, -1 bounded, -2 a tie"})
+    ds["decided"] = (dims, observed != UNDECIDED, {"long_name": "the flow was followed to where it is judged"})
+    ds["match"] = (dims, observed == predicted, {"long_name": "decided, and the limit Cor 3.5 predicts"})
     ds.attrs.update(mu=mu.tolist(), rho=rho, depth=depth, log10_t1=float(np.log10(t1)) if log10_t1 is None else log10_t1,
-                    flow=str(system.flow), re_solved=len(late),
+                    flow=str(system.flow), re_solved=len(late), undecided=int((observed == UNDECIDED).sum()),
                     init="alpha_1, alpha_2 swept" + (f"; the others {np.asarray(base)[2:].tolist()}" if mu.size > 2 else ""))
     return ds
