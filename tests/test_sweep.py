@@ -272,6 +272,8 @@ def test_switch_times_from_a_sweep_agree_with_solver_events():
     ({"alpha": [np.nan]}, "finite numbers"),
     ({"alpha": []}, "non-empty"),
     ({"alpha": [0.0]}, "all zeros"),
+    ({"alpha_1": [0.1, 0.4], "alpha_01": [0.3]}, "unknown grid key 'alpha_01': write it 'alpha_1'"),  # 0.3 ran
+    ({"alpha": "abc"}, r"grid\['alpha'\] must be a non-empty 1-D list"),  # numpy's "could not convert"
 ])
 def test_bad_grids_are_refused(grid, match):
     with pytest.raises(ValueError, match=match):

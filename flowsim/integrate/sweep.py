@@ -54,14 +54,19 @@ def _check_grid(system, data, grid):
             if not system.flow.point.uses_rho:
                 raise ValueError(f"grid key 'rho' needs a flow with a radius (SAM, USAM, ASAM); {system.flow} has none.")
         elif key != ALPHA:
-            j = key[len("alpha_"):] if key.startswith("alpha_") else ""
-            if not (j.isdigit() and 1 <= int(j) <= data.d):
+            j = key[len("alpha_"):] if isinstance(key, str) and key.startswith("alpha_") else ""
+            # (alpha_01 was taken as coordinate 1 beside alpha_1: two axes writing one entry, one of them a lie)
+            if not (j.isdigit() and j == str(int(j)) and 1 <= int(j) <= data.d):
                 near = [] if j.isdigit() else difflib.get_close_matches(str(key), [ALPHA, RHO], n=1)
                 # (alpha_3 at d = 2 was "did you mean 'alpha'?": its coordinate is what is wrong)
-                hint = f"did you mean {near[0]!r}? " if near else f"the data have no coordinate {j}; " if j else ""
+                hint = (f"did you mean {near[0]!r}? " if near else f"write it 'alpha_{int(j)}'; " if j.isdigit()
+                        and j != str(int(j)) else f"the data have no coordinate {j}; " if j else "")
                 raise ValueError(f"unknown grid key {key!r}: {hint}use 'alpha', 'rho', or 'alpha_<j>' with j in "
                                  f"1..{data.d} (coordinate j of the initialisation, 1-based as in the papers).")
-        v = np.atleast_1d(np.asarray(values, dtype=np.float64))
+        try:
+            v = np.atleast_1d(np.asarray(values, dtype=np.float64))
+        except (TypeError, ValueError):
+            raise ValueError(f"grid[{key!r}] must be a non-empty 1-D list of finite numbers; got {values!r}.") from None
         if v.ndim != 1 or v.size == 0 or not np.all(np.isfinite(v)):
             raise ValueError(f"grid[{key!r}] must be a non-empty 1-D list of finite numbers; got {values!r}.")
         if len(np.unique(v)) < len(v):  # (an xarray coordinate with repeats selects several points by one value)
