@@ -280,6 +280,21 @@ def test_bad_grids_are_refused(grid, match):
         fs.sweep(L2SAM, MU3, grid, t1=1e10)
 
 
+@pytest.mark.parametrize("call, match", [
+    (lambda: fs.linf_sam_boundaries([1, 2], -0.1, 2, 0.4), "rho must be a finite number >= 0"),  # polylines
+    (lambda: fs.linf_sam_boundaries([1, 2], 0.1, 2.5, 0.4), "integer depth >= 2"),
+    (lambda: fs.linf_sam_boundaries([1, -2], 0.1, 2, 0.4), "mu must be a vector of >= 2 positive"),
+    (lambda: fs.linf_sam_boundaries([1], 0.1, 2, 0.4), "mu must be a vector"),       # "not enough values to unpack"
+    (lambda: fs.linf_sam_boundaries([1, 2], 0.1, "3", 0.4), "integer depth >= 2"),  # a TypeError
+    (lambda: fs.linf_sam_boundaries([1, 2], 0.1, 3, 0.05), "alpha_max must be a finite number above rho"),
+    (lambda: fs.linf_sam_phase([1, np.nan], [0.1], [0.2], rho=0.1), "mu must be a vector"),  # an error about "X"
+    (lambda: fs.switch_log10_t(None), "must be the Dataset of a flowsim.sweep"),   # a TypeError
+])
+def test_phase_helpers_check_their_setting(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
 def test_rho_grid_needs_a_radius_and_executor_must_be_known():
     gd = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
     with pytest.raises(ValueError, match="has none"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from flowsim._checks import is_real_number, is_whole
 from flowsim.theory.analysis import linf_sam_prediction
 from flowsim.data import Dataset
 from flowsim.symbolic.derive import derive
@@ -25,6 +26,11 @@ def switch_log10_t(ds, max_switches: int | None = None):
     every coordinate) is not a switch."""
     import xarray as xr
 
+    if not (isinstance(ds, xr.Dataset) and "beta" in ds and "leader" in ds):
+        raise ValueError(f"ds must be the Dataset of a flowsim.sweep (with 'beta' and 'leader'); got "
+                         f"{type(ds).__name__}.")
+    if max_switches is not None and not is_whole(max_switches):
+        raise ValueError(f"max_switches must be an integer >= 1 or None (d - 1); got {max_switches!r}.")
     with np.errstate(divide="ignore"):
         beta = np.log(np.abs(ds["beta"].values))
     lead = ds["leader"].values - 1  # labels 1..d (0 past the end) to indices (-1 past the end)
@@ -64,10 +70,9 @@ def linf_sam_boundaries(mu, rho: float, depth: int, alpha_max: float) -> list[np
     alpha_j = rho separates "beta_j bounded" from "beta_j grows"; where both grow, the limit is
     e_argmax mu_j at L = 2, and at L >= 3 the curve mu_1 (alpha_1 - rho)^(L-2) = mu_2 (alpha_2 - rho)^(L-2)
     (the first coordinate to blow up wins)."""
-    mu1, mu2 = (float(m) for m in np.asarray(mu, float)[:2])
-    if depth < 2:
-        raise ValueError(f"Cor 3.5 is for depth >= 2; got depth={depth}.")
-    _distinct_at_depth_2(mu1, mu2, depth)
+    mu1, mu2 = _check_setting(mu, rho, depth)[:2]
+    if not (is_real_number(alpha_max) and np.isfinite(alpha_max) and alpha_max > rho):
+        raise ValueError(f"alpha_max must be a finite number above rho = {rho:g} (the plot's edge); got {alpha_max!r}.")
     lines = [np.array([[rho, 0.0], [rho, rho]]), np.array([[0.0, rho], [rho, rho]])]
     if depth == 2:
         lines.append(np.array([[rho, rho], [alpha_max, rho]]) if mu2 > mu1 else np.array([[rho, rho], [rho, alpha_max]]))
@@ -76,6 +81,22 @@ def linf_sam_boundaries(mu, rho: float, depth: int, alpha_max: float) -> list[np
         a2 = rho + (mu1 / mu2) ** (1.0 / (depth - 2)) * (a1 - rho)
         lines.append(np.column_stack([a1, a2])[a2 <= alpha_max])
     return lines
+
+
+def _check_setting(mu, rho, depth) -> np.ndarray:
+    """Cor 3.5's setting checked: mu >= 2 positive features, rho >= 0, an integer depth >= 2; mu as floats."""
+    try:
+        mu = np.asarray(mu, dtype=np.float64)
+    except (TypeError, ValueError):
+        mu = np.full(1, np.nan)
+    if mu.ndim != 1 or mu.size < 2 or not np.all(np.isfinite(mu) & (mu > 0)):
+        raise ValueError(f"mu must be a vector of >= 2 positive features (Cor 3.5 is for mu > 0); got {mu.tolist()}.")
+    if not (is_real_number(rho) and np.isfinite(rho) and rho >= 0):
+        raise ValueError(f"rho must be a finite number >= 0; got {rho!r}.")
+    if not is_whole(depth, 2):
+        raise ValueError(f"Cor 3.5 is for an integer depth >= 2; got depth={depth!r}.")
+    _distinct_at_depth_2(mu[0], mu[1], depth)
+    return mu
 
 
 def _distinct_at_depth_2(mu1, mu2, depth):
@@ -111,10 +132,7 @@ def linf_sam_phase(mu, alpha_1, alpha_2, rho: float, depth: int = 2, *, loss="lo
     Returns the sweep's Dataset with ``observed``, ``predicted``, ``decided`` and ``match`` (decided and
     equal) added; ``attrs["re_solved"]`` counts the cells solved again, ``attrs["undecided"]`` those left so.
     """
-    mu = np.asarray(mu, dtype=np.float64)
-    if mu.ndim != 1 or mu.size < 2 or np.any(mu <= 0):
-        raise ValueError(f"mu must be a vector of >= 2 positive features (Cor 3.5 is for mu > 0); got {mu.tolist()}.")
-    _distinct_at_depth_2(mu[0], mu[1], depth)
+    mu = _check_setting(mu, rho, depth)
     odd = depth % 2 == 1
     if t1 is None and log10_t1 is None:
         t1 = 1e10 if odd else 1e30
