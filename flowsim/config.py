@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import re
+import warnings
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -146,16 +147,27 @@ def read_data_file(path: Path):
     if not path.is_file():
         raise ValueError(f"data.file: no file {path}")
     if path.suffix == ".npz":
-        with np.load(path, allow_pickle=False) as f:
+        try:
+            f = np.load(path, allow_pickle=False)
+        except (ValueError, OSError, EOFError):  # (numpy read a non-zip as a pickle and advised allow_pickle=True)
+            raise ValueError(f"data.file: {path} is not a NumPy .npz archive (np.savez(path, X=X, y=y) writes one)") \
+                from None
+        if not hasattr(f, "files"):  # a single .npy array under an .npz name
+            raise ValueError(f"data.file: {path} holds one array, not an .npz archive with X and y")
+        with f:
             missing = {"X", "y"} - set(f.files)
             if missing:
                 raise ValueError(f"data.file: {path} has arrays {f.files}; it needs X and y (missing {sorted(missing)})")
             return fs.Dataset(f["X"], f["y"])
     if path.suffix == ".csv":
         try:
-            table = np.genfromtxt(path, delimiter=",", ndmin=2, invalid_raise=True)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # (numpy's "Empty input file": said below)
+                table = np.genfromtxt(path, delimiter=",", ndmin=2, invalid_raise=True)
         except ValueError as err:
             raise ValueError(f"data.file: {path}: {err}") from None
+        if table.size == 0:  # (table[0] was an IndexError traceback)
+            raise ValueError(f"data.file: {path} is empty; it needs one sample a row, the label (+-1) last")
         table = table[1:] if np.isnan(table[0]).all() else table  # a header row
         if table.shape[1] < 2 or np.isnan(table).any():
             raise ValueError(f"data.file: {path} must hold numbers only, one sample a row, the label (+-1) last")

@@ -124,8 +124,10 @@ def writable_place(path) -> Path:
     there = next(p for p in path.absolute().parents if p.exists())  # (the root always does)
     if not there.is_dir():
         raise ValueError(f"cannot write {path}: {there} is a file, not a folder.")
-    if not os.access(there, os.W_OK):
-        raise ValueError(f"cannot write {path}: no permission to write in {there}.")
+    try:  # by trying: as root, os.access says yes to /sys and /proc, where the save failed after the run
+        tempfile.NamedTemporaryFile(dir=there).close()
+    except OSError as err:
+        raise ValueError(f"cannot write {path}: {there} does not take new files ({err.strerror}).") from None
     return path
 
 

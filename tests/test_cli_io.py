@@ -1,5 +1,7 @@
 """CLI via typer's runner, saved runs (round trip, atomic write), and the reproduce machinery."""
 
+import os
+
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -186,6 +188,22 @@ def test_an_out_path_below_a_file_is_one_line_before_the_run(tmp_path, monkeypat
         r = runner.invoke(app, args)
         lines = [ln for ln in r.output.splitlines() if ln.strip()]
         assert r.exit_code == 2 and len(lines) == 1 and "is a file, not a folder" in lines[0], r.output
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+@pytest.mark.parametrize("command", ["run", "sweep", "iterate"])
+def test_an_out_folder_that_takes_no_files_is_one_line_before_the_run(tmp_path, monkeypatch, command):
+    """/proc (and /sys) refuse new files even to root, whom os.access lets write anywhere: the run finished, then
+    "could not write ...; the result is not saved"."""
+    import flowsim
+
+    for name in ("solve", "sweep", "iterate"):
+        monkeypatch.setattr(flowsim, name, lambda *a, **k: pytest.fail("ran before the out path was checked"))
+    cfg = tmp_path / "c.toml"
+    cfg.write_text({"run": CONFIG, "sweep": SWEEP, "iterate": ITERATE}[command])
+    r = runner.invoke(app, [command, str(cfg), "--out", "/proc/flowsim-nope/r.nc"])
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert r.exit_code == 2 and len(lines) == 1 and "/proc does not take new files" in lines[0], r.output
 
 
 def test_plot_of_a_netcdf_file_that_is_not_a_whole_run_is_one_line(tmp_path, one_sample):
@@ -379,6 +397,21 @@ def test_data_from_npz_csv_and_builtin_sets(tmp_path):
     r = runner.invoke(app, ["run", str(cfg), "--out", str(tmp_path / "f.nc")])
     assert r.exit_code == 0, r.output
     np.testing.assert_array_equal(io.load(tmp_path / "f.nc")["X"].values, X)
+
+
+def test_data_files_that_are_not_data_say_so(tmp_path):
+    """An empty CSV was an IndexError traceback; a text file named .npz got numpy's advice to load it with
+    allow_pickle=True (unsafe, and wrong: it is no archive)."""
+    from flowsim.config import Data
+
+    (tmp_path / "empty.csv").write_text("")
+    (tmp_path / "text.npz").write_text("not a zip")
+    with open(tmp_path / "one.npz", "wb") as f:
+        np.save(f, np.ones(3))
+    for name, match in (("empty.csv", "empty.csv is empty"), ("text.npz", "text.npz is not a NumPy .npz archive"),
+                        ("one.npz", "one.npz holds one array")):
+        with pytest.raises(ValueError, match=match):
+            Data(file=name).load(tmp_path)
 
 
 @pytest.mark.parametrize("command, text, message", [
