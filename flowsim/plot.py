@@ -81,15 +81,47 @@ def _switches(sol) -> list:
         return []
 
 
+#: past this many coordinates a line plot names only the NAMED with the largest peak share |beta_j| / ||beta||_1
+#: (the others thin and grey, one legend entry): a digits run's 64 entries covered its panels, 10 colours repeating
+MANY, NAMED = 10, 8
+
+
+def _named(beta) -> np.ndarray:
+    """The coordinates a line plot names and colours: every one up to MANY, else the NAMED largest peak shares."""
+    d = beta.shape[1]
+    if d <= MANY:
+        return np.arange(d)
+    a = np.abs(beta)
+    total = a.sum(axis=1, keepdims=True)
+    share = np.divide(a, total, out=np.zeros_like(a), where=total > 0)
+    return np.sort(np.argsort(-share.max(axis=0, initial=0.0), kind="stable")[:NAMED])
+
+
+def _coordinate_lines(ax, x, Y, named, label, **line_kw):
+    """One line per column of Y: the ``named`` coordinates coloured and labelled ``label(j)``, the others thin
+    and grey under one legend entry."""
+    others = [j for j in range(Y.shape[1]) if j not in set(named.tolist())]
+    for k, j in enumerate(others):
+        ax.plot(x, Y[:, j], **{"color": "0.75", "lw": 0.6, **line_kw},
+                label=f"the other {len(others)} coordinates" if k == 0 else None)
+    for c, j in enumerate(named):
+        ax.plot(x, Y[:, j], **{"color": f"C{c % 10}", **line_kw}, label=label(j))
+
+
 def beta_vs_log_t(sol, ax=None, *, log_scale=True, label_prefix="", switch_times=None, xscale="symlog", **line_kw):
-    """beta_j against log10 t, one line per coordinate (|beta_j| on a log axis if ``log_scale``);
-    optional vertical lines at ``switch_times`` (values of log10 t). ``xscale``: "symlog" (default,
-    see :func:`log_time_axis`) or "linear"."""
+    """beta_j against log10 t, one line per coordinate (|beta_j| on a log axis if ``log_scale``; past 10
+    coordinates the 8 with the largest share named, the others grey); optional vertical lines at
+    ``switch_times`` (values of log10 t). ``xscale``: "symlog" (default, see :func:`log_time_axis`) or
+    "linear"."""
     ax = _axes(ax)
     keep = np.isfinite(sol.log10_t)
-    for j in range(sol.beta.shape[1]):
-        y = np.abs(sol.beta[keep, j]) if log_scale else sol.beta[keep, j]
-        ax.plot(sol.log10_t[keep], y, label=f"{label_prefix}beta_{j + 1}", **line_kw)
+    Y = np.abs(sol.beta[keep]) if log_scale else sol.beta[keep]
+    if "color" in line_kw:  # one colour for the run (runs compared on one axis): every coordinate named
+        for j in range(Y.shape[1]):
+            ax.plot(sol.log10_t[keep], Y[:, j], label=f"{label_prefix}beta_{j + 1}", **line_kw)
+    else:
+        _coordinate_lines(ax, sol.log10_t[keep], Y, _named(sol.beta), lambda j: f"{label_prefix}beta_{j + 1}",
+                          **line_kw)
     for k, x in enumerate(switch_times or ()):
         ax.axvline(x, color="0.4", lw=0.9, ls=":", label="leader switch" if k == 0 else None)
     if log_scale:
@@ -123,8 +155,7 @@ def direction_vs_log_t(sol, ax=None, xscale="symlog"):
     ax = _axes(ax)
     keep = np.isfinite(sol.log10_t)
     u = sol.direction[keep]
-    for j in range(u.shape[1]):
-        ax.plot(sol.log10_t[keep], u[:, j], label=f"beta_{j + 1} / ||beta||_2")
+    _coordinate_lines(ax, sol.log10_t[keep], u, _named(sol.beta), lambda j: f"beta_{j + 1} / ||beta||_2")
     ax.axhline(0, color="0.6", lw=0.6)
     if xscale == "symlog":
         log_time_axis(ax)
@@ -144,7 +175,13 @@ def shares_stacked(sol, ax=None, xscale="symlog"):
     ax = _axes(ax)
     keep = np.isfinite(sol.log10_t)
     sh = shares(sol)[keep]
-    ax.stackplot(sol.log10_t[keep], sh.T, labels=[f"beta_{j + 1}" for j in range(sh.shape[1])])
+    named = _named(sol.beta).tolist()
+    rest = sh.shape[1] - len(named)
+    colors = [f"C{named.index(j) % 10}" if j in named else "0.8" for j in range(sh.shape[1])]
+    first_other = next((j for j in range(sh.shape[1]) if j not in named), None)
+    labels = [f"beta_{j + 1}" if j in named else f"the other {rest} coordinates" if j == first_other else "_nolegend_"
+              for j in range(sh.shape[1])]
+    ax.stackplot(sol.log10_t[keep], sh.T, labels=labels, colors=colors)
     if xscale == "symlog":
         log_time_axis(ax)
     else:
@@ -345,13 +382,23 @@ def _grid_keys(ds) -> list:
 
 
 def _leaders(ax, values, x, y, d):
-    """Leader labels (0: the point had ended, j: beta_j leads) as coloured cells with a colour bar."""
+    """Leader labels (0: the point had ended, j: beta_j leads) as coloured cells with a colour bar naming the
+    leaders that occur (a digits sweep's bar listed 64 overlapping names, its 10 colours repeating)."""
+    from matplotlib import colormaps
     from matplotlib.colors import BoundaryNorm, ListedColormap
 
-    cmap = ListedColormap(["0.85"] + [f"C{j}" for j in range(d)])
-    mesh = ax.pcolormesh(_edges(x), _edges(y), values, cmap=cmap, norm=BoundaryNorm(np.arange(-0.5, d + 1), cmap.N))
-    cb = ax.figure.colorbar(mesh, ax=ax, ticks=np.arange(d + 1))
-    cb.ax.set_yticklabels(["ended"] + [f"beta_{j + 1}" for j in range(d)])
+    present = np.unique(values)
+    if d <= MANY:
+        colors = ["0.85" if k == 0 else f"C{k - 1}" for k in present]
+    else:  # distinct colours for the leaders that occur
+        leaders = present[present > 0]
+        palette = colormaps["tab20"].colors if len(leaders) <= 20 else colormaps["turbo"](np.linspace(0, 1, len(leaders)))
+        colors = (["0.85"] if present[0] == 0 else []) + list(palette[: len(leaders)])
+    cmap = ListedColormap(colors)
+    rank = np.searchsorted(present, values)
+    mesh = ax.pcolormesh(_edges(x), _edges(y), rank, cmap=cmap, norm=BoundaryNorm(np.arange(-0.5, len(present)), cmap.N))
+    cb = ax.figure.colorbar(mesh, ax=ax, ticks=np.arange(len(present)))
+    cb.ax.set_yticklabels(["ended (or beta = 0)" if k == 0 else f"beta_{k}" for k in present])
     return mesh
 
 
@@ -374,8 +421,8 @@ def _grid_axes(ax, xk, x, yk, y):
 
     for axis, v in (("x", x), ("y", y)):
         _log_if_geometric(ax, axis, v)
-        if len(v) <= GRID_TICKS:
-            getattr(ax, f"set_{axis}ticks")(v, [f"{a:g}" for a in v])
+        if len(v) <= GRID_TICKS:  # (with :g, 0.0316228 beside 0.0501187 ran together)
+            getattr(ax, f"set_{axis}ticks")(v, [f"{a:.3g}" for a in v], rotation=45 if axis == "x" and len(v) > 4 else 0)
             getattr(ax, f"{axis}axis").set_minor_locator(NullLocator())
     ax.set(xlabel=xk, ylabel=yk)
 
@@ -396,14 +443,15 @@ def _mark_unfinished(ax, ds, xk, yk):
     if marks:  # beside what the map's legend already names ("no switch"), below the map: on it, it hid markers
         before = ax.get_legend()
         handles = (list(before.legend_handles) if before else []) + marks
-        ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=len(handles),
+        below = -0.3 if any(t.get_rotation() for t in ax.get_xticklabels()) else -0.13  # (under slanted ticks)
+        ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, below), ncol=len(handles),
                   frameon=False)
 
 
 def leader_map(ds, ax=None, key=None, curves=True):
     """Leading coordinate argmax |beta_j| of a one-dimensional :func:`flowsim.sweep` over
-    (log10 t, ``key``; default: the sweep's grid key), with the switch-time curves of
-    :func:`flowsim.switch_log10_t` on top. A sweep over more keys: select one value of the others first,
+    (log10 t on a symlog axis, ``key``; default: the sweep's grid key), with the switch times of
+    :func:`flowsim.switch_log10_t` on top as points. A sweep over more keys: select one value of the others first,
     e.g. ``leader_map(ds.isel(rho=0))`` or ``ds.sel(rho=0.1, method="nearest")`` (grid values are floats).
     The title names the values selected."""
     from flowsim.theory.phase import switch_log10_t
@@ -420,12 +468,13 @@ def leader_map(ds, ax=None, key=None, curves=True):
     ax = _axes(ax)
     x, y = ds["log10_t"].values[1:], ds[key].values  # (t = 0 dropped: a uniform alpha ties every coordinate)
     _leaders(ax, ds["leader"].transpose(key, "log10_t").values[:, 1:], x, y, ds.sizes["coordinate"])
-    if curves:
+    if curves:  # points, not lines: the k-th switch of one row and of the next need not be the same transition
         sw = switch_log10_t(ds).transpose(key, "switch").values
         for k in range(sw.shape[1]):
-            ax.plot(sw[:, k], y, "k.-", lw=1, ms=6, label="switch times" if k == 0 else None)
+            ax.plot(sw[:, k], y, "k.", ms=6, label="switch times" if k == 0 else None)
     _log_if_geometric(ax, "y", y)
-    ax.set_xlabel("log10 t")
+    ax.set_xlim(x[0], x[-1])
+    log_time_axis(ax)
     ax.set_ylabel(key)
     fixed = [f"{k} = {float(v):.4g}" for k, v in ds.coords.items() if v.ndim == 0]  # keys ds.isel/sel fixed
     ax.set_title("leading coordinate argmax |beta_j|" + (f" at {', '.join(fixed)}" if fixed else ""), fontsize=9)
@@ -450,8 +499,7 @@ def end_direction(ds, ax=None):
     reached = np.isin(status, ("completed", *HELD))
     with np.errstate(all="ignore"):
         u = np.where(reached[:, None], beta / np.linalg.norm(beta, axis=1, keepdims=True), np.nan)
-    for j in range(u.shape[1]):
-        ax.plot(x, u[:, j], ".-", color=f"C{j}", label=f"beta_{j + 1}")
+    _coordinate_lines(ax, x, u, _named(np.nan_to_num(beta)), lambda j: f"beta_{j + 1}", marker=".")
     for k, name in enumerate(np.unique(status[~reached])):
         at = status == name
         ax.plot(x[at], np.zeros(at.sum()), "xo+sv^"[k % 6], color="0.3", ms=7, ls="", label=name)
@@ -502,8 +550,12 @@ _MAP_LABELS = {"first_switch_log10_t": "log10 t of the first leader switch"}
 
 def switch_time_map(da, ax=None, title=None):
     """A two-dimensional map of a DataArray over two grid keys (e.g. :func:`flowsim.first_switch_log10_t`
-    of an (alpha, rho) sweep); NaN cells (no switch) are hatched, not blank, and named in the legend."""
+    of an (alpha, rho) sweep); NaN cells (no switch) are hatched, not blank, and named in the legend, where
+    the point reached an outcome: one that failed or was interrupted (the ``status`` coordinate that
+    :func:`flowsim.switch_log10_t` carries) is left blank, its switches unknown."""
     from matplotlib.patches import Patch
+
+    from flowsim.integrate.solution import FAILURES
 
     if da.ndim != 2:
         one = ": for a sweep over one key, plot.leader_map draws the switch times" if da.ndim == 1 else ""
@@ -517,13 +569,19 @@ def switch_time_map(da, ax=None, title=None):
     label = _MAP_LABELS.get(da.name, da.name or "value")
     if np.isfinite(values).any():  # (a colour bar for no values ran from -0.1 to 0.1)
         ax.figure.colorbar(mesh, ax=ax, label=label)
-    if np.isnan(values).any():
+    ran = ~np.isin(da.coords["status"].transpose(yk, xk).values, list(FAILURES)) if "status" in da.coords else True
+    none = np.isnan(values) & ran
+    handles = []
+    if none.any():
         from matplotlib.patches import Rectangle
 
-        for i, j in zip(*np.nonzero(np.isnan(values))):
+        for i, j in zip(*np.nonzero(none)):
             ax.add_patch(Rectangle((xe[j], ye[i]), xe[j + 1] - xe[j], ye[i + 1] - ye[i], fill=False, hatch="///",
                                    edgecolor="0.5", lw=0))
-        ax.legend(handles=[Patch(facecolor="white", edgecolor="0.3", hatch="///", label="no switch")], fontsize=7,
-                  loc="upper right")
+        handles.append(Patch(facecolor="white", edgecolor="0.3", hatch="///", label="no switch"))
+    if (np.isnan(values) & ~none).any():
+        handles.append(Patch(facecolor="white", edgecolor="0.3", label="not run to the end (failed, interrupted)"))
+    if handles:
+        ax.legend(handles=handles, fontsize=7, loc="upper right")
     ax.set_title(title or f"{label} over ({xk}, {yk})", fontsize=9)
     return ax

@@ -141,7 +141,42 @@ def test_leader_map_colours_each_leader_as_its_colour_bar_names_it(sweeps):
     np.testing.assert_allclose(colours, [to_rgba(c) for c in ["0.85"] + [f"C{j}" for j in range(d)]])
     bar = ax.figure.axes[-1]
     labels = {round(t): label.get_text() for t, label in zip(bar.get_yticks(), bar.get_yticklabels())}
-    assert labels == {0: "ended", **{j: f"beta_{j}" for j in range(1, d + 1)}}
+    assert labels == {0: "ended (or beta = 0)", **{j: f"beta_{j}" for j in range(1, d + 1)}}
+
+
+def test_many_coordinates_name_the_largest_and_grey_the_rest():
+    """A digits run (d = 64) drew 64 legend entries over its panels, 10 colours repeating, and a leader map's
+    colour bar 64 overlapping names: the 8 largest shares are named now, the others one grey entry, and a
+    map's bar names the leaders that occur."""
+    data = fs.datasets.iid_gaussian(30, 20, seed=3)
+    system = fs.derive(fs.DiagonalNet(2, "difference"), "logistic", fs.GD())
+    sol = fs.solve(system, data, 0.05, log10_t1=10)
+    fig = plot.summary(sol)
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert len(legend) == 9 and legend[0] == "the other 12 coordinates"
+    shares = np.abs(sol.beta) / np.abs(sol.beta).sum(axis=1, keepdims=True)
+    named = sorted(np.argsort(-shares.max(axis=0))[:8] + 1)
+    assert legend[1:] == [f"beta_{j}" for j in named]
+    ds = fs.sweep(system, data, {"alpha": [0.02, 0.05]}, log10_t1=10, saves=20)
+    ax = plot.leader_map(ds)
+    bar = ax.figure.axes[-1]
+    assert [t.get_text() for t in bar.get_yticklabels()] == [
+        "ended (or beta = 0)" if k == 0 else f"beta_{k}" for k in np.unique(ds["leader"].values[:, 1:])]
+
+
+def test_a_switch_map_leaves_points_not_run_to_the_end_blank(sweeps):
+    """Interrupted or failed points were hatched "no switch", as if their runs had been seen through."""
+    ds = sweeps[1].copy()
+    none = np.argwhere(np.isnan(fs.first_switch_log10_t(ds).transpose(*ds["status"].dims).values))
+    status = ds["status"].values.astype("<U16")
+    status[tuple(none[0])] = "interrupted"  # (its switches unknown: NaN, as a point without any)
+    ds["status"] = (ds["status"].dims, status)
+    first = fs.first_switch_log10_t(ds)
+    ax = plot.switch_time_map(first)
+    hatched = [p for p in ax.patches if p.get_hatch()]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "not run to the end (failed, interrupted)" in legend
+    assert len(hatched) == int((np.isnan(first.values) & (first["status"].values != "interrupted")).sum())
 
 
 def test_a_map_of_one_key_over_a_sweep_of_two_says_what_to_select(sweeps):

@@ -137,7 +137,7 @@ def sweep(
     Returns:
         An ``xarray.Dataset`` with one dimension per grid key plus ``log10_t`` (the save grid,
         shared) and ``coordinate`` (labelled 1..d): ``beta``, ``log_loss``, ``leader`` (the label of
-        argmax |beta_j|, 0 past the end), per point ``status``, ``steps``, ``log10_t_end``, ``beta_end`` and ``solver``
+        argmax |beta_j|; 0: none, past the end or at beta = 0), per point ``status``, ``steps``, ``log10_t_end``, ``beta_end`` and ``solver``
         (the backend it ended on: "diffrax:Tsit5 (vmap)" for the lockstep solve, else solve's); ``attrs`` say
         how it was run (``method``: "vmap" or "solve per point", chunks, wall time; ``system`` and ``init``
         say "rho swept", "alpha swept" where the grid sets them) and ``interrupted``, the number of points a
@@ -507,7 +507,8 @@ def _dataset(system, data, axes, out, grid_t, attrs):
     # inf of a row, so the row is finite where the entry it points at is (half the cost of isfinite.all)
     size = np.abs(beta)
     top = size.argmax(axis=-1)
-    leader = np.where(np.isfinite(np.take_along_axis(size, top[..., None], axis=-1)[..., 0]), top + 1, 0)
+    largest = np.take_along_axis(size, top[..., None], axis=-1)[..., 0]
+    leader = np.where(np.isfinite(largest) & (largest > 0), top + 1, 0)  # (beta = 0 has no leader: it read beta_1)
     ds = xr.Dataset(
         {
             "beta": (dims + ["log10_t", "coordinate"], beta),

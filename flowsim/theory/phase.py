@@ -54,6 +54,8 @@ def switch_log10_t(ds, max_switches: int | None = None):
             found += 1
     dims = [dim for dim in ds["leader"].dims if dim != "log10_t"]
     coords = {dim: ds[dim].values for dim in dims}
+    if "status" in ds:  # (a map then tells "no switch" from "not run to the end": interrupted, failed)
+        coords["status"] = (dims, ds["status"].transpose(*dims).values)
     return xr.DataArray(out.reshape(grid_shape + (cap,)), dims=dims + ["switch"], coords=coords, name="switch_log10_t",
                         attrs={"description": "log10 t of the k-th change of argmax |beta_j| (NaN: none)"})
 
