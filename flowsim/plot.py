@@ -392,11 +392,13 @@ def _leaders(ax, values, x, y, d):
         colors = ["0.85" if k == 0 else f"C{k - 1}" for k in present]
     else:  # distinct colours for the leaders that occur
         leaders = present[present > 0]
-        palette = colormaps["tab20"].colors if len(leaders) <= 20 else colormaps["turbo"](np.linspace(0, 1, len(leaders)))
+        many = len(leaders) > 20
+        palette = colormaps["turbo"](np.linspace(0, 1, len(leaders))) if many else colormaps["tab20"].colors
         colors = (["0.85"] if present[0] == 0 else []) + list(palette[: len(leaders)])
     cmap = ListedColormap(colors)
     rank = np.searchsorted(present, values)
-    mesh = ax.pcolormesh(_edges(x), _edges(y), rank, cmap=cmap, norm=BoundaryNorm(np.arange(-0.5, len(present)), cmap.N))
+    norm = BoundaryNorm(np.arange(-0.5, len(present)), cmap.N)
+    mesh = ax.pcolormesh(_edges(x), _edges(y), rank, cmap=cmap, norm=norm)
     cb = ax.figure.colorbar(mesh, ax=ax, ticks=np.arange(len(present)))
     cb.ax.set_yticklabels(["ended (or beta = 0)" if k == 0 else f"beta_{k}" for k in present])
     return mesh
@@ -422,7 +424,8 @@ def _grid_axes(ax, xk, x, yk, y):
     for axis, v in (("x", x), ("y", y)):
         _log_if_geometric(ax, axis, v)
         if len(v) <= GRID_TICKS:  # (with :g, 0.0316228 beside 0.0501187 ran together)
-            getattr(ax, f"set_{axis}ticks")(v, [f"{a:.3g}" for a in v], rotation=45 if axis == "x" and len(v) > 4 else 0)
+            slant = 45 if axis == "x" and len(v) > 4 else 0
+            getattr(ax, f"set_{axis}ticks")(v, [f"{a:.3g}" for a in v], rotation=slant)
             getattr(ax, f"{axis}axis").set_minor_locator(NullLocator())
     ax.set(xlabel=xk, ylabel=yk)
 

@@ -137,7 +137,8 @@ def sweep(
     Returns:
         An ``xarray.Dataset`` with one dimension per grid key plus ``log10_t`` (the save grid,
         shared) and ``coordinate`` (labelled 1..d): ``beta``, ``log_loss``, ``leader`` (the label of
-        argmax |beta_j|; 0: none, past the end or at beta = 0), per point ``status``, ``steps``, ``log10_t_end``, ``beta_end`` and ``solver``
+        argmax |beta_j|; 0: none, past the end or at beta = 0),
+        per point ``status``, ``steps``, ``log10_t_end``, ``beta_end`` and ``solver``
         (the backend it ended on: "diffrax:Tsit5 (vmap)" for the lockstep solve, else solve's); ``attrs`` say
         how it was run (``method``: "vmap" or "solve per point", chunks, wall time; ``system`` and ``init``
         say "rho swept", "alpha swept" where the grid sets them) and ``interrupted``, the number of points a
