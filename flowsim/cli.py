@@ -167,7 +167,7 @@ def run(config: Path = CONFIG,
 
     Keys: [data] X/y, gaussian = {n, d, seed}, file = 'data.npz|.csv' or builtin = 'digits' (+ options = {...});
     [model] form, depth (or beta, layers); loss (or [loss] expr, name); [flow] name and its keys; init;
-    t1 or log10_t1; backend; clock; rtol; atol; saves or save_at; max_steps; allow_nonseparable. Unknown or
+    t1 or log10_t1; backend; clock; rtol; atol; saves or save_at; max_steps; allow_nonseparable; track. Unknown or
     mistyped keys are errors naming the closest valid key. Exit code 1 when the solve fails (the run is saved).
     """
     import flowsim as fs

@@ -242,6 +242,8 @@ class Experiment(_Problem):
     save_at: list[float] | None = None  # log10 t of each save, instead of saves
     max_steps: int = Field(16_384, ge=1)  # the step budget per segment (a failure message says to raise it)
     allow_nonseparable: bool = False
+    # leader switches located by events (fs.switch_times of the saved run; flowsim plot marks them)
+    track: list[Literal["magnitude", "growth"]] = []
 
     @model_validator(mode="after")
     def log10_horizon(self):
@@ -255,8 +257,9 @@ class Experiment(_Problem):
         return self.flow.params()
 
     def solve_options(self) -> dict:
-        return self.model_dump(include={"t1", "log10_t1", "backend", "clock", "rtol", "atol", "saves", "save_at",
-                                        "max_steps", "allow_nonseparable"}, exclude_none=True)
+        options = self.model_dump(include={"t1", "log10_t1", "backend", "clock", "rtol", "atol", "saves", "save_at",
+                                           "max_steps", "allow_nonseparable"}, exclude_none=True)
+        return {**options, "track": tuple(self.track)} if self.track else options
 
 
 class Grid(_Strict):
@@ -280,6 +283,12 @@ class SweepExperiment(Experiment):
     """``flowsim sweep``: an experiment over a grid of inits and radii."""
 
     sweep: Grid
+
+    @model_validator(mode="after")
+    def _no_track(self):
+        if self.track:  # a sweep's leader is read off its saves (fs.switch_log10_t)
+            raise ValueError("track is for flowsim run; a sweep records the leader at every save (drop track)")
+        return self
 
     def flow_params(self) -> dict:
         # every point of a rho axis replaces the flow's rho: the axis alone is enough

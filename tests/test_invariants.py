@@ -641,3 +641,13 @@ def test_a_step_budget_spent_on_the_way_is_not_a_saddle(one_sample):
     assert fs.solve(system, one_sample, 0.05, t1=1e20).status == "collapsed"
     short = fs.solve(system, one_sample, 0.05, t1=1e20, max_steps=4, throw=False)
     assert short.status == "max_steps" and "saddle" not in short.message, short.message
+
+
+@pytest.mark.parametrize("backend", ["auto", "scipy:DOP853", "scipy:Radau"])
+def test_a_collapse_is_not_a_leader_switch(one_sample, backend):
+    """l2-SAM from 0.05 < rho = 0.1 collapses at log10 t = 0.7725 with beta_1 leading all the way: a root of the
+    leader event in the collapsing step was recorded as a switch to beta_2 at beta = (1e-14, 2e-22)."""
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1))
+    sol = fs.solve(system, one_sample, 0.05, t1=1e20, track=("magnitude",), backend=backend)
+    assert sol.status == "collapsed" and fs.switch_times(sol) == []
+    assert np.all(np.abs(sol.beta[1:, 0]) >= np.abs(sol.beta[1:, 1]))
