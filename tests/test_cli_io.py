@@ -331,7 +331,8 @@ def test_cli_run_tracks_leader_switches_as_python_does(tmp_path):
     """`track` was an unknown key: a CLI run could not give event-located switch times."""
     cfg, out = tmp_path / "c.toml", tmp_path / "r.nc"
     readme = CONFIG.replace("init = 0.3", "init = 0.05").replace("[[1.0, 2.0]]", "[[1.0, 2.0, 3.0]]")
-    cfg.write_text(readme.replace("rho = 0.05", "rho = 0.1").replace("saves = 30\n", 'saves = 30\ntrack = ["magnitude"]\n'))
+    readme = readme.replace("rho = 0.05", "rho = 0.1")
+    cfg.write_text(readme.replace("saves = 30\n", 'saves = 30\ntrack = ["magnitude"]\n'))
     assert runner.invoke(app, ["run", str(cfg), "--out", str(out)]).exit_code == 0
     direct = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1)), fs.Dataset([[1.0, 2.0, 3.0]], [1]), 0.05,
                       t1=1e20, saves=30, track=("magnitude",))

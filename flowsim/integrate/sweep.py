@@ -124,7 +124,8 @@ def sweep(
             (coordinates of the init, 1-based; the others come from ``init``), and/or ``{"rho": [...]}``.
         init: the base initialisation that ``alpha_<j>`` keys write into.
         chunk_size: at most this many grid points per vmapped solve (and per Dask task); the chunks are
-            as few as that allows (here at least one a core) and of equal size. Sign flows solved here run point by point, and
+            as few as that allows (here at least one a core) and of equal size. Sign flows solved here run
+            point by point, and
             their progress counts points.
         executor: None (this process: vmapped chunks on a thread per core), a
             ``dask.distributed.Client``, a scheduler address (``"tcp://host:8786"``), or ``"dask"`` for a
