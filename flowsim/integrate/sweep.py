@@ -125,8 +125,7 @@ def sweep(
         init: the base initialisation that ``alpha_<j>`` keys write into.
         chunk_size: at most this many grid points per vmapped solve (and per Dask task); the chunks are
             as few as that allows (here at least one a core) and of equal size. Sign flows solved here run
-            point by point, and
-            their progress counts points.
+            point by point, and their progress counts points.
         executor: None (this process: vmapped chunks on a thread per core), a
             ``dask.distributed.Client``, a scheduler address (``"tcp://host:8786"``), or ``"dask"`` for a
             ``LocalCluster`` started and closed here.
