@@ -138,7 +138,7 @@ def _solve_reporting(solve, *args, **kw):
 
 
 def _save(result, out: Path):
-    """``io.save``; a Ctrl-C while the file is written lands once it is whole: exit code 1, the file kept."""
+    """``io.save``; a Ctrl-C while the file is written lands once it is whole: exit code 130, the file kept."""
     from flowsim import io
     from flowsim._interrupts import after_block
 
@@ -154,10 +154,15 @@ def _save(result, out: Path):
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         typer.echo(f"flowsim: interrupted; {out} " + ("saved" if saved is not None else "not written"), err=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(_failure_code("interrupted")) from None
 
 
 CONFIG = typer.Argument(..., help="experiment TOML file")
+
+
+def _failure_code(status) -> int:
+    """The exit code of a saved result that is not whole: 130 after a Ctrl-C (as the shell's own), else 1."""
+    return 130 if status == "interrupted" else 1
 
 
 @app.command()
@@ -168,7 +173,8 @@ def run(config: Path = CONFIG,
     Keys: [data] X/y, gaussian = {n, d, seed}, file = 'data.npz|.csv' or builtin = 'digits' (+ options = {...});
     [model] form, depth (or beta, layers); loss (or [loss] expr, name); [flow] name and its keys; init;
     t1 or log10_t1; backend; clock; rtol; atol; saves or save_at; max_steps; allow_nonseparable; track. Unknown or
-    mistyped keys are errors naming the closest valid key. Exit code 1 when the solve fails (the run is saved).
+    mistyped keys are errors naming the closest valid key. Exit code 1 when the solve fails, 130 after a Ctrl-C
+    (the run is saved).
     """
     import flowsim as fs
     from flowsim import io
@@ -184,7 +190,7 @@ def run(config: Path = CONFIG,
     _save(sol, out)
     typer.echo(f"{sol.status}: {sol.message}; log10 t reached {sol.log10_t[-1]:.6g}; saved {out}")
     if not sol.ok:
-        raise typer.Exit(1)
+        raise typer.Exit(_failure_code(sol.status))
 
 
 @app.command()
@@ -193,7 +199,7 @@ def sweep(config: Path = CONFIG,
           executor: str = typer.Option("local", help="local, dask (a LocalCluster) or a scheduler address")):
     """Solve a flow over a grid of inits and radii: a run config plus a table
     [sweep] with alpha = [...], rho = [...] and/or alpha_j = {1 = [...], 2 = [...]} (and chunk_size).
-    Exit code 1 when a point failed or after a Ctrl-C (the sweep is saved either way; a Ctrl-C leaves the
+    Exit code 1 when a point failed, 130 after a Ctrl-C (the sweep is saved either way; a Ctrl-C leaves the
     points not done with status interrupted)."""
     import flowsim as fs
     from flowsim import io
@@ -217,7 +223,7 @@ def sweep(config: Path = CONFIG,
     if failed:  # saved, but a script must not take a partial grid for a whole one
         typer.echo(f"{sum(failed.values())} of {ds['status'].size} points failed ({failed}); "
                    "the status of each point is in the file", err=True)
-        raise typer.Exit(1)
+        raise typer.Exit(_failure_code("interrupted" if "interrupted" in failed else "failed"))
 
 
 @app.command()
@@ -226,8 +232,7 @@ def iterate(config: Path = CONFIG,
     """Run a discrete optimizer from a TOML config: [data], [model], loss and init as for run, a table
     [optimizer] with name = gd | sam | adam | signum and its keys (lr, rho, norm, decay, b1, b2, eps,
     bias_correction, beta, batch: full, cyclic, shuffle, replace, an int or ["shuffle", b]), steps, records, seed
-    and allow_nonseparable. Exit code 1 when the run fails (the records are
-    saved)."""
+    and allow_nonseparable. Exit code 1 when the run fails, 130 after a Ctrl-C (the records are saved)."""
     import flowsim as fs
     from flowsim import io
     from flowsim.config import IterateExperiment, problem
@@ -244,7 +249,7 @@ def iterate(config: Path = CONFIG,
     _save(res, out)
     typer.echo(f"{res.status}: {res.message or 'ran every step'}; {int(res.steps[-1])} steps; saved {out}")
     if res.status != "completed":
-        raise typer.Exit(1)
+        raise typer.Exit(_failure_code(res.status))
 
 
 @app.command()

@@ -523,9 +523,10 @@ def test_a_config_for_another_command_says_so(tmp_path, command, text, message):
     assert r.exit_code == 2 and len(lines) == 1 and message in lines[0], r.output
 
 
-def test_cli_sweep_interrupted_saves_what_it_has_and_exits_1(tmp_path, monkeypatch):
+def test_cli_sweep_interrupted_saves_what_it_has_and_exits_130(tmp_path, monkeypatch):
     """A Ctrl-C during a CLI sweep (here, in its second chunk): the file holds the chunk done and the
-    points not run as 'interrupted', and the exit code is 1."""
+    points not run as 'interrupted', and the exit code is 130, the shell's own for a Ctrl-C (it was 1, as
+    for a failed point)."""
     from flowsim.integrate import sweep
 
     real, calls = sweep._chunk, []
@@ -541,7 +542,7 @@ def test_cli_sweep_interrupted_saves_what_it_has_and_exits_1(tmp_path, monkeypat
     cfg = tmp_path / "sweep.toml"
     cfg.write_text(SWEEP.replace("[sweep]\n", "[sweep]\nchunk_size = 2\n"))
     r = runner.invoke(app, ["sweep", str(cfg), "--out", str(tmp_path / "s.nc")])
-    assert r.exit_code == 1 and "'interrupted': 2" in r.output, r.output
+    assert r.exit_code == 130 and "'interrupted': 2" in r.output, r.output
     status = io.load(tmp_path / "s.nc")["status"].values.ravel().tolist()
     assert status.count("interrupted") == 2 and len(status) == 4
 
@@ -557,9 +558,30 @@ def test_cli_sweep_with_failed_points_exits_1_and_says_how_many(tmp_path):
     assert runner.invoke(app, ["sweep", str(cfg), "--out", str(out)]).exit_code == 0
 
 
+@pytest.mark.parametrize("command", ["run", "iterate"])
+def test_an_interrupted_run_or_iterate_is_saved_and_exits_130(tmp_path, monkeypatch, command):
+    """They exited 1, as a failed solve does, where reproduce (and the shell) say 130 for a Ctrl-C."""
+    import dataclasses
+
+    import flowsim
+
+    name = "solve" if command == "run" else "iterate"
+    real = getattr(flowsim, name)
+
+    def interrupted(*args, **kwargs):
+        out = real(*args, **kwargs)
+        return dataclasses.replace(out, status="interrupted") if command == "run" else out._replace(status="interrupted")
+
+    monkeypatch.setattr(flowsim, name, interrupted)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(CONFIG if command == "run" else ITERATE)
+    r = runner.invoke(app, [command, str(cfg), "--out", str(tmp_path / "r.nc")])
+    assert r.exit_code == 130 and io.load(tmp_path / "r.nc").attrs["status"] == "interrupted", r.output
+
+
 def test_a_ctrl_c_while_the_file_is_written_lands_once_it_is_whole(tmp_path, monkeypatch):
     """A Ctrl-C just as a run or sweep finishes lands in the save: the file is still written whole, and
-    the exit code is 1 (the interrupt had dropped the file, with exit code 130)."""
+    the exit code is 130 (the interrupt had dropped the file)."""
     import os
     import signal
 
@@ -573,7 +595,7 @@ def test_a_ctrl_c_while_the_file_is_written_lands_once_it_is_whole(tmp_path, mon
     cfg = tmp_path / "sweep.toml"
     cfg.write_text(SWEEP)
     r = runner.invoke(app, ["sweep", str(cfg), "--out", str(tmp_path / "s.nc")])
-    assert r.exit_code == 1 and "interrupted;" in r.output and "saved" in r.output, r.output
+    assert r.exit_code == 130 and "interrupted;" in r.output and "saved" in r.output, r.output
     assert io.load(tmp_path / "s.nc")["status"].size == 4
 
 
