@@ -570,7 +570,9 @@ def test_an_interrupted_run_or_iterate_is_saved_and_exits_130(tmp_path, monkeypa
 
     def interrupted(*args, **kwargs):
         out = real(*args, **kwargs)
-        return dataclasses.replace(out, status="interrupted") if command == "run" else out._replace(status="interrupted")
+        if command == "run":
+            return dataclasses.replace(out, status="interrupted")
+        return out._replace(status="interrupted")
 
     monkeypatch.setattr(flowsim, name, interrupted)
     cfg = tmp_path / "c.toml"
