@@ -157,7 +157,7 @@ def _save(result, out: Path):
         raise typer.Exit(_failure_code("interrupted")) from None
 
 
-CONFIG = typer.Argument(..., help="experiment TOML file")
+CONFIG = typer.Argument(..., help="experiment TOML file", metavar="CONFIG.toml")
 
 
 def _failure_code(status) -> int:
@@ -254,7 +254,8 @@ def iterate(config: Path = CONFIG,
 
 @app.command()
 def plot(
-    run_file: Path = typer.Argument(..., help="a saved run or sweep (netCDF)"),  # io.load says what is wrong, in one line
+    # io.load says what is wrong, in one line
+    run_file: Path = typer.Argument(..., help="a saved run or sweep (netCDF)", metavar="RUN.nc"),
     out: Path = typer.Option(None, help="figure file: .png, .svg or .pdf (the format follows the extension); "
                                         "default: the run's name with .png (sweep.nc -> sweep.png)",
                              show_default=False),

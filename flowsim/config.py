@@ -42,8 +42,9 @@ def make_flow(name: str, **params):
     return makers[name](**params)
 
 
-def parse_expression(text: str, what: str):
-    """A sympy expression from a config string, or a one-line ``ValueError`` naming ``what``."""
+def parse_expression(text: str, what: str, example: str):
+    """A sympy expression from a config string, or a one-line ``ValueError`` naming ``what`` with an
+    ``example`` of what it takes."""
     import sympy as sp
 
     try:
@@ -52,7 +53,7 @@ def parse_expression(text: str, what: str):
         expr = None
     # sympify reads Q, N, S... as sympy's own objects (assumptions, functions, singletons), not symbols
     if not isinstance(expr, sp.Expr):
-        raise ValueError(f"{what} = {text!r} is not an expression sympy can read (write e.g. 'w1*w2**2', 'exp(-m)'; "
+        raise ValueError(f"{what} = {text!r} is not an expression sympy can read (write e.g. {example!r}; "
                          "Q, N, S, E, I, O are sympy names).")
     return expr
 
@@ -63,7 +64,7 @@ def make_model(form="product", depth=2, beta=None, layers=None):
 
     if beta is None:
         return fs.DiagonalNet(depth, form)
-    expr = parse_expression(beta, "beta")
+    expr = parse_expression(beta, "beta", "w1*w2**2")
     if not expr.free_symbols:
         raise ValueError(f"beta = {beta!r} reads as the constant {expr}: write it in layer entries, e.g. 'w1*w2**2'.")
     # in natural order (w2 before w10: sorted as strings, an init's row 2 went to w10 at 10 or more layers)
@@ -83,7 +84,7 @@ def make_loss(loss):
 
     if isinstance(loss, str):
         return loss
-    return fs.Loss(loss.name, parse_expression(loss.expr, "loss.expr"))
+    return fs.Loss(loss.name, parse_expression(loss.expr, "loss.expr", "log(1 + exp(-m))"))
 
 
 class _Strict(BaseModel):
@@ -436,7 +437,9 @@ def _message(err: ValidationError, root) -> str:
     if e["type"] == "missing":
         hint = {"data": " (a table [data] with X = [[...]] and y = [...], gaussian = {n, d, seed}, file = '...' or "
                         "builtin = '...')",
-                "sweep": " (a table [sweep] with alpha = [...], rho = [...] and/or alpha_j = {1 = [...]})"}.get(key, "")
+                "sweep": " (a table [sweep] with alpha = [...], rho = [...] and/or alpha_j = {1 = [...]})",
+                "optimizer": " (a table [optimizer] with name = 'gd' | 'sam' | 'adam' | 'signum', lr = ... and its "
+                             "keys)"}.get(key, "")
         return f"config: missing key '{key}'{hint}"
     got = e.get("input")
     shown = "" if isinstance(got, dict) else f"; got {got!r}"

@@ -35,9 +35,8 @@ class Dataset:
         if one_row:  # one sample, written as a vector
             X = X[None, :]
         if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
-            raise ValueError(
-                f"X must be a non-empty 2-D array of shape (n_samples, n_features); got shape {X.shape}."
-            )
+            got = "an empty X" if X.size == 0 else f"shape {X.shape}"  # ([] read as one row of no features: (1, 0))
+            raise ValueError(f"X must be a non-empty 2-D array of shape (n_samples, n_features); got {got}.")
         if not np.all(np.isfinite(X)):
             raise ValueError("X contains NaN or inf; clean or drop those samples before building a Dataset.")
         y = np.ones(X.shape[0]) if y is None else _floats("y", y).reshape(-1)

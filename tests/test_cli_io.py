@@ -414,6 +414,19 @@ def test_data_from_npz_csv_and_builtin_sets(tmp_path):
     np.testing.assert_array_equal(io.load(tmp_path / "f.nc")["X"].values, X)
 
 
+@pytest.mark.parametrize("command, text, message", [
+    ("iterate", "steps = 10\n[data]\nX = [[1.0]]\ny = [1]\n", "missing key 'optimizer' (a table [optimizer] with name"),
+    ("run", "t1 = 1e10\n[data]\nX = []\ny = []\n", "got an empty X"),                     # "got shape (1, 0)"
+    ("run", 't1 = 1e10\n[data]\nX = [[1.0]]\ny = [1]\n[loss]\nexpr = "exp(-m"\n', "write e.g. 'log(1 + exp(-m))'"),
+])
+def test_config_messages_give_examples_of_their_own_kind(tmp_path, command, text, message):
+    """A broken loss was told "write e.g. 'w1*w2**2'" (a model), a missing [optimizer] had no example."""
+    (tmp_path / "c.toml").write_text(text)
+    r = runner.invoke(app, [command, str(tmp_path / "c.toml"), "--out", str(tmp_path / "o.nc")])
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert r.exit_code == 2 and len(lines) == 1 and message in lines[0], r.output
+
+
 def test_data_files_that_are_not_data_say_so(tmp_path):
     """An empty CSV was an IndexError traceback; a text file named .npz got numpy's advice to load it with
     allow_pickle=True (unsafe, and wrong: it is no archive)."""
