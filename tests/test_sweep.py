@@ -64,8 +64,20 @@ def test_per_point_sweep_for_sign_flows_equals_solve():
     data = fs.Dataset(np.array([[1.0, 2.0]]), [1])
     ds = fs.sweep(system, data, {"alpha_1": [0.05, 0.3], "alpha_2": [0.2]}, init=0.1, t1=1e20, saves=50)
     assert ds.attrs["method"] == "solve per point"
+    assert ds.attrs["init"] == "alpha_1, alpha_2 swept, the others from 0.1"  # (it said "0.1")
     for i, a1 in enumerate([0.05, 0.3]):
         _compare(ds, (i, 0), fs.solve(system, data, [a1, 0.2], t1=1e20, saves=50, throw=False))
+
+
+def test_a_vmapped_sweep_says_which_points_it_solved_again():
+    """Points the lockstep solve hands to solve (here every one: a start that cannot separate the data ends at
+    a critical point) said "method: vmap, backend: diffrax:Tsit5" in the attrs."""
+    data = fs.datasets.gaussian_clusters(20, 6, seed=0)
+    with pytest.warns(fs.ReachabilityWarning):
+        ds = fs.sweep(L2SAM, data, {"alpha": [0.1, 0.3]}, t1=1e30, saves=20)
+    again = int((ds["solver"].values != "diffrax:Tsit5 (vmap)").sum())
+    assert again >= 1 and ds.attrs["solved_again"] == again
+    assert ds.attrs["method"] == f"vmap ({again} points solved again one by one: 'solver')"
 
 
 def test_a_sweep_solved_point_by_point_counts_its_progress_in_points(capsys):

@@ -204,13 +204,19 @@ def sweep(
             warnings.warn(f"sweep interrupted (KeyboardInterrupt): {stopped} of {n} points did not finish (status "
                           "'interrupted', NaN past where they stopped); the others are kept", RuntimeWarning,
                           stacklevel=2)
+        # points the lockstep solve handed to solve (plateaus, failures) say so in their ``solver``; the attrs count them
+        again = int(sum(not str(s).endswith("(vmap)") and s != "" for s in out["solver"])) if vmapped else 0
+        swept = [k for k in axes if k.startswith("alpha_")]
         ds = _dataset(system, data, axes, out, grid_t, attrs={
-            "interrupted": stopped,
-            "system": named, "method": "vmap" if vmapped else "solve per point", "chunk_size": int(chunk_size),
+            "interrupted": stopped, "solved_again": again,
+            "system": named, "chunk_size": int(chunk_size),
+            "method": ("vmap" + (f" ({again} points solved again one by one: 'solver')" if again else ""))
+            if vmapped else "solve per point",
             "chunks": len(chunks), "executor": where, "wall_s": wall, "rtol": rtol, "clock": run_clock,
             "atol": "per point (1e-10, or rtol x the init's size where smaller)" if atol is None else atol,
             "backend": "diffrax:" + be.solver if vmapped else backend, "log10_t1": L1,
-            "init": "alpha swept" if ALPHA in axes else str(np.asarray(init).tolist())})
+            "init": "alpha swept" if ALPHA in axes else f"{', '.join(swept)} swept, the others from "
+                    f"{np.asarray(init).tolist()}" if swept else str(np.asarray(init).tolist())})
     return ds
 
 
