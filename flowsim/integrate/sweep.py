@@ -204,7 +204,7 @@ def sweep(
             warnings.warn(f"sweep interrupted (KeyboardInterrupt): {stopped} of {n} points did not finish (status "
                           "'interrupted', NaN past where they stopped); the others are kept", RuntimeWarning,
                           stacklevel=2)
-        # points the lockstep solve handed to solve (plateaus, failures) say so in their ``solver``; the attrs count them
+        # points the lockstep solve handed to solve (plateaus, failures) say so in their ``solver``; counted here
         again = int(sum(not str(s).endswith("(vmap)") and s != "" for s in out["solver"])) if vmapped else 0
         swept = [k for k in axes if k.startswith("alpha_")]
         ds = _dataset(system, data, axes, out, grid_t, attrs={
