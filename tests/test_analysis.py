@@ -120,6 +120,20 @@ def test_linf_sam_matches_cor_3_5(one_sample, depth, alpha):
             assert beta[j] == 0.0  # slid to w_j = 0 and stayed
         elif fate == "collapse":
             assert alpha[j] ** 3 < beta[j] <= rho**3 * (1 + 1e-9)  # rises to rho^3 (odd L)
+            # its limit, approached from below: where the other coordinate blows up, t = 1e100 is a little short of
+            # that tau (1.1% at alpha = (0.05, 0.3))
+            assert 0.98 * pred["limit"][j] <= beta[j] <= pred["limit"][j] * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("depth, alpha", [(3, [0.05, 0.11]), (4, [0.09, 0.13]), (4, [0.05, 0.13]), (5, [0.07, 0.15])])
+def test_a_collapsing_coordinate_stops_where_the_other_blows_up(one_sample, depth, alpha):
+    """At L >= 3 the growing coordinate blows up at a finite tau: the collapsing one's limit is its value then
+    (closed form), not rho^L (odd L: 6.3e-4 where rho^3 = 1e-3) or 0 (even L: 6.5e-5)."""
+    pred = fs.linf_sam_prediction(MU, alpha, 0.1, depth)
+    sol = fs.solve(fs.derive(fs.DiagonalNet(depth), "logistic", fs.SAM(0.1, float("inf"))), one_sample, alpha,
+                   t1=1e30, atol=1e-14)
+    assert pred["fate"] == ["collapse", "grow"]
+    assert sol.beta[-1, 0] == pytest.approx(pred["limit"][0], rel=2e-3, abs=1e-12)
 
 
 def test_prediction_picks_each_basis_vector_and_zero():

@@ -297,7 +297,9 @@ def linf_sam_prediction(mu, alpha, rho: float, depth: int) -> dict:
     j* = argmax_{alpha_j > rho} mu_j (alpha_j - rho)^(L-2), or None: where beta stays bounded, and where
     growing coordinates tie in that score (``tied`` lists them; the limit is then not a basis vector: at
     L = 2 with mu_j = mu_k it is proportional to (alpha_j - rho)^2 on them). Depth 1 is Thm 3.1 (the l2
-    max-margin, not a basis vector), refused here."""
+    max-margin, not a basis vector), refused here. ``limit``: beta_j at the end. At L >= 3 a growing
+    coordinate blows up at tau = 1 / ((L-2) max score): a collapsing one stops where it is then (dw/dtau =
+    mu_j (w - rho)^(L-1) in closed form; 6.3e-4, not rho^3, for mu = (1, 2), alpha = (0.05, 0.11), rho = 0.1)."""
     mu = _finite_vector("mu", mu)
     if mu.ndim != 1 or np.any(mu <= 0):
         raise ValueError(f"mu must be a vector of positive features (Thm 3.2 is for mu > 0); got {mu.tolist()}.")
@@ -324,9 +326,22 @@ def linf_sam_prediction(mu, alpha, rho: float, depth: int) -> dict:
             limit.append(np.inf)
     score = {j: mu[j] * (alpha[j] - rho) ** (depth - 2) for j, f in enumerate(fate) if f == "grow"}
     best = max(score.values(), default=None)
+    if depth >= 3 and score:
+        blow_up = 1.0 / ((depth - 2) * best)
+        limit = [_collapsed_by(mu[j], alpha[j], rho, depth, blow_up) if f == "collapse" else limit[j]
+                 for j, f in enumerate(fate)]
     top = [j for j, v in score.items() if v >= best * (1 - 1e-12)] if score else []
     return {"fate": fate, "limit": limit, "leader": top[0] if len(top) == 1 else None,
             "tied": top if len(top) > 1 else []}
+
+
+def _collapsed_by(mu_j, alpha_j, rho, L, tau):
+    """beta_j = w^L at ``tau`` under dw/dtau = mu_j (w - rho)^(L-1) from alpha_j < rho: |w - rho|^(2-L) moves
+    by -+(L-2) mu_j tau, up to rho at odd L, down to w = 0 (where it stays) at even L."""
+    gap = (rho - alpha_j) ** (2 - L) + (1 if L % 2 else -1) * (L - 2) * mu_j * tau
+    if L % 2 == 0 and gap <= rho ** (2 - L):  # (w reached 0 before tau)
+        return 0.0
+    return float((rho - gap ** (1.0 / (2 - L))) ** L)
 
 
 def _finite_vector(name, value):
