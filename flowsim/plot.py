@@ -341,12 +341,12 @@ def phase_diagram(ds, ax=None):
     obs, pred = ds["observed"].values, ds["predicted"].values
     decided = ds["decided"].values if "decided" in ds else np.ones(obs.shape, bool)
     # (-2: a tie, -3: undecided, drawn apart)
-    labels = np.unique(np.concatenate([obs[decided].ravel(), pred[pred != -2].ravel()]))
+    labels = np.unique(np.concatenate([obs[decided].ravel(), pred[pred != -2].ravel(), [-1]]))
     colors = ["0.85", "tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"]
     cmap = ListedColormap([colors[(k + 1) % len(colors)] for k in labels])
     norm = BoundaryNorm(np.concatenate([labels - 0.5, [labels[-1] + 0.5]]), cmap.N)
     ax.pcolormesh(_edges(a1), _edges(a2), np.ma.masked_array(obs, ~decided).T, cmap=cmap, norm=norm, shading="flat")
-    top = max(_edges(a1)[-1], _edges(a2)[-1])  # (to the plot's edge)
+    top = max(_edges(a1)[-1], _edges(a2)[-1], 2.0 * ds.attrs["rho"])  # (to the plot's edge, which may lie below rho)
     for line in linf_sam_boundaries(ds.attrs["mu"], ds.attrs["rho"], ds.attrs["depth"], top):
         ax.plot(line[:, 0], line[:, 1], "k-", lw=1.2)
     ax.set_xlim(_edges(a1)[[0, -1]])

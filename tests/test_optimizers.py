@@ -177,6 +177,12 @@ def test_momentum_zero_and_coordinates_far_below_the_others_step_exactly(batch):
     np.testing.assert_allclose(run.params[-1, 0], w, rtol=1e-12)
 
 
+def test_an_init_whose_beta_overflows_is_refused():
+    """beta = init^3 = inf at step 0 was an IndexError (no finite record to keep)."""
+    with pytest.raises(ValueError, match="init: beta = .* is not finite"):
+        fs.iterate(OPT.gd(0.1), fs.DiagonalNet(3), "exponential", fs.Dataset([[1.0, 0.9]], [1]), steps=5, init=1e110)
+
+
 def test_beta_overflowing_is_a_failure_not_a_result():
     """Adam with lr 1e110 on a depth-3 net: finite parameters, beta = inf, log-loss NaN, and "completed"
     (gd and signum failed but kept a record with beta = inf)."""

@@ -349,7 +349,7 @@ def test_sweep_on_unreachable_separation_converges_like_solve(gaussian):
         warnings.simplefilter("ignore", fs.ReachabilityWarning)
         ds = fs.sweep(system, gaussian, grid={"alpha": [0.3, 0.5]}, t1=1e30, saves=40)
         ref = fs.solve(system, gaussian, 0.5, t1=1e30)
-    assert ds.attrs["method"] == "vmap"
+    assert ds.attrs["method"] == "vmap (2 points solved again one by one: 'solver')" and ds.attrs["solved_again"] == 2
     assert list(ds.status.values) == ["converged", "converged"]
     np.testing.assert_allclose(ds.beta_end.sel(alpha=0.5).values, ref.beta[-1], rtol=1e-8,
                                atol=1e-8 * np.abs(ref.beta[-1]).max())

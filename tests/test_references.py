@@ -143,7 +143,8 @@ def test_bad_reference_arguments(kwargs, match):
 
 
 @pytest.mark.parametrize("args, match", [
-    (([1.0, 1.0], "mahalanobis", np.diag([1.0, -4.0])), "positive-definite"),  # -inf
+    (([1.0, 1.0], "mahalanobis", np.diag([1.0, -4.0])), "positive definite"),  # -inf
+    (([1.0, -1.0], "mahalanobis", [[1.0, 10.0], [0.0, 1.0]]), "symmetric"),     # NaN (eigvalsh read one triangle)
     (([1.0, 1.0], 0), "norm must be a number p > 0"),                          # 1.25
     (([1.0, 1.0], -1), "norm must be a number p > 0"),                         # 5.0
     (([1.0, 1.0, 1.0], 2), r"w must have shape \(d,\) or \(k, d\) with d = 2"),  # a matmul error

@@ -242,6 +242,14 @@ def test_a_phase_cell_whose_leader_changes_late_is_solved_again():
     assert late.attrs["re_solved"] == 1 and late["match"].values.all()
 
 
+def test_a_phase_diagram_of_a_grid_below_rho_draws():
+    """Every cell bounded (alpha <= rho): the boundaries lie past the plot's edge, which raised "alpha_max must be
+    above rho" once the boundaries checked their setting."""
+    ds = fs.linf_sam_phase([1.0, 2.0], [0.02, 0.05], [0.03, 0.06], rho=0.1, depth=2)
+    assert (ds["observed"].values == -1).all() and ds["match"].values.all()
+    assert fs.plot.phase_diagram(ds).get_xlim()[1] <= 0.1
+
+
 def test_a_phase_cell_whose_solve_failed_is_undecided_not_a_match():
     """L = 3, alpha_2 = rho + 1e-11 on BDF: the cell's solve failed at log10 t = 11 with beta_2 = 0.0187 > 10 rho^3,
     and the end of a failed run was read as the limit e_2: "match". Its re-solve fails too: undecided, drawn

@@ -7,7 +7,7 @@ converges to a critical point :math:`\theta^*`. In real time the remaining motio
 and runs into any step budget, while the flow itself has nothing left to do.
 
 It applies to the flows whose rest points are the critical points of the loss
-(``flowsim.symbolic.flow.follows_gradient``): GD, USAM and :math:`\ell_p`-SAM with p finite, and to
+(``flowsim.symbolic.flow.rest_points_are_critical``): GD, USAM and :math:`\ell_p`-SAM with p finite, and to
 :math:`\ell_\infty`-SAM, which stops at a minimum as a Filippov rest point (:func:`stops_at_minima`;
 sign and Adam-proxy directions stop at exact equilibria instead, ``stalled``). The test uses the gradient field :math:`F = -G = -\nabla L/e^S` (O(1)) and its exact
 Jacobian :math:`A = \partial F/\partial\theta` (:mod:`flowsim.integrate.jacobian`), i.e. the derived field at
@@ -55,14 +55,14 @@ class CriticalPoint:
 
 def stops_at_minima(flow) -> bool:
     """Whether a critical point that is a minimum of the loss stops the flow: the gradient-following
-    flows (``follows_gradient``: rest points are the critical points), and SAM with any norm, whose
+    flows (``rest_points_are_critical``), and SAM with any norm, whose
     field -grad L(theta + rho P) points into a minimum from within rho of it (l_inf-SAM's P = sign(g)
     included: 0 is in the convex hull of -H s over the sign patterns s, a Filippov rest point)."""
     from flowsim.symbolic.directions import Gradient
-    from flowsim.symbolic.flow import follows_gradient
+    from flowsim.symbolic.flow import rest_points_are_critical
     from flowsim.symbolic.points import Ascent
 
-    return follows_gradient(flow) or (isinstance(flow.point, Ascent) and type(flow.direction) is Gradient
+    return rest_points_are_critical(flow) or (isinstance(flow.point, Ascent) and type(flow.direction) is Gradient
                                       and flow.clock is None)
 
 

@@ -18,7 +18,7 @@ from flowsim.integrate.filippov import classify
 from flowsim.integrate.jacobian import FieldJacobian
 from flowsim.integrate.solution import log10_t_from_u
 from flowsim.integrate.timeline import tau_of
-from flowsim.symbolic.flow import follows_gradient
+from flowsim.symbolic.flow import rest_points_are_critical
 
 def _on_end(run, seg):
     """The horizon, a collapse or a blow-up. A flow that reaches the horizon on a plateau (the loss
@@ -279,7 +279,7 @@ def _earlier_rest_point(run) -> bool:
 def _has_own_rest_points(run) -> bool:
     """A perturbed flow that rests where its evaluation point is a critical point: a gradient-following
     one, or a sign flow between switches (its field is then smooth; while entries slide it is not)."""
-    return run.rho > 0 and (follows_gradient(run.system.flow) or run.uses_sign)
+    return run.rho > 0 and (rest_points_are_critical(run.system.flow) or run.uses_sign)
 
 
 def _signs_at(run, i):

@@ -194,7 +194,7 @@ def leader_of(vf, kind, theta, Z, rho, sigma, exclude=None):
     sc = scores(vf, kind, theta, Z, rho, sigma)
     if exclude is not None:
         rest = np.max(np.delete(sc, exclude), initial=-np.inf)
-        if sc[exclude] - rest > 1e-6 * max(abs(sc[exclude]), abs(rest)):
+        if sc[exclude] > rest and (np.isinf(rest) or sc[exclude] - rest > 1e-6 * max(abs(sc[exclude]), abs(rest))):
             return int(exclude)
     F, _ = vf.field_and_scale(theta, Z, rho, sigma)
     h = 1e-6 * (1.0 + np.abs(theta).max()) / max(np.abs(F).max(), 1e-300)

@@ -124,8 +124,9 @@ def sweep(
             (coordinates of the init, 1-based; the others come from ``init``), and/or ``{"rho": [...]}``.
         init: the base initialisation that ``alpha_<j>`` keys write into.
         chunk_size: at most this many grid points per vmapped solve (and per Dask task); the chunks are
-            as few as that allows (here at least one a core) and of equal size. Sign flows solved here run
-            point by point, and their progress counts points.
+            as few as that allows and of equal size (a smaller chunk_size spreads a small sweep over the cores
+            and its progress, at the cost of more lockstep solves). Sign flows solved here run point by point,
+            and their progress counts points.
         executor: None (this process: vmapped chunks on a thread per core), a
             ``dask.distributed.Client``, a scheduler address (``"tcp://host:8786"``), or ``"dask"`` for a
             ``LocalCluster`` started and closed here.
@@ -172,12 +173,10 @@ def sweep(
     vmapped = be.__class__.__name__ == "DiffraxBackend" and not any(_with_rho(system.flow, r).uses_sign
                                                                      for r in np.unique(rhos))
     # as few chunks as chunk_size allows, as equal as can be (1,024 points in chunks of at most 1,000: two of
-    # 512, not 1,000 and 24 padded to 1,000), and here one a core at least (24 points were one chunk: one core
-    # busy, and the progress 0 of 1 until the end); solved point by point here, a chunk is a point
-    count = -(-len(order) // chunk_size)
-    if vmapped and executor is None:
-        count = max(count, min(_cores(), len(order)))
-    size = -(-len(order) // count) if vmapped or executor is not None else 1
+    # 512, not 1,000 and 24 padded to 1,000), whatever the machine: a chunk's points share its reductions (the
+    # tied net, the crossing event), so chunks by core count gave results that depended on it; solved point by
+    # point here, a chunk is a point (progress by point)
+    size = -(-len(order) // -(-len(order) // chunk_size)) if vmapped or executor is not None else 1
     chunks = [order[i:i + size] for i in range(0, len(order), size)]
     # every chunk the same size (the last padded with copies of its last point): one compile per sweep
     padded = [np.concatenate([c, np.repeat(c[-1:], len(chunks[0]) - len(c))]) for c in chunks]
@@ -322,8 +321,8 @@ def _on_dask(tasks, executor, bar):
             if f.status == "error":  # a chunk's error goes on up
                 f.result()
         done = [f.status == "finished" for f in futures]
-        results = client.gather([f for f, ok in zip(futures, done) if ok])
-        return [results.pop(0) if ok else None for ok in done], f"dask {client.scheduler.address}"
+        results = iter(client.gather([f for f, ok in zip(futures, done) if ok]))
+        return [next(results) if ok else None for ok in done], f"dask {client.scheduler.address}"
     finally:
         if owned:
             cluster = client.cluster

@@ -148,10 +148,10 @@ def _tied_form_is_own(part, form, rules) -> bool:
     return all(issubclass(owner(form), owner(rule)) for rule in rules)
 
 
-def follows_gradient(flow) -> bool:
-    """The flow's rest points are the loss's critical points and an entry's field carries the
-    gradient's factor dbeta/dw (so w = 0 planes of tied and difference nets are invariant); used by
-    :mod:`flowsim.integrate.critical` and :mod:`flowsim.theory.reachable`."""
+def rest_points_are_critical(flow) -> bool:
+    """The flow's rest points are the loss's critical points, held as such: it follows the gradient
+    (``Flow.follows_gradient``: an entry's field carries dbeta/dw, which :mod:`flowsim.theory.reachable`
+    uses) in the solver's own clock, not a schedule's; used by :mod:`flowsim.integrate.critical`."""
     return flow.follows_gradient and flow.clock is None
 
 

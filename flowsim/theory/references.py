@@ -71,15 +71,28 @@ def _margin(Z, w, norm, metric):
 def _margin_norm(norm, metric, d):
     """``norm`` checked: a p > 0, inf (or "inf"), or "mahalanobis" with a positive-definite (d, d) metric."""
     if norm == "mahalanobis":
-        M = np.asarray(metric, dtype=np.float64) if metric is not None else None
-        if M is None or M.shape != (d, d) or not np.all(np.isfinite(M)) or not np.linalg.eigvalsh(M).min() > 0:
-            raise ValueError(f"metric must be a finite, positive-definite ({d}, {d}) array for norm='mahalanobis'.")
+        _metric(metric, d)
         return norm
     if norm == "inf":
         return np.inf
     if isinstance(norm, bool) or not isinstance(norm, (int, float, np.integer, np.floating)) or not norm > 0:
         raise ValueError(f"norm must be a number p > 0, float('inf') or 'mahalanobis' (with metric); got {norm!r}.")
     return norm
+
+
+def _metric(metric, d) -> np.ndarray:
+    """``metric`` as a finite, symmetric positive-definite (d, d) array, or a ValueError (eigvalsh reads one
+    triangle: [[1, 10], [0, 1]] passed as positive definite and gave a NaN norm)."""
+    try:
+        M = np.asarray(metric, dtype=np.float64) if metric is not None else None
+    except (TypeError, ValueError):
+        M = None
+    if M is None or M.shape != (d, d) or not np.all(np.isfinite(M)) or not np.allclose(M, M.T, rtol=1e-10, atol=0):
+        raise ValueError(f"metric must be a finite, symmetric positive-definite ({d}, {d}) array for "
+                         "norm='mahalanobis'.")
+    if not np.linalg.eigvalsh(M).min() > 0:
+        raise ValueError("metric must be positive definite (its smallest eigenvalue is <= 0).")
+    return M
 
 
 def check_separable(data):
@@ -156,16 +169,8 @@ def max_margin(data: Dataset, norm=2, *, metric=None) -> MaxMargin:
     if isinstance(norm, (bool, complex, np.complexfloating)):
         raise ValueError(f"norm must be 2, 1, float('inf') or 'mahalanobis'; got {norm!r}.")
     if norm == "mahalanobis":
-        try:
-            M = np.asarray(metric, dtype=np.float64) if metric is not None else None
-        except (TypeError, ValueError):
-            M = None
-        if M is None or M.shape != (d, d) or not np.all(np.isfinite(M)) or not np.allclose(M, M.T, rtol=1e-10, atol=0):
-            raise ValueError(f"metric must be a finite, symmetric positive-definite ({d}, {d}) array for "
-                             f"norm='mahalanobis'.")
+        M = _metric(metric, d)
         evals, evecs = np.linalg.eigh(M)
-        if not evals.min() > 0:
-            raise ValueError("metric must be positive definite (its smallest eigenvalue is <= 0).")
         root_inv = evecs @ np.diag(evals**-0.5) @ evecs.T
         v, a = _l2(Z @ root_inv)
         w = root_inv @ v

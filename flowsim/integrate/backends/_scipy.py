@@ -132,6 +132,9 @@ class ScipyBackend:
         counted = (0, 0, 0) if armed is None else (solver.nfev, solver.njev, solver.nlu)  # scipy counts evaluations
         if armed is None:  # an event not positive at the segment's start stays disarmed (``_events``)
             armed = np.flatnonzero(values(s0, solver.y) > 0).tolist()
+        # a leader can change and change back within one long step, positive at both its ends (DOP853 missed
+        # three of four switches its saves showed): those events are probed inside each step too
+        probed = [k for k in armed if events.names[k].startswith("lead_")]
         _ONE_BLAS_THREAD.enter()
         try:
             while True:
@@ -146,10 +149,7 @@ class ScipyBackend:
                 if failure:
                     reason, message = "failed", failure
                     break
-                # this step's saves (s itself outside tau) are probes: an event that turned and turned back within
-                # one long step is positive at both ends (DOP853 missed two leader switches its saves show)
-                probes = [] if tau_saves is not None else ordered[ti:bisect.bisect_right(ordered, solver.t, ti)]
-                hit, s_stop, dense = _first_event(events.names, values, armed, s_old, solver, probes)
+                hit, s_stop, dense = _first_event(events.names, values, armed, s_old, solver, probed)
                 y_stop = solver.y if hit is None else dense(s_stop)
                 u_stop = u_of(s_stop, y_stop)
                 k = bisect.bisect_right(ordered, u_stop, ti)
@@ -212,12 +212,16 @@ class ScipyBackend:
         return True, ""
 
 
-def _first_event(names, values, armed, s_old, solver, probes=()):
+#: where inside a step the events in ``probed`` are looked at too (fractions of the step)
+PROBES = (0.25, 0.5, 0.75)
+
+
+def _first_event(names, values, armed, s_old, solver, probed=()):
     """(event, where it fires, the step's dense output) for the earliest of the ``armed`` events (their
     indices) in the step from ``s_old`` to ``solver.t``, root-found on the dense output, which is made
     only then (None, solver.t, None if no event fires). An armed event is positive up to the step that
-    ends the segment, so one that is not positive at the step's end, or at one of the ``probes`` inside
-    the step (its saves, where the dense output is made anyway), fires in it (a NaN does not)."""
+    ends the segment, so one that is not positive at the step's end fires in it (a NaN does not); those in
+    ``probed`` are also looked at inside the step (PROBES), where they may have fired and come back."""
     at_end = values(solver.t, solver.y).tolist()  # Python floats: cheaper to scan than NumPy's
     hit, hit_s, dense = None, solver.t, None
     for k in armed:
@@ -227,14 +231,15 @@ def _first_event(names, values, armed, s_old, solver, probes=()):
             if hit is None or root < hit_s:
                 hit, hit_s = names[k], root
     lo = s_old
-    for p in probes if hit is None else ():
+    for p in (s_old + f * (solver.t - s_old) for f in PROBES) if probed else ():
+        if p >= hit_s:
+            break
         dense = dense if dense is not None else solver.dense_output()
         inside = values(p, dense(p)).tolist()
-        fired = [k for k in armed if inside[k] <= 0]
+        fired = {k: _root(lambda s, k=k: values(s, dense(s))[k], lo, p) for k in probed if inside[k] <= 0}
         if fired:
-            roots = {k: _root(lambda s, k=k: values(s, dense(s))[k], lo, p) for k in fired}
-            k = min(roots, key=roots.get)
-            return names[k], roots[k], dense
+            k = min(fired, key=fired.get)
+            return names[k], fired[k], dense
         lo = p
     return hit, hit_s, dense
 
