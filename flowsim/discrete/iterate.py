@@ -186,8 +186,11 @@ def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, recor
         return jax.lax.fori_loop(t0, t1, lambda t, carry: optimizer.update(grad_at(t), *carry, t), (th, st))
 
     theta0 = jnp.asarray(model.init_params(init, data.d))
-    if not np.all(np.isfinite(np.asarray(compiled.beta(theta0)))):
-        raise ValueError(f"init: beta = {system.model}(init) is not finite (beyond float64); give a smaller init.")
+    with np.errstate(all="ignore"):
+        at_init = data.z @ np.asarray(compiled.beta(theta0))
+    if not np.all(np.isfinite(at_init)):
+        raise ValueError(f"init: beta = {system.model}(init) or its margins are not finite (beyond float64); give "
+                         "a smaller init.")
     pts = _record_points(int(steps), records)
     out, status, message = _advance_between_records(advance, theta0, optimizer.init(theta0), pts, progress)
     pts = pts[: len(out)]
