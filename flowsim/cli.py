@@ -221,7 +221,7 @@ def sweep(config: Path = CONFIG,
     typer.echo(f"{ds['status'].size} points: {counts}; saved {out}")
     failed = {status: count for status, count in counts.items() if status in fs.FAILURES}
     if failed:  # saved, but a script must not take a partial grid for a whole one
-        typer.echo(f"{sum(failed.values())} of {ds['status'].size} points failed ({failed}); "
+        typer.echo(f"{sum(failed.values())} of {ds['status'].size} points did not reach an outcome ({failed}); "
                    "the status of each point is in the file", err=True)
         raise typer.Exit(_failure_code("interrupted" if "interrupted" in failed else "failed"))
 
