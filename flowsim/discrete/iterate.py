@@ -12,6 +12,7 @@ import numpy as np
 from flowsim._checks import is_whole
 from flowsim._interrupts import absorbed
 from flowsim.discrete.optimizers import Optimizer
+from flowsim.integrate.vector_field import coordinate_weights
 
 
 class DiscreteRun(NamedTuple):
@@ -120,14 +121,12 @@ def _gradients(compiled, Z, batch, key):
         def grad_fn(th):
             # beta_j depends on theta[:, j] alone, so coordinate j's gradient scales with the largest q_i among
             # the batch's samples that have feature j: one scale for all underflowed a coordinate fed only by
-            # samples e^-745 below the largest (its Adam and sign steps were 0, its exact steps +-eta)
+            # samples e^-745 below the largest (its Adam and sign steps were 0, its exact steps +-eta). Samples
+            # outside the batch weigh e^-inf = 0 (their q can be far above the batch's: never 0 * inf)
             beta, vjp = jax.vjp(compiled.beta, th)
-            lq = compiled.log_q(Z @ beta)
-            on = (w > 0)[:, None] & (Z != 0)
-            c = jnp.max(jnp.where(on, lq[:, None], -jnp.inf), axis=0)  # -inf: no sample of the batch has j
-            # samples outside the batch can have q far above the batch's: never form 0 * inf
-            p = jnp.where(on, w[:, None] * jnp.exp(jnp.where(on, lq[:, None] - jnp.where(on, c, 0.0), 0.0)), 0.0)
-            G = -vjp(jnp.sum(p * Z, axis=0) / jnp.sum(w))[0]
+            log_e = jnp.where(w > 0, compiled.log_q(Z @ beta) + jnp.log(jnp.where(w > 0, w, 1.0)), -jnp.inf)
+            scaled, c = coordinate_weights(jnp, log_e, Z)  # (c = -inf: no sample of the batch has feature j)
+            G = -vjp(scaled.sum(axis=0) / jnp.sum(w))[0]
             return G, jnp.broadcast_to(c, G.shape)
 
         return grad_fn

@@ -27,6 +27,17 @@ CLOCKS = ("tau", "log_time")
 SCHEDULE = "schedule"
 
 
+def coordinate_weights(xp, log_e, Z):
+    """(e_i z_ij / c_j, log c_j): sample weights e (``log_e`` their logs, -inf for none) on the data, each
+    coordinate scaled by c_j, the largest e_i among the samples with z_ij != 0 (log c_j = -inf where none has
+    feature j: a column of zeros, or a batch without it, whose entries are 0). Coordinates fed only by samples
+    e^-745 below the heaviest keep their digits (the Adam proxy's moments, a discrete step's gradient)."""
+    there = Z != 0
+    log_c = xp.max(xp.where(there, log_e[:, None], -xp.inf), axis=0)
+    w = xp.where(there, xp.exp(log_e[:, None] - xp.where(xp.isfinite(log_c), log_c, 0.0)), 0.0) * Z
+    return w, log_c
+
+
 @dataclass(frozen=True)
 class VectorField:
     """Vector field of one system on one array namespace.
@@ -106,12 +117,8 @@ class VectorField:
         underflowed where a coordinate's samples all weighed below e^-372 of the heaviest (Phi_j = 0/0 where it
         is 1/sqrt(n)), and was 0/0 on a column of zeros (a pixel of digits), where it is 0: there P_j is 1 and
         r_j 0."""
-        xp = self.xp
-        there = Z != 0
-        log_c = xp.max(xp.where(there, log_e[:, None], -xp.inf), axis=0)
-        zero = ~xp.isfinite(log_c)  # a column of zeros
-        w = xp.where(there, xp.exp(log_e[:, None] - xp.where(zero, 0.0, log_c)), 0.0) * Z
-        return w.sum(axis=0), xp.where(zero, 1.0, (w**2).sum(axis=0)), log_c
+        w, log_c = coordinate_weights(self.xp, log_e, Z)
+        return w.sum(axis=0), self.xp.where(~self.xp.isfinite(log_c), 1.0, (w**2).sum(axis=0)), log_c
 
     def sliding_field_and_scale(self, theta, Z, rho, sigma, pinned):
         """Filippov field with the entries in ``pinned`` sliding on w = 0: the real-time fields
