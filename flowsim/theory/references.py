@@ -80,9 +80,9 @@ def _margin_norm(norm, metric, d):
     return norm
 
 
-def _metric(metric, d) -> np.ndarray:
-    """``metric`` as a finite, symmetric positive-definite (d, d) array, or a ValueError (eigvalsh reads one
-    triangle: [[1, 10], [0, 1]] passed as positive definite and gave a NaN norm)."""
+def _metric(metric, d) -> tuple:
+    """``metric`` as a finite, symmetric positive-definite (d, d) array M, with its eigenvalues and vectors, or a
+    ValueError (eigh reads one triangle: [[1, 10], [0, 1]] passed as positive definite and gave a NaN norm)."""
     try:
         M = np.asarray(metric, dtype=np.float64) if metric is not None else None
     except (TypeError, ValueError):
@@ -90,9 +90,10 @@ def _metric(metric, d) -> np.ndarray:
     if M is None or M.shape != (d, d) or not np.all(np.isfinite(M)) or not np.allclose(M, M.T, rtol=1e-10, atol=0):
         raise ValueError(f"metric must be a finite, symmetric positive-definite ({d}, {d}) array for "
                          "norm='mahalanobis'.")
-    if not np.linalg.eigvalsh(M).min() > 0:
+    evals, evecs = np.linalg.eigh(M)
+    if not evals.min() > 0:
         raise ValueError("metric must be positive definite (its smallest eigenvalue is <= 0).")
-    return M
+    return M, evals, evecs
 
 
 def check_separable(data):
@@ -169,8 +170,7 @@ def max_margin(data: Dataset, norm=2, *, metric=None) -> MaxMargin:
     if isinstance(norm, (bool, complex, np.complexfloating)):
         raise ValueError(f"norm must be 2, 1, float('inf') or 'mahalanobis'; got {norm!r}.")
     if norm == "mahalanobis":
-        M = _metric(metric, d)
-        evals, evecs = np.linalg.eigh(M)
+        M, evals, evecs = _metric(metric, d)
         root_inv = evecs @ np.diag(evals**-0.5) @ evecs.T
         v, a = _l2(Z @ root_inv)
         w = root_inv @ v
