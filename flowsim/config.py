@@ -241,7 +241,7 @@ class Experiment(_Problem):
     atol: float | None = Field(None, gt=0.0)  # None: solve's default (1e-10, smaller for a small init)
     saves: int | None = Field(None, ge=2, le=100_000)
     save_at: list[float] | None = None  # log10 t of each save, instead of saves
-    max_steps: int = Field(16_384, ge=1)  # the step budget per segment (a failure message says to raise it)
+    max_steps: int | None = Field(None, ge=1)  # None: solve's budget per segment (a failure message says raise it)
     allow_nonseparable: bool = False
     # leader switches located by events (fs.switch_times of the saved run; flowsim plot marks them)
     track: list[Literal["magnitude", "growth"]] = []

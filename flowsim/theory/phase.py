@@ -175,5 +175,6 @@ def linf_sam_phase(mu, alpha_1, alpha_2, rho: float, depth: int = 2, *, loss="lo
     ds["match"] = (dims, observed == predicted, {"long_name": "decided, and the limit Cor 3.5 predicts"})
     ds.attrs.update(mu=mu.tolist(), rho=rho, depth=depth, log10_t1=float(np.log10(t1)) if log10_t1 is None else log10_t1,
                     flow=str(system.flow), re_solved=len(late), undecided=int((observed == UNDECIDED).sum()),
-                    init="alpha_1, alpha_2 swept" + (f"; the others {np.asarray(base)[2:].tolist()}" if mu.size > 2 else ""))
+                    init="alpha_1, alpha_2 swept"
+                    + (f"; the others {np.asarray(base)[2:].tolist()}" if mu.size > 2 else ""))
     return ds
