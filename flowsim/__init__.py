@@ -68,6 +68,7 @@ _EXPORTS = {
     'IntegrationError': ('flowsim.errors', 'IntegrationError'),
     'NonSeparableError': ('flowsim.errors', 'NonSeparableError'),
     'ReachabilityWarning': ('flowsim.errors', 'ReachabilityWarning'),
+    'UncertifiedError': ('flowsim.errors', 'UncertifiedError'),
     'kept_entry_signs': ('flowsim.theory.reachable', 'kept_entry_signs'),
     'reachable_signs': ('flowsim.theory.reachable', 'reachable_signs'),
     'Flow': ('flowsim.symbolic.flow', 'Flow'),

@@ -49,8 +49,8 @@ def reproduce(
     quick: bool = typer.Option(False, help="short horizons and small grids, every control kept (about 2 minutes)"),
 ):
     """Run every claim of a paper as a check, with negative controls: report.md, report.json, report.html, figures."""
-    from analysis.report import Interrupted, check_suite, prepare_out
-    from analysis.report import reproduce as run_suite
+    from flowsim.reproduce.report import Interrupted, check_suite, prepare_out
+    from flowsim.reproduce.report import reproduce as run_suite
 
     try:
         check_suite(suite)  # checked first: an error inside a check is a bug, with its traceback

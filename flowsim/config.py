@@ -43,18 +43,18 @@ def make_flow(name: str, **params):
 
 
 def parse_expression(text: str, what: str, example: str):
-    """A sympy expression from a config string, or a one-line ``ValueError`` naming ``what`` with an
-    ``example`` of what it takes."""
+    """A sympy expression from a config string, parsed by the whitelist of :mod:`flowsim.symbolic.expression`
+    (never evaluated), or a one-line ``ValueError`` naming ``what`` with an ``example`` of what it takes."""
     import sympy as sp
 
+    from flowsim.symbolic.expression import ExpressionError, parse
+
     try:
-        expr = sp.sympify(text, rational=True)
-    except (sp.SympifyError, SyntaxError, TypeError, ArithmeticError):  # ArithmeticError: '1e400' overflows
-        expr = None
-    # sympify reads Q, N, S... as sympy's own objects (assumptions, functions, singletons), not symbols
+        expr = parse(text, rational=True)
+    except ExpressionError as e:
+        raise ValueError(f"{what} = {text!r} is refused: {str(e).rstrip('.')}; write e.g. {example!r}.") from None
     if not isinstance(expr, sp.Expr):
-        raise ValueError(f"{what} = {text!r} is not an expression sympy can read (write e.g. {example!r}; "
-                         "Q, N, S, E, I, O are sympy names).")
+        raise ValueError(f"{what} = {text!r} is a condition, not a formula; write e.g. {example!r}.")
     return expr
 
 

@@ -20,6 +20,15 @@ class IntegrationError(FlowsimError, RuntimeError):
         self.solution = solution
 
 
+class UncertifiedError(FlowsimError, RuntimeError):
+    """A max-margin reference whose optimality could not be certified; ``.certificate`` holds the primal
+    and dual margin bounds found (:class:`flowsim.theory.conic.Certificate`)."""
+
+    def __init__(self, message: str, certificate=None):
+        super().__init__(message)
+        self.certificate = certificate
+
+
 class ReachabilityWarning(UserWarning):
     """The data are separable, but not by any beta the model can reach from its initialisation
     (``Dataset.is_separable_by``): the flow converges to a critical point with a positive loss."""

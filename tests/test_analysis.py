@@ -216,7 +216,7 @@ def test_a_verdict_wants_the_run_heading_for_the_claim_not_only_nearest_it():
     against l2 (the nearest of the three) it was "converges", its extrapolated limit where the run already
     is. So was depth-2 GD judged against l2 alone, 30 deg away. Both are inconclusive: the limit must
     extrapolate to at most half the run's final angle from the claim."""
-    from analysis.sam import _gaussian
+    from flowsim.reproduce.sam import _gaussian
 
     data = _gaussian(10, 4, 104)
     refs = {"l1": fs.max_margin(data, 1), "l2": fs.max_margin(data, 2), "linf": fs.max_margin(data, float("inf"))}

@@ -105,7 +105,7 @@ def test_config_builds_your_own_model_loss_and_flow(tmp_path):
     "text, message",
     [("t1 = 10\n", "missing key 'data' (a table [data]"),
      (CONFIG.replace('name = "sam"', 'name = "adamw"'), "key 'flow.name': Input should be 'gd', 'sam', 'usam'"),
-     (CONFIG.replace('form = "product"\ndepth = 2', 'beta = "w1*w2**"'), "beta = 'w1*w2**' is not an expression"),
+     (CONFIG.replace('form = "product"\ndepth = 2', 'beta = "w1*w2**"'), "beta = 'w1*w2**' is refused: 'w1*w2**' is not a formula (invalid syntax)"),
      (CONFIG.replace('depth = 2', 'depth = 2\nbeta = "a*b"'), "beta defines the model; drop form and depth"),
      (CONFIG.replace('loss = "logistic"\n', "") + '[loss]\nexpr = "exp(m)"\n', "must be > 0 for every margin"),
      (CONFIG.replace('rho = 0.05', 'rho = 0.05\nbatch = 2'), "name = 'sam' takes rho, norm; drop batch"),
@@ -262,11 +262,12 @@ def test_derive_without_the_radius_a_flow_needs_is_one_line(flow):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--beta", "Q"], "Q, N, S, E, I, O are sympy names"),        # sympy's assumptions object: an AttributeError
-    (["--beta", "1e400*w"], "constants float64 can hold"),         # an OverflowError in the generated code
+    (["--beta", "Q"], "names of numpy or sympy"),                 # sympy's assumptions object: an AttributeError
+    (["--beta", "1e400*w"], "the number 1e400 overflows float64"),  # an OverflowError in the generated code
     (["--beta", "1e-400*w + v"], "constants float64 can hold"),    # would read as 0
-    (["--beta", "nan*w"], "reads as the constant nan"),            # "layers ... got ()"
-    (["--beta", "zoo*w"], "beta must be finite"),                  # a contract message about a limit
+    (["--beta", "nan*w"], "names of numpy or sympy"),              # "layers ... got ()"
+    (["--beta", "zoo*w"], "names of numpy or sympy"),              # a contract message about a limit
+    (["--beta", "w1.real*w2"], "'w1.real' is not allowed"),       # an attribute: sympify ran it
     (["--beta", "w1*w2", "--depth", "3"], "drop --model and --depth"),  # --depth was ignored
 ])
 def test_derive_of_a_bad_formula_is_one_line(args, message):
@@ -620,7 +621,7 @@ def test_a_ctrl_c_stops_the_reproduction_and_keeps_the_finished_claims(tmp_path,
     verdict changed) and exited 0. Outside the suite the same Ctrl-C is still a result to keep."""
     import json
 
-    from analysis import report, sam
+    from flowsim.reproduce import report, sam
     from flowsim.integrate.run import Run
 
     said, real = [], Run.integrate
@@ -698,3 +699,20 @@ def test_a_sweep_warns_once_before_its_work(tmp_path):
     said = [i for i, ln in enumerate(lines) if "keeps beta_1 >= 0" in ln]
     done = [i for i, ln in enumerate(lines) if "points:" in ln]
     assert r.exit_code == 0 and len(said) == 1 and said[0] < done[0], r.output
+
+
+def test_only_the_flowsim_name_is_installed_and_a_users_analysis_py_is_never_imported(tmp_path):
+    """The wheel installed a top-level package ``analysis``: a user's own analysis.py shadowed (or was
+    shadowed by) it. The reproduction lives in flowsim.reproduce."""
+    import subprocess
+    import sys
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    assert tomllib.loads((root / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"][
+        "packages"] == ["flowsim"]
+    (tmp_path / "analysis.py").write_text("raise SystemExit('the user analysis.py was imported')\n")
+    r = subprocess.run([sys.executable, "-c", "import flowsim.cli, flowsim.reproduce.report"], cwd=tmp_path,
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)})
+    assert r.returncode == 0, r.stderr

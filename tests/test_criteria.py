@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import flowsim as fs
-from analysis import criteria as cr
-from analysis._claim import Control, Outcome, every, judge
+from flowsim.reproduce import criteria as cr
+from flowsim.reproduce._claim import Control, Outcome, every, judge
 
 YES, NO, UNDECIDED = Outcome(True, "y"), Outcome(False, "n"), Outcome(None, "?")
 

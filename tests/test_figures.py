@@ -92,7 +92,7 @@ def test_cli_plot_bad_extension_is_a_one_line_error(sol, tmp_path):
 
 
 def test_amplification_figure_separates_the_switches(sol):
-    from analysis.sam import amplification_figure
+    from flowsim.reproduce.sam import amplification_figure
 
     sw = [e["log10_t"] for e in fs.switch_times(sol)]
     assert len(sw) == 2 and sw[0] < 1 and sw[1] > 5  # log10 t = 0.46 and 6.38

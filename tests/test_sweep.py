@@ -255,7 +255,7 @@ def test_a_phase_cell_whose_solve_failed_is_undecided_not_a_match():
     and the end of a failed run was read as the limit e_2: "match". Its re-solve fails too: undecided, drawn
     blank with a "?", never crossed out or coloured; the diagram's verdict is inconclusive. A flow with
     another rho than the prediction's is refused."""
-    from analysis.criteria import cells_match
+    from flowsim.reproduce.criteria import cells_match
 
     ds = fs.linf_sam_phase([1.0, 2.0], [0.05], [0.1 + 1e-11, 0.2], rho=0.1, depth=3, t1=1e20, backend="scipy:BDF")
     assert ds["status"].values[0, 0] == "failed" and ds["predicted"].values[0, 0] == 1

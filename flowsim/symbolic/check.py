@@ -14,7 +14,8 @@ import numpy as np
 import sympy as sp
 
 from flowsim.errors import DerivationError
-from flowsim.symbolic.loss import M, jax_functions
+from flowsim.symbolic.functions import jax_functions
+from flowsim.symbolic.loss import M
 
 
 def _jax(args, e):

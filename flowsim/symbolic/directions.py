@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 import sympy as sp
 
+from flowsim.symbolic.expression import ExpressionError, parse
 from flowsim.symbolic.part import Part
 from flowsim.symbolic.points import check_norm, dual_power
 
@@ -169,7 +170,14 @@ class Preconditioned(Direction):
             raise ValueError("weight is required: the preconditioner D(w) > 0, e.g. weight=lambda w: 1 + w**2.")
         w = sp.Symbol("w", real=True)
         try:
-            e = self.weight(w) if callable(self.weight) and not isinstance(self.weight, sp.Basic) else sp.sympify(self.weight)
+            if isinstance(self.weight, str):
+                e = parse(self.weight, {"w": w})
+            elif callable(self.weight) and not isinstance(self.weight, sp.Basic):
+                e = sp.sympify(self.weight(w), strict=True)
+            else:
+                e = sp.sympify(self.weight, strict=True)
+        except ExpressionError as err:
+            raise ValueError(f"weight: {err}") from None
         except (sp.SympifyError, TypeError, SyntaxError):
             raise ValueError(f"weight must be an expression in w or a callable of it; got {self.weight!r}.") from None
         e = e.xreplace({s: w for s in e.free_symbols if s.name == "w"})

@@ -17,60 +17,11 @@ import numpy as np
 import sympy as sp
 from sympy.functions.elementary.hyperbolic import HyperbolicFunction
 
+from flowsim.symbolic.expression import ExpressionError, parse
+from flowsim.symbolic.functions import log_softplus, logsumexp, numpy_functions, softplus
+
 #: the margin symbol every loss is rewritten in
 M = sp.Symbol("m", real=True)
-
-
-class softplus(sp.Function):
-    r""":math:`\log(1 + e^x)`, printed as ``logaddexp(0, x)`` (stable for any x)."""
-
-    def fdiff(self, argindex=1):
-        x = self.args[0]
-        return sp.exp(x - softplus(x))
-
-
-class log_softplus(sp.Function):
-    r""":math:`\log\log(1 + e^x)`, stable for x -> -inf (where softplus underflows)."""
-
-    def fdiff(self, argindex=1):
-        x = self.args[0]
-        return sp.exp(x - softplus(x) - log_softplus(x))
-
-
-class logsumexp(sp.Function):
-    r""":math:`\log\sum_k e^{a_k}`: the log of a sum of positive terms, finite where each underflows."""
-
-    def fdiff(self, argindex=1):
-        return sp.exp(self.args[argindex - 1] - self)
-
-
-def _np_log_softplus(x):
-    x = np.asarray(x, dtype=np.float64)
-    small = x < -30.0
-    xs = np.where(small, x, 0.0)
-    return np.where(small, xs + np.log1p(-0.5 * np.exp(xs)), np.log(np.logaddexp(0.0, np.where(small, 0.0, x))))
-
-
-def _jax_log_softplus(x):
-    from flowsim._jax import jnp
-
-    small = x < -30.0
-    xs = jnp.where(small, x, 0.0)
-    return jnp.where(small, xs + jnp.log1p(-0.5 * jnp.exp(xs)), jnp.log(jnp.logaddexp(0.0, jnp.where(small, 0.0, x))))
-
-
-def numpy_functions():
-    from scipy.special import logsumexp as lse
-
-    return {"softplus": lambda x: np.logaddexp(0.0, x), "log_softplus": _np_log_softplus,
-            "logsumexp": lambda *a: lse(np.stack(np.broadcast_arrays(*a)), axis=0)}
-
-
-def jax_functions():
-    from flowsim._jax import jax, jnp
-
-    return {"softplus": lambda x: jnp.logaddexp(0.0, x), "log_softplus": _jax_log_softplus,
-            "logsumexp": lambda *a: jax.nn.logsumexp(jnp.stack(jnp.broadcast_arrays(*a)), axis=0)}
 
 
 def _softplus_form(e):
@@ -209,7 +160,9 @@ class Loss:
 
 def _sympified(e, what):
     try:
-        e = sp.sympify(e)
+        e = parse(e) if isinstance(e, str) else sp.sympify(e, strict=True)
+    except ExpressionError as err:
+        raise ValueError(f"{what}: {err}") from None
     except (sp.SympifyError, TypeError):
         raise ValueError(f"{what} must be a sympy expression in the margin; got {e!r}.") from None
     if not isinstance(e, sp.Expr) or getattr(e, "is_Matrix", False) or e.has(sp.I):  # (an Eq or a Matrix: a traceback)

@@ -15,6 +15,7 @@ import numpy as np
 import sympy as sp
 
 from flowsim._checks import is_whole
+from flowsim.symbolic.expression import ExpressionError, parse
 
 FORMS = ("product", "tied", "difference")
 #: names the derivation gives its own symbols (a layer named like one would shadow it in generated code)
@@ -120,11 +121,13 @@ def _beta_expression(beta, names, symbols) -> sp.Expr:
             raise ValueError(f"beta({', '.join(names)}) raised {type(e).__name__}: {e}. beta must take one "
                              "sympy symbol per layer and return a sympy expression.") from None
     else:
-        try:
-            expr = sp.sympify(beta)
-        except (sp.SympifyError, TypeError):
-            raise ValueError(f"beta must be a callable or a sympy expression; got {beta!r}.") from None
         by_name = dict(zip(names, symbols))
+        try:
+            expr = parse(beta, by_name) if isinstance(beta, str) else sp.sympify(beta, strict=True)
+        except ExpressionError as e:
+            raise ValueError(f"beta: {e}") from None
+        except (sp.SympifyError, TypeError):
+            raise ValueError(f"beta must be a callable, a sympy expression or a formula in {names}; got {beta!r}.") from None
         strangers = sorted(str(s) for s in expr.free_symbols if s.name not in by_name)
         if strangers:
             raise ValueError(f"beta uses {strangers}, which are not layer names {names}.")

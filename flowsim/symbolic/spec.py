@@ -2,8 +2,8 @@
 
 Models, losses and flows are written as their formulas and parts: a model's beta and layer names, a
 loss's expression, a flow's evaluation point and direction (each a class of :mod:`flowsim.points` /
-:mod:`flowsim.directions` by name, with its fields). Reading one back names only those classes, never
-code. A system whose spec does not rebuild to an equal system (a part class of your own) has none:
+:mod:`flowsim.directions` by name, with its fields). Formulas are text read back by the whitelist parser of
+:mod:`flowsim.symbolic.expression`; reading a spec names only those classes and functions, never runs code. A system whose spec does not rebuild to an equal system (a part class of your own) has none:
 ``spec`` returns None and a saved run says so, rather than rebuilding something else.
 """
 
@@ -14,11 +14,10 @@ from dataclasses import fields
 import sympy as sp
 
 from flowsim.symbolic import directions, points
+from flowsim.symbolic.expression import ExpressionError, dump, load
 from flowsim.symbolic.flow import Flow
-from flowsim.symbolic.loss import Loss, log_softplus, logsumexp, softplus
+from flowsim.symbolic.loss import Loss
 from flowsim.symbolic.model import DiagonalNet, Parametrization
-
-FUNCTIONS = {"softplus": softplus, "log_softplus": log_softplus, "logsumexp": logsumexp}
 
 
 def spec(system) -> dict | None:
@@ -26,21 +25,29 @@ def spec(system) -> dict | None:
     try:
         out = {"model": _model(system.model), "loss": _loss(system.loss), "flow": _flow(system.flow)}
         same = parts_from_spec(out) == (system.model, system.loss, system.flow)
-    except (TypeError, ValueError, KeyError, AttributeError, sp.SympifyError):
+    except (TypeError, ValueError, KeyError, AttributeError):
         return None
     return out if same else None
 
 
 def system_from_spec(data: dict):
-    """The derived system a spec describes."""
+    """The derived system a spec describes; a ValueError (an ExpressionError for a refused formula) if the
+    spec is not one :func:`spec` writes."""
     from flowsim.symbolic.derive import derive
 
-    return derive(*parts_from_spec(data))
+    try:
+        parts = parts_from_spec(data)
+    except (KeyError, TypeError, AttributeError) as e:
+        raise ValueError(f"the saved system spec is not one flowsim writes ({type(e).__name__}: {e}).") from None
+    return derive(*parts)
 
 
 def parts_from_spec(data: dict):
     m, lo, f = data["model"], data["loss"], data["flow"]
-    model = DiagonalNet(m["depth"], m["form"]) if "form" in m else Parametrization(m["name"], tuple(m["layers"]), m["beta"])
+    if "form" in m:
+        model = DiagonalNet(m["depth"], m["form"])
+    else:
+        model = Parametrization(m["name"], tuple(m["layers"]), _expr(m["beta"]))
     loss = Loss(lo["name"], _expr(lo["expr"]), margin=_expr(lo["margin"]), log_expr=_expr(lo["log_expr"]))
     flow = Flow(_part(points, f["point"]), _part(directions, f["direction"]), rho=f["rho"], lr=f["lr"],
                 decay=f["decay"], name=f["name"], shows=tuple(f["shows"]))
@@ -50,21 +57,26 @@ def parts_from_spec(data: dict):
 def _model(model):
     if isinstance(model, DiagonalNet):
         return {"depth": model.depth, "form": model.form}
-    return {"name": model.name, "layers": list(model.layers), "beta": str(model.beta)}
+    return {"name": model.name, "layers": list(model.layers), "beta": _text(model.beta)}
 
 
 def _loss(loss):
-    return {"name": loss.name, "expr": sp.srepr(loss.expr), "margin": _srepr(loss.margin),
-            "log_expr": _srepr(loss.log_expr)}
+    return {"name": loss.name, "expr": _text(loss.expr), "margin": _text(loss.margin),
+            "log_expr": _text(loss.log_expr)}
 
 
-def _srepr(e):
-    return None if e is None else sp.srepr(e)
+def _text(e):
+    return None if e is None else dump(e)
 
 
-def _expr(text):
-    """An expression from its ``srepr``, with flowsim's own functions (softplus, logsumexp) by name."""
-    return None if text is None else sp.sympify(text, locals=FUNCTIONS)
+def _expr(data):
+    """An expression from what :func:`_text` wrote, through the whitelist parser (never evaluated)."""
+    if data is None:
+        return None
+    try:
+        return load(data)
+    except ExpressionError as e:
+        raise ValueError(f"a formula in the spec is refused: {e}") from None
 
 
 def _flow(flow):
@@ -77,7 +89,7 @@ def _part_data(part):
     for f in fields(part):
         v = getattr(part, f.name)
         if isinstance(v, sp.Basic):
-            v = {"sympy": sp.srepr(v)}
+            v = {"sympy": dump(v)}
         elif not isinstance(v, (int, float, str, bool, type(None))):
             raise TypeError(f"{type(part).__name__}.{f.name} is not plain data")
         values[f.name] = v

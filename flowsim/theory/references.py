@@ -1,11 +1,14 @@
 r"""Max-margin references (no bias term), docs/theory.md 6.
 
-- l2:  :math:`\min \|w\|_2^2` s.t. :math:`Zw \ge 1`, solved through its bound-constrained dual
-  :math:`\max_{\alpha \ge 0} 1^\top\alpha - \tfrac12\|Z^\top\alpha\|^2`, :math:`w = Z^\top\alpha`, as a
-  least-distance program by NNLS (an exact active-set method);
+- l2 and any l_p, 1 < p < inf: an interior-point conic solver (:mod:`flowsim.theory.conic`: a
+  second-order cone, power cones), the l2 answer polished on its active set; the l_p optimum is unique;
 - Mahalanobis: the l2 problem after :math:`v = M^{1/2} w`;
-- l1, l_inf: linear programs (scipy HiGHS, bounds passed explicitly). Their optima are often not
-  unique: ``unique`` is decided by optimising two random objectives over the optimal face.
+- l1, l_inf: linear programs (scipy HiGHS, bounds passed explicitly), whose simplex answers are vertices
+  of the optimal face. Their optima are often not unique: ``unique`` is decided by optimising two random
+  objectives over the optimal face.
+
+Every answer carries a :class:`~flowsim.theory.conic.Certificate` (a primal and a dual bound on the
+margin) and raises :class:`flowsim.errors.UncertifiedError` when the two are apart.
 - depth-L diagonal networks: KKT points of :math:`\min \|\beta\|_{2/L}` s.t. :math:`Z\beta \ge 1`.
 """
 
@@ -14,18 +17,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linprog, minimize, nnls
+from scipy.optimize import linprog, minimize
 
 from flowsim._checks import is_whole
 from flowsim.data import Dataset
-from flowsim.errors import NonSeparableError
+from flowsim.errors import NonSeparableError, UncertifiedError
+from flowsim.theory import conic
 
 
 @dataclass(frozen=True)
 class MaxMargin:
     """A max-margin solution: ``direction`` (unit ``norm``), its normalised margin
     min_i z_i.w / ||w||, the dual multipliers ``duals`` (one per sample), the ``support`` samples,
-    and whether the optimal direction is ``unique``. ``kkt_residual`` is set for KKT points."""
+    and whether the optimal direction is ``unique``. ``kkt_residual`` is set for KKT points;
+    ``certificate`` bounds the margin from both sides (None for KKT points of depth >= 3)."""
 
     norm: object
     direction: np.ndarray
@@ -35,6 +40,7 @@ class MaxMargin:
     unique: bool
     kkt_residual: float = 0.0
     metric: np.ndarray | None = None
+    certificate: conic.Certificate | None = None
 
 
 def norm_of(w, norm, metric=None):
@@ -103,35 +109,11 @@ def check_separable(data):
         raise NonSeparableError("data are not linearly separable: no max-margin solution exists.")
 
 
-def _l2(Z):
-    """min ||w|| s.t. Z w >= 1 as a least-distance program, solved exactly by NNLS (Lawson and Hanson, ch. 23):
-    u = argmin_{u >= 0} ||[Z^T; 1^T] u - e_{d+1}||, w = Z^T u / (1 - 1.u), duals u / (1 - 1.u). An active-set
-    method, on Z scaled to entries <= 1: L-BFGS-B on the dual stopped after one step on data of scale 1e7
-    (its tolerance is relative to max(|f|, 1)) and returned a direction 20 degrees off."""
-    scale = np.abs(Z).max()
-    E = np.vstack([(Z / scale).T, np.ones(Z.shape[0])])
-    f = np.zeros(E.shape[0])
-    f[-1] = 1.0
-    u, residual = nnls(E, f, maxiter=50 * E.shape[1])
-    # 1 - 1.u is the squared residual (E u is orthogonal to it at the optimum); as a difference it lost every
-    # digit once the margin gamma (slack = gamma^2 / (1 + gamma^2)) fell below ~3e-7, and was called infeasible
-    slack = residual**2
-    if not slack > 0:  # (separability was decided before: this is precision, not geometry)
-        raise RuntimeError("the l2 max-margin of these data is below what double precision resolves (margin ~ 0).")
-    a = u / slack
-    w = (Z / scale).T @ a
-    low = np.min((Z / scale) @ w)
-    if not low >= 1.0 - 1e-6:  # NNLS stopped short: say so rather than return a point that is not the optimum
-        raise RuntimeError(f"the l2 max-margin QP did not solve: min z.w = {low:.3g} < 1 at its end (the data's "
-                           f"margin is ~{np.sqrt(slack):.1g} of their scale, near what the solver resolves).")
-    return w, a
-
-
 def _lp(c, A_ub, b_ub, bounds):
     res = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs")
     if res.status != 0:  # (separability was decided before: a margin within HiGHS's feasibility tolerance)
-        raise RuntimeError(f"LP failed: {res.message} If the data are separable, it is by a margin near the LP's "
-                           "feasibility tolerance (~1e-9 of their scale): no max-margin at double precision.")
+        raise UncertifiedError(f"LP failed: {res.message} If the data are separable, it is by a margin near the LP's "
+                               "feasibility tolerance (~1e-9 of their scale): no max-margin at double precision.")
     return res
 
 
@@ -162,26 +144,25 @@ def _lift(r, pick, size):
 
 
 def max_margin(data: Dataset, norm=2, *, metric=None) -> MaxMargin:
-    """The max-margin direction for ``norm`` in {2, 1, inf, "mahalanobis"} (``metric``: M, positive
-    definite, for the last). Returns a :class:`MaxMargin`."""
+    """The max-margin direction for ``norm``: any p >= 1 (2, 1 and inf among them) or "mahalanobis" (with
+    ``metric``: M, positive definite). Returns a :class:`MaxMargin` whose ``certificate`` bounds its margin;
+    raises :class:`flowsim.errors.UncertifiedError` with the bounds when they are apart by more than 1e-8."""
     check_separable(data)
     Z = data.z / np.abs(data.z).max()  # the same directions; the solvers' tolerances meet entries <= 1
     n, d = Z.shape
-    if isinstance(norm, (bool, complex, np.complexfloating)):
-        raise ValueError(f"norm must be 2, 1, float('inf') or 'mahalanobis'; got {norm!r}.")
     if norm == "mahalanobis":
         M, evals, evecs = _metric(metric, d)
         root_inv = evecs @ np.diag(evals**-0.5) @ evecs.T
-        v, a = _l2(Z @ root_inv)
-        w = root_inv @ v
-        return _result(data, w, a, norm, True, metric=M)
+        v, a, cert = conic.solve(Z @ root_inv, 2)
+        return _result(data, root_inv @ v, a, norm, True, metric=M, certificate=cert)
     if metric is not None:
         raise ValueError(f"metric is for norm='mahalanobis' only; got it with norm={norm!r} (leave it out, or use "
                          "norm='mahalanobis').")
-    if norm in (2, 2.0):
-        w, a = _l2(Z)
-        return _result(data, w, a, 2, True)
-    if norm in (1, 1.0):
+    norm = _reference_norm(norm)
+    if norm not in (1, np.inf):
+        w, a, cert = conic.solve(Z, norm)
+        return _result(data, w, a, norm, True, certificate=cert)
+    if norm == 1:
         # w = u - v, u, v >= 0: min 1.(u + v) s.t. Z(u - v) >= 1
         c = np.ones(2 * d)
         A = -np.hstack([Z, -Z])
@@ -190,8 +171,7 @@ def max_margin(data: Dataset, norm=2, *, metric=None) -> MaxMargin:
 
         def pick(x):
             return x[:d] - x[d:]
-    elif norm == np.inf or norm == "inf":
-        norm = np.inf
+    else:
         # variables (w, s): min s s.t. Z w >= 1, -s <= w_j <= s
         c = np.concatenate([np.zeros(d), [1.0]])
         A = np.vstack([np.hstack([-Z, np.zeros((n, 1))]),
@@ -202,23 +182,35 @@ def max_margin(data: Dataset, norm=2, *, metric=None) -> MaxMargin:
 
         def pick(x):
             return x[:d]
-    else:
-        raise ValueError(f"norm must be 2, 1, float('inf') or 'mahalanobis'; got {norm!r}.")
     res = _lp(c, A, b, bounds)
     w = pick(res.x)
     duals = -np.asarray(res.ineqlin.marginals)[:n]
+    cert = conic.certify(Z, w, duals, norm)
+    if not cert.gap <= conic.GAP_TOL:
+        raise UncertifiedError(f"the l_{norm:g} max-margin LP could not be certified: {cert}. The data's margin is "
+                               "near what the solver resolves at their scale.", cert)
     unique = _face_is_point(c, A, b, bounds, res.x, pick)
-    return _result(data, w, duals, norm, unique)
+    return _result(data, w, duals, norm, unique, certificate=cert)
 
 
-def _result(data, w, duals, norm, unique, metric=None, kkt_residual=0.0):
+def _reference_norm(norm):
+    """``norm`` as a float p >= 1 (inf included), or a ValueError naming what it takes."""
+    if isinstance(norm, str) and norm == "inf":
+        return np.inf
+    if isinstance(norm, (bool, complex, np.complexfloating)) or not isinstance(norm, (int, float, np.integer, np.floating)) \
+            or not norm >= 1:
+        raise ValueError(f"norm must be 2, 1, float('inf'), any p >= 1 or 'mahalanobis'; got {norm!r}.")
+    return float(norm)
+
+
+def _result(data, w, duals, norm, unique, metric=None, kkt_residual=0.0, certificate=None):
     nrm = norm_of(w, norm, metric)
     direction = w / nrm
     duals = np.asarray(duals, float)
     s = duals.sum()
     return MaxMargin(norm=norm, direction=direction, margin=normalised_margin(data, direction, norm, metric),
                      duals=duals / s if s > 0 else duals, support=np.nonzero(duals > 1e-8 * max(s, 1e-300))[0],
-                     unique=bool(unique), kkt_residual=float(kkt_residual), metric=metric)
+                     unique=bool(unique), kkt_residual=float(kkt_residual), metric=metric, certificate=certificate)
 
 
 def kkt_max_margin(data: Dataset, depth: int, *, start=None) -> MaxMargin:

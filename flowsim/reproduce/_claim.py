@@ -1,7 +1,7 @@
 """One checked claim of a paper, its negative controls, and how the two make a verdict.
 
 A check is evidence only if it could have come out the other way. So every claim runs its
-criterion (a function of :mod:`analysis.criteria`) on the setting the theorem covers and, through
+criterion (a function of :mod:`flowsim.reproduce.criteria`) on the setting the theorem covers and, through
 the same criterion, on at least one control setting where the conclusion must NOT hold. The claim
 "holds" only when the criterion holds on the claim and fails on every control; a control that also
 "holds" makes the claim "inconclusive" (the criterion cannot tell the two apart).

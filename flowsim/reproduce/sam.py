@@ -1,6 +1,6 @@
 """Seed 000 (arXiv 2603.08290, "Minor First, Major Last"): SAM on L-layer diagonal networks.
 
-Every check runs the flow with flowsim, judges it by a criterion of :mod:`analysis.criteria`, and runs
+Every check runs the flow with flowsim, judges it by a criterion of :mod:`flowsim.reproduce.criteria`, and runs
 the same criterion on negative controls (settings where the conclusion must not hold: GD instead of
 SAM, depth 1 instead of 2, ...). Coordinates are 1-based in every text, as in the paper.
 ``quick=True`` shortens horizons and grids but keeps every control."""
