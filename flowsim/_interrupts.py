@@ -2,6 +2,10 @@
 it computed kept), where it holds one back until a block ends (:func:`after_block`: a backend call's saves, a
 file) or a result is whole (:func:`held`), and the one context in which it does not keep it.
 
+SIGTERM (what ``timeout`` and batch schedulers send) is handled as a Ctrl-C wherever flowsim works
+(:func:`terminable`): it raises :class:`Terminated`, a KeyboardInterrupt, so the same code keeps what was
+computed; :func:`exit_code` then says 143 rather than 130.
+
 One run interrupted is a result to keep. Work made of many runs (the reproduction suite) must stop at the
 first instead: going on, it judged claims on partial sweeps and reported them with exit code 0. Under
 :func:`propagating`, :func:`absorbed` raises the KeyboardInterrupt on.
@@ -15,6 +19,43 @@ import warnings
 from contextlib import contextmanager
 
 _state = threading.local()  # (per thread: a sweep's worker threads are not the caller's work)
+_last = {"signum": signal.SIGINT}  # the last stop signal received, for the exit code
+STOPS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where flowsim works so that what was computed is kept, as after a Ctrl-C."""
+
+
+def _stop(signum):
+    _last["signum"] = signum
+    raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+
+
+def stopped_by(err: BaseException) -> str:
+    """What stopped the work, for a result's message (and remembered for :func:`exit_code`)."""
+    _last["signum"] = signal.SIGTERM if isinstance(err, Terminated) else signal.SIGINT
+    return "terminated (SIGTERM)" if isinstance(err, Terminated) else "interrupted by the user (KeyboardInterrupt)"
+
+
+def exit_code() -> int:
+    """The shell's exit code for the last stop signal received: 130 after a Ctrl-C, 143 after SIGTERM."""
+    return 128 + int(_last["signum"])
+
+
+@contextmanager
+def terminable():
+    """SIGTERM raises :class:`Terminated` in this block (main thread, where Python's default handler is still
+    in place: it would end the process keeping nothing); the default comes back after."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, lambda signum, frame: _stop(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @contextmanager
@@ -31,37 +72,40 @@ def propagating():
 def absorbed() -> None:
     """Call where a Ctrl-C has become a result: raises KeyboardInterrupt inside :func:`propagating`."""
     if getattr(_state, "propagate", False):
-        raise KeyboardInterrupt
+        raise Terminated if _last["signum"] == signal.SIGTERM else KeyboardInterrupt
 
 
 @contextmanager
-def _deferred():
-    """SIGINT held back in this block (the main thread's; others get no SIGINT): yields the list of presses held.
-    A second press stops at once."""
+def _deferred(patient=False):
+    """SIGINT and SIGTERM held back in this block (the main thread's; others get no signals): yields the list
+    of signals held. A second one stops at once, unless ``patient`` (a file being written: stopping inside
+    netCDF's close deadlocked the process)."""
     pressed = []
     if threading.current_thread() is not threading.main_thread():
         yield pressed
         return
 
     def later(signum, frame):
-        if pressed:
-            raise KeyboardInterrupt
+        if pressed and not patient:
+            _stop(signum)
         pressed.append(signum)
 
-    before = signal.signal(signal.SIGINT, later)
+    before = {s: signal.signal(s, later) for s in STOPS}
     try:
         yield pressed
     finally:
-        signal.signal(signal.SIGINT, before)
+        for s, handler in before.items():
+            signal.signal(s, handler)
 
 
 @contextmanager
-def after_block():
-    """A Ctrl-C in this block lands when it ends (a backend call whose saves must be recorded, a file written)."""
-    with _deferred() as pressed:
+def after_block(patient=False):
+    """A Ctrl-C or SIGTERM in this block lands when it ends (a backend call whose saves must be recorded, a file
+    written); ``patient``: every one of them waits (see :func:`_deferred`)."""
+    with _deferred(patient) as pressed:
         yield
     if pressed:
-        raise KeyboardInterrupt
+        _stop(pressed[0])
 
 
 @contextmanager
@@ -72,6 +116,7 @@ def held():
     with _deferred() as pressed:
         yield
     if pressed:
+        _last["signum"] = pressed[0]
         absorbed()
         warnings.warn("Ctrl-C as the last points were assembled: the result is whole, and returned",
                       RuntimeWarning, stacklevel=3)

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 import warnings
 from typing import Optional
@@ -49,6 +50,7 @@ def reproduce(
     quick: bool = typer.Option(False, help="short horizons and small grids, every control kept (about 2 minutes)"),
 ):
     """Run every claim of a paper as a check, with negative controls: report.md, report.json, report.html, figures."""
+    from flowsim._interrupts import exit_code, terminable
     from flowsim.reproduce.report import Interrupted, check_suite, prepare_out
     from flowsim.reproduce.report import reproduce as run_suite
 
@@ -58,10 +60,11 @@ def reproduce(
     except ValueError as err:
         _user_error(err)
     try:
-        path = run_suite(suite, out, quick=quick, progress=typer.echo)
+        with terminable():  # SIGTERM as a Ctrl-C: the claims so far are written
+            path = run_suite(suite, out, quick=quick, progress=typer.echo)
     except Interrupted as stop:
         typer.echo(f"flowsim: {stop}", err=True)
-        raise typer.Exit(130) from None
+        raise typer.Exit(exit_code()) from None
     figures = len(list(path.parent.glob("*.png")))
     typer.echo(f"wrote {path} ({path.with_suffix('.html').name}, {path.with_suffix('.json').name} and {figures} "
                f"figures beside it)")
@@ -144,25 +147,58 @@ def _save(result, out: Path):
 
     saved = None
     try:
-        with after_block():  # (a second Ctrl-C stops at once; the file is written atomically)
+        with after_block(patient=True):  # every Ctrl-C waits for the file (stopping netCDF midway deadlocked)
             saved = io.save(result, out)
         return saved
     except ValueError as err:
         _user_error(err)
-    except OSError as err:  # a full disk, a place that refuses files (checked before the run, as far as can be)
-        typer.echo(f"flowsim: error: could not write {out}: {err.strerror or err}; the result is not saved", err=True)
+    except (OSError, RuntimeError) as err:  # a full disk (netCDF says "HDF error"), a place that refuses files
+        kept = _save_elsewhere(result, out)
+        typer.echo(f"flowsim: error: could not write {out}: {_why_not_written(err, out)}; "
+                   + (f"the result is saved at {kept} instead" if kept else "the result is not saved"), err=True)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         typer.echo(f"flowsim: interrupted; {out} " + ("saved" if saved is not None else "not written"), err=True)
         raise typer.Exit(_failure_code("interrupted")) from None
 
 
+def _why_not_written(err, out: Path) -> str:
+    import shutil
+
+    try:
+        free = shutil.disk_usage(out.parent).free
+    except OSError:
+        free = None
+    if free is not None and free < 1 << 20:
+        return f"disk full ({free} bytes free)"
+    return getattr(err, "strerror", None) or " ".join(str(err).split())
+
+
+def _save_elsewhere(result, out: Path):
+    """The result saved in the system's temporary folder when ``out`` cannot take it (None if that fails too):
+    a run that took hours is not lost to a full disk."""
+    import tempfile
+
+    from flowsim import io
+
+    spare = Path(tempfile.gettempdir()) / f"flowsim-unsaved-{os.getpid()}-{out.name}"
+    if spare.parent.resolve() == out.parent.resolve():
+        return None
+    try:
+        return io.save(result, spare)
+    except (OSError, RuntimeError, ValueError):
+        return None
+
+
 CONFIG = typer.Argument(..., help="experiment TOML file", metavar="CONFIG.toml")
 
 
 def _failure_code(status) -> int:
-    """The exit code of a saved result that is not whole: 130 after a Ctrl-C (as the shell's own), else 1."""
-    return 130 if status == "interrupted" else 1
+    """The exit code of a saved result that is not whole: 130 after a Ctrl-C, 143 after SIGTERM (as the shell's
+    own), else 1."""
+    from flowsim._interrupts import exit_code
+
+    return exit_code() if status == "interrupted" else 1
 
 
 @app.command()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import glob
 import json
 import os
 import signal
@@ -159,8 +160,9 @@ def save(sol, path) -> Path:
     ds = annotate(to_xarray(sol) if isinstance(sol, Solution) else discrete_to_xarray(sol)
                   if isinstance(sol, DiscreteRun) else sol)
     path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temporaries(path)
     with _sigterm_raises() as killed:  # before the temporary exists: a kill in between would leave it behind
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
         os.close(fd)
         try:
             ds.to_netcdf(tmp, engine="netcdf4")
@@ -173,13 +175,34 @@ def save(sol, path) -> Path:
     return path
 
 
+def _remove_stale_temporaries(path: Path) -> None:
+    """The temporaries of saves to ``path`` whose process is gone (killed by SIGKILL mid-write, where nothing
+    could clean up): ``.<name>.<pid>.<random>.tmp``, removed when no process ``pid`` runs."""
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        pid = tmp.name[len(path.name) + 2:].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process
+        return True
+    return True
+
+
 def load(path, as_solution: bool = False, system=None):
     """Read a saved run back: an ``xarray.Dataset`` (arrays bit-identical to what was saved), or with
     ``as_solution=True`` (a solve, not a sweep) a :class:`flowsim.Solution` with its system, data,
     config, events and stats, on which ``verdict``, ``limit_direction``, ``switch_times`` and
     ``Solution.evaluate`` work. The system is rebuilt from the run's spec; a run of a flow with parts
-    of your own has none: pass ``system=flowsim.derive(...)``. Reading a spec parses its formulas
-    with sympy, which evaluates them: read runs you trust."""
+    of your own has none: pass ``system=flowsim.derive(...)``. The spec's formulas are read by a
+    whitelist parser that never runs code (:mod:`flowsim.symbolic.expression`): a run from anyone is safe
+    to open."""
     import xarray as xr
 
     path = Path(path)

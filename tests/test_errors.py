@@ -202,3 +202,24 @@ def test_an_int_horizon_past_float_range_is_read_exactly():
     by_int = fs.solve(system, data, 0.1, t1=10**400, saves=5)
     np.testing.assert_array_equal(by_int.beta, fs.solve(system, data, 0.1, log10_t1=400, saves=5).beta)
     assert by_int.log10_t[-1] == 400.0
+
+
+@pytest.mark.parametrize("flow, kwargs, match", [
+    (fs.SignFlow(), dict(clock="tau"), "schedule's clock; clock='tau' would be ignored"),
+    (fs.AdamProxy(batch=1), dict(clock="log_time"), "would be ignored"),
+    (fs.NormalizedGD(), dict(clock="tau"), "would be ignored"),
+    (fs.GD(), dict(allow_nonseparable="no"), "allow_nonseparable must be True or False"),
+    (fs.GD(), dict(collapse_tol=2.0), "collapse_tol must be < 1"),
+    (fs.GD(), dict(blowup_size=1e-10), "blowup_size must be > 1"),
+])
+def test_settings_that_would_be_ignored_or_mean_nothing_are_refused(flow, kwargs, match):
+    """Each was accepted with no effect (exit 0 on the command line, the saved config showing what was asked)."""
+    data = fs.Dataset([[1.0, 2.0], [0.5, 1.5], [2.0, 0.3]])
+    with pytest.raises(ValueError, match=match):
+        fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", flow), data, 0.1, t1=1e3, **kwargs)
+
+
+@pytest.mark.parametrize("rho", ["0.1", True, b"1"])
+def test_a_radius_that_is_not_a_number_is_refused(rho):
+    with pytest.raises(ValueError, match="rho must be a real number"):
+        fs.SAM(rho)

@@ -10,7 +10,7 @@ from flowsim._jax import jax, jnp
 import numpy as np
 
 from flowsim._checks import is_whole
-from flowsim._interrupts import absorbed
+from flowsim._interrupts import absorbed, stopped_by, terminable
 from flowsim.discrete.optimizers import Optimizer
 from flowsim.integrate.vector_field import coordinate_weights
 
@@ -220,19 +220,20 @@ def _advance_between_records(advance, th, st, pts, progress):
     status, message = "completed", ""
     bar = progress_bar(int(pts[-1]), "steps", "iterate") if progress else None
     try:
-        for p in pts[1:]:
-            th, st = advance(th, st, t_prev, int(p))
-            new = np.asarray(th)
-            if not np.all(np.isfinite(new)):
-                status, message = "failed", (f"the parameters became non-finite between steps {t_prev} and {int(p)}; "
-                                             "a smaller lr (or a faster decay) keeps the steps stable")
-                break
-            out.append(new)
-            if bar:
-                bar.update(int(p) - t_prev)
-            t_prev = int(p)
-    except KeyboardInterrupt:
-        status, message = "interrupted", f"interrupted by the user (KeyboardInterrupt) after step {t_prev}"
+        with terminable():  # SIGTERM as a Ctrl-C: the records so far are kept
+            for p in pts[1:]:
+                th, st = advance(th, st, t_prev, int(p))
+                new = np.asarray(th)
+                if not np.all(np.isfinite(new)):
+                    status, message = "failed", (f"the parameters became non-finite between steps {t_prev} and {int(p)}; "
+                                                 "a smaller lr (or a faster decay) keeps the steps stable")
+                    break
+                out.append(new)
+                if bar:
+                    bar.update(int(p) - t_prev)
+                t_prev = int(p)
+    except KeyboardInterrupt as err:
+        status, message = "interrupted", f"{stopped_by(err)} after step {t_prev}"
     finally:
         if bar:
             bar.close()

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from flowsim._checks import is_whole
-from flowsim._interrupts import absorbed
+from flowsim._interrupts import absorbed, stopped_by, terminable
 from flowsim.data import Dataset, require_separable
 from flowsim.errors import IntegrationError, ReachabilityWarning
 from flowsim.integrate.backends import backend_for
@@ -103,7 +103,7 @@ def solve(
     be, asked_clock = backend_for(backend, L1), clock
     adaptive = backend == "auto" and clock == "auto"
     rtol, atol, collapse_tol, blowup_size, clock = check_common(
-        system, data, resolve_clock(clock, be), rtol, atol, max_steps, allow_nonseparable, collapse_tol, blowup_size)
+        system, data, clock, be, rtol, atol, max_steps, allow_nonseparable, collapse_tol, blowup_size)
     points = save_points(L1, saves, save_at)
     track = (track,) if isinstance(track, str) else tuple(track)  # track="magnitude" was read letter by letter
     if any(k not in SCORES for k in track):
@@ -141,11 +141,12 @@ def _integrate(system, data, be, clock, theta0, L1, u1, points, rtol, atol, max_
     run = Run(system, data, be, clock, theta0, L1, u1, points, rtol, atol, int(max_steps), *floors, track, progress,
                speedup, adaptive and clock == "log_time" and not system.flow.uses_sign)
     try:
-        while run.status is None and not run.settled():
-            seg = run.integrate()
-            HANDLERS.get(seg.reason, _on_failure)(run, seg)
-    except KeyboardInterrupt:
-        run.status, run.message = "interrupted", "interrupted by the user (KeyboardInterrupt); the trajectory so far is kept"
+        with terminable():  # SIGTERM as a Ctrl-C: the trajectory so far is kept
+            while run.status is None and not run.settled():
+                seg = run.integrate()
+                HANDLERS.get(seg.reason, _on_failure)(run, seg)
+    except KeyboardInterrupt as err:
+        run.status, run.message = "interrupted", f"{stopped_by(err)}; the trajectory so far is kept"
     finally:
         if run.bar:
             run.bar.close()
@@ -216,14 +217,20 @@ def _raise_failure(sol):
 RTOL_MIN = float(np.finfo(np.float64).eps)
 
 
-def check_common(system, data, clock, rtol, atol, max_steps, allow_nonseparable, collapse_tol, blowup_size):
+def check_common(system, data, clock, be, rtol, atol, max_steps, allow_nonseparable, collapse_tol, blowup_size):
     """Validate the arguments :func:`solve` and :func:`flowsim.sweep` share; returns the
-    normalised tolerances and the clock the flow runs in."""
+    normalised tolerances and the clock the flow runs in (``clock`` as asked, "auto" or a name)."""
     if not isinstance(system, System):
         raise ValueError(f"system must come from flowsim.derive(model, loss, flow); got {type(system).__name__}.")
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a flowsim.Dataset(X, y); got {type(data).__name__}.")
+    if not isinstance(allow_nonseparable, (bool, np.bool_)):  # "no" is truthy
+        raise ValueError(f"allow_nonseparable must be True or False; got {allow_nonseparable!r}.")
     require_separable(data, allow_nonseparable)
+    if clock != "auto" and getattr(system.flow, "clock", None) == SCHEDULE:
+        raise ValueError(f"{system.flow} runs on its learning-rate schedule's clock; clock={clock!r} would be ignored: "
+                         "leave clock='auto'.")
+    clock = resolve_clock(clock, be)
     if clock not in CLOCKS:
         raise ValueError(f"clock must be one of {(*CLOCKS, 'auto')}; got {clock!r}.")
     if isinstance(system.flow.direction, AdamProxyDirection) and system.flow.direction.batch >= data.n:
@@ -238,6 +245,12 @@ def check_common(system, data, clock, rtol, atol, max_steps, allow_nonseparable,
         raise ValueError(f"rtol must be in [{RTOL_MIN:.3g}, 1) (a relative error per step, 1e-8 by default; below "
                          f"float64's epsilon no step can meet it); got {rtol!r}.")
     collapse_tol, blowup_size = positive("collapse_tol", collapse_tol), positive("blowup_size", blowup_size)
+    if not collapse_tol < 1:
+        raise ValueError(f"collapse_tol must be < 1 (the fraction of the init's size below which the parameters have "
+                         f"collapsed; 1e-10 by default); got {collapse_tol!r}.")
+    if not blowup_size > 1:
+        raise ValueError(f"blowup_size must be > 1 (the size of beta at which a blow-up is declared; 1e100 by "
+                         f"default); got {blowup_size!r}.")
     if not is_whole(max_steps):
         raise ValueError(f"max_steps must be a positive integer; got {max_steps!r}.")
     return rtol, atol, collapse_tol, blowup_size, clock

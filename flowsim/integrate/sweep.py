@@ -26,7 +26,7 @@ from itertools import product
 import numpy as np
 
 from flowsim._checks import is_whole
-from flowsim._interrupts import absorbed, held
+from flowsim._interrupts import absorbed, held, terminable
 from flowsim.symbolic.derive import System, derive
 from flowsim.symbolic.model import DiagonalNet
 from flowsim.io import annotate
@@ -148,7 +148,7 @@ def sweep(
     L1, _ = log10_horizon(t1, log10_t1)
     be = backend_for(backend, L1)  # validates the name
     rtol, atol, collapse_tol, blowup_size, run_clock = check_common(
-        system, data, resolve_clock(clock, be), rtol, atol, max_steps, allow_nonseparable, collapse_tol, blowup_size)
+        system, data, clock, be, rtol, atol, max_steps, allow_nonseparable, collapse_tol, blowup_size)
     grid_t = save_points(L1, 200 if saves is None and save_at is None else saves, save_at)
     axes = _check_grid(system, data, grid)
     if not is_whole(chunk_size):
@@ -186,7 +186,8 @@ def sweep(
     spec = (system.model, system.loss, system.flow)
     tasks = [(spec, data, [inits[i] for i in c], rhos[c], opts) for c in padded]
     t0 = time.perf_counter()
-    results, where = _execute(tasks, executor, progress, concurrent=vmapped)
+    with terminable():  # SIGTERM as a Ctrl-C: the chunks finished are kept
+        results, where = _execute(tasks, executor, progress, concurrent=vmapped)
     wall = time.perf_counter() - t0
     with held():  # every point is done: a Ctrl-C now must not drop them
         n = len(points)

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import flowsim as fs
-from flowsim._interrupts import propagating
+from flowsim._interrupts import propagating, stopped_by
 
 from . import adam, sam
 
@@ -78,7 +78,8 @@ def reproduce(suite: str, out, quick: bool = False, progress=print) -> Path:
                 for claim in SUITES[name](out, quick=quick, progress=progress):
                     claims.append(claim)
                     write(complete=False)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
+        stopped_by(err)
         raise Interrupted(write(complete=False), len(claims)) from None
     return write(complete=True)
 

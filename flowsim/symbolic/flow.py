@@ -18,6 +18,8 @@ from flowsim.symbolic.points import EvaluationPoint, PointSymbols, dual_exponent
 
 
 def check_rho(rho) -> float:
+    if isinstance(rho, (bool, str, bytes)):  # float("0.1") and float(True) read them as numbers
+        raise ValueError(f"rho must be a real number >= 0 (not {type(rho).__name__}); got {rho!r}.")
     try:
         rho = float(rho)
     except (TypeError, ValueError):

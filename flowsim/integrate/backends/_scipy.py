@@ -14,6 +14,7 @@ import numpy as np
 from scipy import integrate, optimize
 from threadpoolctl import ThreadpoolController
 
+from flowsim._interrupts import stopped_by
 from flowsim.integrate.backends._base import Segment
 from flowsim.integrate.jacobian import FieldJacobian
 from flowsim.integrate.backends._events import event_functions
@@ -28,7 +29,6 @@ RATE_FLOOR = 1e-300
 RATE_UNDERFLOW = ("scipy {method}: the step from s = {s_old:.6g} to {s:.6g} reached a state whose log-time rate "
                   "t e^{{S~}} underflows (a loss no flow reaches by that time); nothing after it is kept. "
                   "clock='tau' (the default for implicit methods) has no such factor")
-INTERRUPTED = "interrupted by the user (KeyboardInterrupt)"
 NOT_FINITE = (" (a non-finite Jacobian or Newton iterate: the field is not differentiable there, e.g. lp-SAM with "
               "p > 2 where a g_k is 0; an explicit method, scipy:DOP853 or diffrax:Tsit5, needs no Jacobian)")
 
@@ -172,15 +172,15 @@ class ScipyBackend:
                 if hit is not None:
                     reason = hit
                     break
-        except KeyboardInterrupt:
-            reason, message = "interrupted", INTERRUPTED
+        except KeyboardInterrupt as err:
+            reason, message = "interrupted", stopped_by(err)
         finally:
             _ONE_BLAS_THREAD.leave()
         while tau_saves is not None and tau_saves.nbytes:  # (also those of an interrupted segment)
             try:
                 _take(tau_saves, s_saves, y_saves)
-            except KeyboardInterrupt:  # a second Ctrl-C: the batch is still whole, take it again
-                reason, message = "interrupted", INTERRUPTED
+            except KeyboardInterrupt as err:  # a second Ctrl-C: the batch is still whole, take it again
+                reason, message = "interrupted", stopped_by(err)
         # scipy steps until a step is accepted: what it calls a step, the only kind it counts
         stats = {"steps": steps, "accepted": steps, "nfev": int(solver.nfev - counted[0])}
         if self.implicit:
