@@ -93,7 +93,7 @@ def test_api_payloads_are_refused(tmp_path):
         fs.Parametrization("evil", 2, f"w1*w2 + 0*{payload(marker)}")
     with pytest.raises(ValueError, match="__import__"):
         fs.Loss("evil", f"exp(-m) + 0*{payload(marker)}")
-    with pytest.raises(ValueError, match="weight: .*__import__"):
+    with pytest.raises(ValueError, match="weight must be an expression in w.*__import__"):
         fs.directions.Preconditioned("evil", f"1 + w**2 + 0*{payload(marker)}")
     assert not marker.exists()
     # formulas as text still work, and mean what the sympy form means

@@ -409,7 +409,7 @@ def test_a_subclass_with_its_own_rule_does_not_inherit_a_tied_form():
     (lambda: fs.Parametrization("x", ("exp", "sign"), lambda a, b: a * b), "names of numpy or sympy"),  # shadowed
     (lambda: fs.Parametrization("x", ("E", "w"), lambda a, b: a * b), "names of numpy or sympy"),
     (lambda: fs.directions.Preconditioned(), "weight is required"),                              # AttributeError
-    (lambda: fs.directions.Preconditioned(weight="1 + I*w"), "real and > 0"),                   # TypeError
+    (lambda: fs.directions.Preconditioned(weight="1 + I*w"), "unknown name .I."),              # TypeError (I: sympy's imaginary unit)
     (lambda: fs.directions.Preconditioned(weight="sqrt(w)"), "real and > 0"),                   # complex below 0
     (lambda: fs.directions.Preconditioned(weight="1/w**2"), "real and > 0"),                    # infinite at 0
     (lambda: fs.directions.Preconditioned(weight="w +"), "an expression in w"),                # SympifyError

@@ -248,9 +248,6 @@ def check_common(system, data, clock, be, rtol, atol, max_steps, allow_nonsepara
     if not collapse_tol < 1:
         raise ValueError(f"collapse_tol must be < 1 (the fraction of the init's size below which the parameters have "
                          f"collapsed; 1e-10 by default); got {collapse_tol!r}.")
-    if not blowup_size > 1:
-        raise ValueError(f"blowup_size must be > 1 (the size of beta at which a blow-up is declared; 1e100 by "
-                         f"default); got {blowup_size!r}.")
     if not is_whole(max_steps):
         raise ValueError(f"max_steps must be a positive integer; got {max_steps!r}.")
     return rtol, atol, collapse_tol, blowup_size, clock

@@ -177,7 +177,7 @@ class Preconditioned(Direction):
             else:
                 e = sp.sympify(self.weight, strict=True)
         except ExpressionError as err:
-            raise ValueError(f"weight: {err}") from None
+            raise ValueError(f"weight must be an expression in w or a callable of it: {err}") from None
         except (sp.SympifyError, TypeError, SyntaxError):
             raise ValueError(f"weight must be an expression in w or a callable of it; got {self.weight!r}.") from None
         e = e.xreplace({s: w for s in e.free_symbols if s.name == "w"})

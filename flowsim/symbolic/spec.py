@@ -2,9 +2,10 @@
 
 Models, losses and flows are written as their formulas and parts: a model's beta and layer names, a
 loss's expression, a flow's evaluation point and direction (each a class of :mod:`flowsim.points` /
-:mod:`flowsim.directions` by name, with its fields). Formulas are text read back by the whitelist parser of
-:mod:`flowsim.symbolic.expression`; reading a spec names only those classes and functions, never runs code. A system whose spec does not rebuild to an equal system (a part class of your own) has none:
-``spec`` returns None and a saved run says so, rather than rebuilding something else.
+:mod:`flowsim.directions` by name, with its fields). Formulas are text, read back by the whitelist parser
+of :mod:`flowsim.symbolic.expression`: reading a spec names only those classes and functions, never runs
+code. A system whose spec does not rebuild to an equal system (a part class of your own) has none: ``spec``
+returns None and a saved run says so, rather than rebuilding something else.
 """
 
 from __future__ import annotations
