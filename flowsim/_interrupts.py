@@ -34,8 +34,9 @@ def _stop(signum):
 
 def stopped_by(err: BaseException) -> str:
     """What stopped the work, for a result's message (and remembered for :func:`exit_code`)."""
-    _last["signum"] = signal.SIGTERM if isinstance(err, Terminated) else signal.SIGINT
-    return "terminated (SIGTERM)" if isinstance(err, Terminated) else "interrupted by the user (KeyboardInterrupt)"
+    terminated = isinstance(err, Terminated)
+    _last["signum"] = signal.SIGTERM if terminated else signal.SIGINT
+    return "terminated (SIGTERM)" if terminated else "interrupted by the user (KeyboardInterrupt)"
 
 
 def exit_code() -> int:

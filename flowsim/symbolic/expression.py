@@ -57,17 +57,18 @@ def parse(text: str, symbols: Mapping[str, sp.Symbol] | None = None, *, rational
         raise ExpressionError(f"an expression must be text; got {type(text).__name__}.")
     if len(text) > _MAX_LENGTH:
         raise ExpressionError(f"expression longer than {_MAX_LENGTH} characters; refused.")
+    source = text.strip()
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = ast.parse(source, mode="eval")
     except SyntaxError as e:
         raise ExpressionError(f"{text!r} is not a formula ({e.msg}).") from None
     try:
-        return _Builder(text.strip(), symbols, rational).visit(tree.body)
+        return _Builder(source, symbols, rational).visit(tree.body)
     except RecursionError:
         raise ExpressionError("expression nested too deeply; refused.") from None
+    except ExpressionError:
+        raise
     except (TypeError, ValueError, ArithmeticError) as e:
-        if isinstance(e, ExpressionError):
-            raise
         raise ExpressionError(f"{text!r} does not build a formula: {e}") from None
 
 

@@ -1,11 +1,11 @@
 r"""Max-margin problems on an interior-point conic solver (Clarabel), each answer certified.
 
-Every norm is solved in one form, with O(1) unknowns whatever the margin:
+Every norm 1 < p < inf is solved in one form, with O(1) unknowns whatever the margin:
 
 .. math:: \max_{w,\,g}\; g \quad\text{s.t.}\quad Zw \ge g\,\mathbf 1,\; \|w\|_p \le 1,
 
-a second-order cone for p = 2, power cones :math:`r_j \ge |w_j|^p`, :math:`\sum_j r_j \le 1` for
-1 < p < inf, linear constraints for p = 1 and inf. Its duals :math:`\lambda` on :math:`Zw \ge g` lie on
+a second-order cone for p = 2, power cones :math:`r_j \ge |w_j|^p`, :math:`\sum_j r_j \le 1` otherwise
+(l1 and l_inf are LPs, solved in :mod:`flowsim.theory.references`; :func:`certified` checks them too). Its duals :math:`\lambda` on :math:`Zw \ge g` lie on
 the simplex, and weak duality bounds the margin from both sides: for any feasible w and any
 :math:`\lambda \ge 0` with :math:`\sum\lambda = 1`,
 
@@ -58,42 +58,39 @@ def certify(Z, w, lam, p) -> Certificate:
     return Certificate(lower, float(np.linalg.norm(Z.T @ lam, ord=q)))
 
 
+def certified(Z, w, lam, p, solver: str) -> Certificate:
+    """:func:`certify`, raising :class:`flowsim.errors.UncertifiedError` with the bounds when their relative gap
+    exceeds ``GAP_TOL``."""
+    cert = certify(Z, w, lam, p)
+    if not cert.gap <= GAP_TOL:
+        raise UncertifiedError(f"the l_{p:g} max-margin ({solver}) could not be certified: {cert} > {GAP_TOL:g}. "
+                               "The data's margin is near what the solver resolves at their scale.", cert)
+    return cert
+
+
 def solve(Z, p) -> tuple[np.ndarray, np.ndarray, Certificate]:
-    """The l_p max-margin direction w (||w||_p = 1) of the rows of Z, its simplex duals and certificate."""
+    """The l_p max-margin direction w (||w||_p = 1, 1 < p < inf) of the rows of Z, its simplex duals and
+    certificate."""
     w, lam = _interior_point(Z, p)
     if p == 2:
         w, lam = _polish_l2(Z, w, lam)
     w = w / np.linalg.norm(w, ord=p)
-    cert = certify(Z, w, lam, p)
-    if not cert.gap <= GAP_TOL:
-        raise UncertifiedError(f"the l_{p:g} max-margin could not be certified: {cert} > {GAP_TOL:g}. The data's "
-                             "margin is near what double precision resolves at their scale.", cert)
+    cert = certified(Z, w, lam, p, "conic")
     return w, lam / lam.sum(), cert
 
 
 def _interior_point(Z, p):
     n, d = Z.shape
-    # unknowns (w, g, extra): extra = |w| bounds for p = 1, r_j >= |w_j|^p for 1 < p < inf
-    extra = d if (p == 1 or 1 < p < np.inf and p != 2) else 0
+    extra = 0 if p == 2 else d  # unknowns (w, g, r): r_j >= |w_j|^p for the power cones
     size = d + 1 + extra
     cost = np.zeros(size)
     cost[d] = -1.0
     rows, rhs, cones = [sps.hstack([sps.csc_matrix(-Z), sps.csc_matrix(np.ones((n, 1))),
                                     sps.csc_matrix((n, extra))])], [np.zeros(n)], [clarabel.NonnegativeConeT(n)]
-    eye, zero_col = sps.identity(d), sps.csc_matrix((d, 1))
     if p == 2:  # (1, w) in the second-order cone
-        rows.append(sps.vstack([sps.csc_matrix((1, size)), sps.hstack([-eye, zero_col])]))
+        rows.append(sps.vstack([sps.csc_matrix((1, size)), sps.hstack([-sps.identity(d), sps.csc_matrix((d, 1))])]))
         rhs.append(np.r_[1.0, np.zeros(d)])
         cones.append(clarabel.SecondOrderConeT(d + 1))
-    elif p == np.inf:  # -1 <= w_j <= 1
-        rows.append(sps.vstack([sps.hstack([eye, zero_col]), sps.hstack([-eye, zero_col])]))
-        rhs.append(np.ones(2 * d))
-        cones.append(clarabel.NonnegativeConeT(2 * d))
-    elif p == 1:  # u >= |w|, sum u <= 1
-        rows.append(sps.vstack([sps.hstack([eye, zero_col, -eye]), sps.hstack([-eye, zero_col, -eye]),
-                                sps.hstack([sps.csc_matrix((1, d + 1)), sps.csc_matrix(np.ones((1, d)))])]))
-        rhs.append(np.r_[np.zeros(2 * d), 1.0])
-        cones.append(clarabel.NonnegativeConeT(2 * d + 1))
     else:  # (r_j, 1, w_j) in the power cone of exponent 1/p, sum r <= 1
         for j in range(d):
             block = sps.lil_matrix((3, size))
@@ -122,7 +119,8 @@ def _polish_l2(Z, w, lam):
     """The exact l2 solution on the interior point's active set: w the minimum-norm solution of
     Z_S w = 1 (scaled to the direction), duals by NNLS on Z_S^T a = w; kept where it certifies better."""
     best = (w, lam, certify(Z, w, lam, 2).gap)
-    margins = Z @ w / max(np.min(Z @ w), 1e-300)
+    margins = Z @ w
+    margins = margins / max(margins.min(), 1e-300)
     for active in (lam > 1e-6 * lam.max(), margins < 1.0 + 1e-6):
         if not active.any():
             continue

@@ -5,11 +5,11 @@ r"""Max-margin references (no bias term), docs/theory.md 6.
 - Mahalanobis: the l2 problem after :math:`v = M^{1/2} w`;
 - l1, l_inf: linear programs (scipy HiGHS, bounds passed explicitly), whose simplex answers are vertices
   of the optimal face. Their optima are often not unique: ``unique`` is decided by optimising two random
-  objectives over the optimal face.
-
-Every answer carries a :class:`~flowsim.theory.conic.Certificate` (a primal and a dual bound on the
-margin) and raises :class:`flowsim.errors.UncertifiedError` when the two are apart.
+  objectives over the optimal face;
 - depth-L diagonal networks: KKT points of :math:`\min \|\beta\|_{2/L}` s.t. :math:`Z\beta \ge 1`.
+
+Every max-margin answer carries a :class:`~flowsim.theory.conic.Certificate` (a primal and a dual bound on
+the margin) and raises :class:`flowsim.errors.UncertifiedError` when the two are apart.
 """
 
 from __future__ import annotations
@@ -185,10 +185,7 @@ def max_margin(data: Dataset, norm=2, *, metric=None) -> MaxMargin:
     res = _lp(c, A, b, bounds)
     w = pick(res.x)
     duals = -np.asarray(res.ineqlin.marginals)[:n]
-    cert = conic.certify(Z, w, duals, norm)
-    if not cert.gap <= conic.GAP_TOL:
-        raise UncertifiedError(f"the l_{norm:g} max-margin LP could not be certified: {cert}. The data's margin is "
-                               "near what the solver resolves at their scale.", cert)
+    cert = conic.certified(Z, w, duals, norm, "HiGHS LP")
     unique = _face_is_point(c, A, b, bounds, res.x, pick)
     return _result(data, w, duals, norm, unique, certificate=cert)
 
