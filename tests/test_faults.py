@@ -171,3 +171,29 @@ def test_temporaries_of_dead_processes_are_removed_and_live_ones_kept(tmp_path):
     assert not stale.exists() and live.exists() and other.exists()
     assert json.loads(io.load(tmp_path / "r.nc").attrs["config"])["saves"] == 5
     np.testing.assert_array_equal(io.load(tmp_path / "r.nc")["beta"].values, sol.beta)
+
+
+def test_ctrl_c_in_a_long_iterate_keeps_the_state_it_reached():
+    """A Ctrl-C waited for the next log-spaced record (28 s at 120 s into a 1e9-step run) and dropped the steps
+    since the last one; steps now run in short calls and the state the last call reached is the last record."""
+    script = textwrap.dedent("""
+        import sys, numpy as np, flowsim as fs
+        from flowsim.discrete.iterate import _record_points
+        data = fs.Dataset([[1.0, 2.0], [0.5, -1.0]], [1, 1])
+        print("ready", flush=True)
+        run = fs.iterate(fs.optimizers.gd(0.1), fs.DiagonalNet(2), "logistic", data, steps=10**9, records=20,
+                         throw=False)
+        print(run.status, int(run.steps[-1]), int(run.steps[-1]) in set(_record_points(10**9, 20).tolist()),
+              np.isfinite(run.beta[-1]).all(), "|", run.message)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "ready"
+    import time
+
+    time.sleep(6)  # past compiling, into the long stretches between records
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 0, err
+    status, last, on_grid, finite, _, message = out.split(maxsplit=5)
+    assert status == "interrupted" and on_grid == "False" and finite == "True", out
+    assert f"after step {last}" in message, message

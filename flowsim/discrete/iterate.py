@@ -4,6 +4,7 @@ jitted between log-spaced records, with the same failure reporting as the flows.
 from __future__ import annotations
 
 import math
+import time
 from typing import NamedTuple
 
 from flowsim._jax import jax, jnp
@@ -191,8 +192,7 @@ def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, recor
         raise ValueError(f"init: beta = {system.model}(init) or its margins are not finite (beyond float64); give "
                          "a smaller init.")
     pts = _record_points(int(steps), records)
-    out, status, message = _advance_between_records(advance, theta0, optimizer.init(theta0), pts, progress)
-    pts = pts[: len(out)]
+    out, pts, status, message = _advance_between_records(advance, theta0, optimizer.init(theta0), pts, progress)
     times = _elapsed(optimizer.schedule, pts)
     run = _discrete_run(optimizer.name, compiled, data, pts, times, np.stack(out), status, message,
                         f"{system.model}, {system.loss.name} loss")
@@ -212,34 +212,63 @@ def _elapsed(schedule, pts, block=1 << 20):
     return np.array(out)
 
 
+#: the wall time one jitted call aims at: a Ctrl-C or SIGTERM lands when the call in progress ends
+CALL_SECONDS = 0.25
+
+
 def _advance_between_records(advance, th, st, pts, progress):
-    """The records at ``pts``, stopping at the first non-finite one or at Ctrl-C (status and message)."""
+    """The records at ``pts`` and the steps they are at, stopping at the first non-finite one or at Ctrl-C
+    (status and message). Between records the steps run in calls of about :data:`CALL_SECONDS`, so that an
+    interrupt answers at once; the state the last call reached is then kept as a record of its own."""
     from flowsim.progress import progress_bar
 
-    out, t_prev = [np.asarray(th)], 0
+    out, at = [np.asarray(th)], [0]
+    current = (0, th, st)  # the step reached and the state there, replaced whole (an interrupt sees one or the other)
     status, message = "completed", ""
     bar = progress_bar(int(pts[-1]), "steps", "iterate") if progress else None
+    pace = _Pace()
     try:
         with terminable():  # SIGTERM as a Ctrl-C: the records so far are kept
             for p in pts[1:]:
-                th, st = advance(th, st, t_prev, int(p))
-                new = np.asarray(th)
-                if not np.all(np.isfinite(new)):
-                    status, message = "failed", (f"the parameters became non-finite between steps {t_prev} and {int(p)}; "
-                                                 "a smaller lr (or a faster decay) keeps the steps stable")
+                while current[0] < p:
+                    here = current[0]
+                    stop = min(int(p), here + pace.steps)
+                    started = time.perf_counter()
+                    th, st = advance(current[1], current[2], here, stop)
+                    new = np.asarray(th)
+                    pace.took(stop - here, time.perf_counter() - started)
+                    if not np.all(np.isfinite(new)):
+                        status, message = "failed", (f"the parameters became non-finite between steps {here} and "
+                                                     f"{stop}; a smaller lr (or a faster decay) keeps the steps stable")
+                        break
+                    current = (stop, th, st)
+                    if bar:
+                        bar.update(stop - here)
+                if status == "failed":
                     break
-                out.append(new)
-                if bar:
-                    bar.update(int(p) - t_prev)
-                t_prev = int(p)
+                out.append(np.asarray(current[1])), at.append(int(p))
     except KeyboardInterrupt as err:
-        status, message = "interrupted", f"{stopped_by(err)} after step {t_prev}"
+        status, message = "interrupted", f"{stopped_by(err)} after step {current[0]}"
+        if current[0] > at[-1]:
+            out.append(np.asarray(current[1])), at.append(current[0])
     finally:
         if bar:
             bar.close()
     if status == "interrupted":
         absorbed()
-    return out, status, message
+    return out, np.asarray(at, np.int64), status, message
+
+
+class _Pace:
+    """Steps per jitted call: grown (at most 8x a call) or shrunk to about :data:`CALL_SECONDS` of work, from
+    the time the calls so far took (the first one includes compiling)."""
+
+    def __init__(self):
+        self.steps = 1000
+
+    def took(self, steps, seconds):
+        aim = steps * CALL_SECONDS / max(seconds, 1e-6)
+        self.steps = int(max(1, min(8 * self.steps, aim)))
 
 
 def _discrete_run(name, compiled, data, pts, times, P, status, message, problem):
