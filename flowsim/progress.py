@@ -12,14 +12,37 @@ LOG_EVERY = 10.0
 
 
 def progress_bar(total, unit, desc="", file=None, fmt=None):
-    """An object with ``update(n)``, ``set_postfix_str(s)`` and ``close()``."""
-    file = file or sys.stderr
-    if getattr(file, "isatty", lambda: False)():
-        from tqdm.auto import tqdm
+    """An object with ``update(n)``, ``set_postfix_str(s)`` and ``close()``: tqdm's widget in a Jupyter
+    kernel (whose stderr is no terminal), tqdm's bar on a terminal, :class:`LineProgress` elsewhere. Counts
+    read as people write them: whole units scaled (``31.6M/1.00G steps``), fractions to two decimals
+    (``581.96/1000003.00 decades``)."""
+    if file is None and _in_notebook():
+        from tqdm.notebook import tqdm as widget
 
-        return tqdm(total=total, unit=unit, desc=desc or None, file=file, bar_format=fmt or (
-            "{l_bar}{bar}| {n_fmt}/{total_fmt} " + unit + " [{elapsed}<{remaining}, {rate_fmt}]{postfix}"))
+        try:
+            return widget(total=total, unit=unit, desc=desc or None, **_counts(total))
+        except ImportError:  # (no ipywidgets: tqdm's text bar, which a notebook shows in place)
+            pass
+    file = file or sys.stderr
+    if file is sys.stderr and _in_notebook() or getattr(file, "isatty", lambda: False)():
+        from tqdm import tqdm
+
+        counts = "{n_fmt}/{total_fmt}" if float(total).is_integer() else "{n:.2f}/{total:.2f}"
+        return tqdm(total=total, unit=unit, desc=desc or None, file=file, **_counts(total), bar_format=fmt or (
+            "{l_bar}{bar}| " + counts + " " + unit + " [{elapsed}<{remaining}, {rate_fmt}]{postfix}"))
     return LineProgress(total, unit, desc, file)
+
+
+def _counts(total):
+    """tqdm's settings for the counts: whole numbers scaled with SI prefixes, fractions as they are."""
+    return {"unit_scale": True} if float(total).is_integer() else {}
+
+
+def _in_notebook():
+    """Whether this process is a Jupyter kernel (IPython with a kernel attached)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    return shell is not None and hasattr(shell, "kernel")
 
 
 class LineProgress:

@@ -510,6 +510,48 @@ def test_plain_progress_ends_in_one_line_at_the_total(monkeypatch):
     assert out.getvalue().count("\n") == 1 and "(103/103 decades)" in out.getvalue()
 
 
+def test_a_terminal_bar_writes_counts_as_people_do():
+    """The bar showed tqdm's raw floats: ``581.9649999999997/1000003.0 decades``."""
+    import io as stdio
+
+    from flowsim import progress
+
+    class Terminal(stdio.StringIO):
+        def isatty(self):
+            return True
+
+    shown = {}
+    for total, done, unit in ((99.699, 58.19649999999997, "decades"), (1000003.0, 581.9649999999997, "decades"),
+                              (10**9, 31622777, "steps")):
+        out = Terminal()
+        bar = progress.progress_bar(total, unit, file=out)
+        bar.update(done)
+        bar.close()
+        shown[total] = out.getvalue().split("\r")[-1]
+    assert "58.20/99.70 decades" in shown[99.699] and "582/1.00M decades" in shown[1000003.0], shown
+    assert "31.6M/1.00G steps" in shown[10**9], shown
+    assert not any("9999" in line for line in shown.values()), shown
+
+
+def test_in_a_jupyter_kernel_the_bar_is_the_widget(monkeypatch):
+    """A kernel's stderr is no terminal: its progress came as plain lines, never as tqdm's notebook widget."""
+    import IPython
+
+    from flowsim import progress
+
+    class Kernel:
+        kernel = object()
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: Kernel())
+    bar = progress.progress_bar(10, "steps")
+    try:
+        assert type(bar).__module__ == "tqdm.notebook", type(bar)
+    finally:
+        bar.close()
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)
+    assert isinstance(progress.progress_bar(10, "steps"), progress.LineProgress)
+
+
 def test_progress_of_a_balanced_solve_counts_the_asked_for_time(one_sample, monkeypatch):
     """A balanced product runs as the tied net, 2x faster (its own u is log10 2 behind): the bar still
     ends at the horizon asked for."""
