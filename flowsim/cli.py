@@ -43,9 +43,13 @@ def _user_error(err):
     raise typer.Exit(2)
 
 
+#: the suites of :mod:`flowsim.reproduce.report` (named here: importing it would slow every command's start)
+SUITE_CHOICES = "sam|adam|all"
+
+
 @app.command()
 def reproduce(
-    suite: str = typer.Argument(..., help="sam (seed 000), adam (seed 002) or all"),
+    suite: str = typer.Argument(..., help="sam (seed 000), adam (seed 002) or all", metavar=SUITE_CHOICES),
     out: Path = typer.Option(Path("report"), help="output folder for report.md and figures"),
     quick: bool = typer.Option(False, help="short horizons and small grids, every control kept (about 2 minutes)"),
 ):
@@ -77,7 +81,7 @@ def derive(
     beta: Optional[str] = typer.Option(None, help="your own model, e.g. 'w1*w2**2' (instead of --model/--depth)"),
     loss: str = typer.Option("logistic", help="logistic | exponential, or an expression in m, e.g. 'exp(-m)+exp(-2*m)'"),
     flow: str = typer.Option("gd", help="gd | sam | usam | asam | steepest | normalized_gd | sign | adam_proxy"),
-    rho: Optional[float] = typer.Option(None, help="perturbation radius (sam, usam, asam)"),
+    rho: Optional[float] = typer.Option(None, help="perturbation radius (sam, usam, asam; the equations keep the symbol rho)"),
     norm: Optional[float] = typer.Option(None, help="ball norm p (> 1, or inf) of sam, asam, steepest"),
     eta: Optional[float] = typer.Option(None, help="asam's T = |w| + eta"),
     lr: Optional[float] = typer.Option(None, help="schedule eta_t = lr (t+1)^-decay (normalized_gd, sign, adam_proxy)"),
@@ -87,9 +91,12 @@ def derive(
 ):
     """Print the derived per-coordinate equations of a flow (built-in or from expressions)."""
     import flowsim as fs
-    from flowsim.config import LossExpression, make_flow, make_loss, make_model
+    from flowsim.config import FLOW_KEYS, LossExpression, make_flow, make_loss, make_model
 
     given = {k: v for k, v in dict(rho=rho, norm=norm, eta=eta, lr=lr, decay=decay, batch=batch).items() if v is not None}
+    symbolic_rho = rho is None and "rho" in FLOW_KEYS.get(flow.lower(), ())
+    if symbolic_rho:  # the equations keep rho as a symbol: any radius derives them
+        given["rho"] = 1.0
     try:
         if beta is not None and (model, depth) != (None, None):
             raise ValueError("--beta defines the model; drop --model and --depth (they describe the built-in network)")
@@ -98,10 +105,11 @@ def derive(
         system = fs.derive(the_model, the_loss, make_flow(flow, **given))
     except ValueError as err:
         _user_error(err)
-    if latex:
-        typer.echo(system.latex())
-    else:
-        typer.echo(system.text())
+    shown = system.latex() if latex else system.text()
+    if symbolic_rho:  # the LaTeX header names the flow with its parameters: rho was not given, so none is shown
+        header, _, rest = shown.partition("\n")
+        shown = header.replace("rho=1,", "rho,").replace("rho=1)", "rho)") + "\n" + rest if latex else shown
+    typer.echo(shown)
 
 
 def _read_config(path: Path, schema):

@@ -1,6 +1,7 @@
 """CLI via typer's runner, saved runs (round trip, atomic write), and the reproduce machinery."""
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -254,11 +255,28 @@ def test_plot_of_a_missing_run_is_one_line(tmp_path):
 
 
 @pytest.mark.parametrize("flow", ["sam", "usam", "asam"])
-def test_derive_without_the_radius_a_flow_needs_is_one_line(flow):
-    # the constructor's TypeError had reached the command line as a traceback with exit code 1
+def test_derive_without_a_radius_keeps_rho_a_symbol(flow):
+    """The equations are symbolic in rho: ``derive --flow sam`` demanded --rho, whose value it never showed."""
     r = runner.invoke(app, ["derive", "--flow", flow])
-    lines = [ln for ln in r.output.splitlines() if ln.strip()]
-    assert r.exit_code == 2 and len(lines) == 1 and f"flow '{flow}' needs rho" in lines[0], r.output
+    assert r.exit_code == 0 and "rho" in r.output and "1.0" not in r.output, r.output
+    r = runner.invoke(app, ["derive", "--flow", flow, "--latex"])
+    header = r.output.splitlines()[0]
+    assert r.exit_code == 0 and "(rho" in header and "rho=" not in header, header
+    r = runner.invoke(app, ["derive", "--flow", flow, "--rho", "0.3", "--latex"])
+    assert "rho=0.3" in r.output.splitlines()[0], r.output
+
+
+@pytest.mark.parametrize("flow", ["sam", "normalized_gd", "sign", "adam_proxy", "steepest"])
+def test_derive_says_what_every_symbol_stands_for(flow):
+    """Plain ``derive`` printed r, r~, S~, N, P~, tau and sigma with no word of what they are."""
+    r = runner.invoke(app, ["derive", "--flow", flow])
+    equations, _, legend = r.output.partition("\nwhere ")
+    name = r"[A-Za-z_][A-Za-z_0-9]*~?"
+    right = " ".join(line.split(" = ", 1)[1] for line in equations.splitlines())
+    used = {re.sub(r"_w\d+$", "_w", x) for x in re.findall(name, right)} - {"Derivative", "softplus", "sign", "sqrt", "exp", "log", "Abs", "tau", "t"}
+    defined = {re.sub(r"_[ij]$", "", x) for x in re.findall(name, legend)}
+    layer = re.compile(r"w\d+~?$")
+    assert {u for u in used if not layer.match(u)} <= defined, (used - defined, r.output)
 
 
 @pytest.mark.parametrize("args, message", [
@@ -758,3 +776,13 @@ def test_only_the_flowsim_name_is_installed_and_a_users_analysis_py_is_never_imp
     r = subprocess.run([sys.executable, "-c", "import flowsim.cli, flowsim.reproduce.report"], cwd=tmp_path,
                        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)})
     assert r.returncode == 0, r.stderr
+
+
+def test_reproduce_usage_lists_the_suites():
+    """Usage read ``reproduce [OPTIONS] {suite}`` with no word of the choices."""
+    from flowsim.cli import SUITE_CHOICES
+    from flowsim.reproduce.report import SUITES
+
+    r = runner.invoke(app, ["reproduce", "--help"])
+    assert r.exit_code == 0 and "{" + SUITE_CHOICES + "}" in r.output.splitlines()[0], r.output
+    assert SUITE_CHOICES == "|".join([*SUITES, "all"])

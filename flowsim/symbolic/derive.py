@@ -28,6 +28,7 @@ import operator
 import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 import sympy as sp
@@ -58,6 +59,13 @@ class Compiled:
     raw: dict
     #: symbolic partial derivatives for the Jacobian (see :mod:`flowsim.integrate.jacobian`): name -> function
     partials: dict = field(default_factory=dict)
+
+
+class _Meaning(NamedTuple):
+    """What a symbol of the derived equations stands for, in LaTeX and in plain text."""
+
+    latex: str
+    text: str
 
 
 @dataclass(frozen=True, eq=False)
@@ -106,27 +114,33 @@ class System:
     def latex(self) -> str:
         """The derivation as a LaTeX ``align*`` block, one aligned line per equation, then what its
         symbols stand for (the couplings the solver computes from the data, and this flow's norm N)."""
+        legend = [entry.latex for entry in self._legend()]
         lines = [f"{sp.latex(e.lhs)} &= {sp.latex(e.rhs)}" for e in self.equations.values()]
-        lead = [r"&\text{where } "] + [r"&\phantom{\text{where }} "] * len(self._legend())
-        body = " \\\\\n".join(lines + [a + part for a, part in zip(lead, self._legend())])
+        lead = [r"&\text{where } "] + [r"&\phantom{\text{where }} "] * len(legend)
+        body = " \\\\\n".join(lines + [a + part for a, part in zip(lead, legend)])
         return (f"% {self.model} x {self.loss} loss x {self.flow}; per coordinate j: w_k is w_{{k,j}}, r is r_j\n"
                 f"\\begin{{align*}}\n{body}\n\\end{{align*}}")
 
     def text(self) -> str:
-        """The equations in plain text, one per line (sympy's syntax; decorated names as ``w1~``, ``rho``)."""
+        """The equations in plain text, one per line (sympy's syntax; decorated names as ``w1~``, ``rho``),
+        then what their symbols stand for."""
         plain = {x: sp.Symbol(_plain_name(x.name), **x.assumptions0)
                  for e in self.equations.values() for x in e.free_symbols if "\\" in x.name or "{" in x.name}
-        return "\n".join(f"{name}: {e.lhs.xreplace(plain)} = {e.rhs.xreplace(plain)}"
-                         for name, e in self.equations.items())
+        lines = [f"{name}: {e.lhs.xreplace(plain)} = {e.rhs.xreplace(plain)}" for name, e in self.equations.items()]
+        legend = [entry.text for entry in self._legend()]
+        return "\n".join(lines + ["where " + legend[0]] + ["      " + line for line in legend[1:]])
 
     def _legend(self) -> list:
-        """What the equations' symbols stand for, in LaTeX: the data couplings at theta and at the
-        evaluation point theta~, the log gradient scale, this flow's N (what it is the norm of, in which
-        norm) and sign(G) where the flow holds it."""
-        legend = [r"m = Z\beta,\ r_j = \textstyle\sum_i z_{ij}\,\mathrm{softmax}(\log q(m))_i,\ "
-                  r"S = \log\tfrac1n\textstyle\sum_i q(m_i)",
-                  r"\tilde r_j,\ \tilde S:\ r_j,\ S \text{ at } \tilde m = Z\tilde\beta,\ "
-                  r"\tilde\beta = \beta(\tilde w)"]
+        """What the equations' symbols stand for (:class:`_Meaning`, in LaTeX and in plain text): the data
+        couplings at theta and at the evaluation point theta~, the log gradient scale, this flow's N (what it
+        is the norm of, in which norm), the second moment P~ and sign(G) where the flow uses them, the clock."""
+        legend = [_Meaning(r"m = Z\beta,\ r_j = \textstyle\sum_i z_{ij}\,\mathrm{softmax}(\log q(m))_i,\ "
+                           r"S = \log\tfrac1n\textstyle\sum_i q(m_i)",
+                           "m = Z beta (the margins), r_j = sum_i z_ij softmax(log q(m))_i, "
+                           "S = log (1/n) sum_i q(m_i), for coordinate j (w1, w2, ... are its layers' entries)"),
+                  _Meaning(r"\tilde r_j,\ \tilde S:\ r_j,\ S \text{ at } \tilde m = Z\tilde\beta,\ "
+                           r"\tilde\beta = \beta(\tilde w)",
+                           "r~, S~: r_j, S at m~ = Z beta(w~), the evaluation point")]
         used = set().union(*(e.rhs.free_symbols for e in self.equations.values()))
         if self.N in used:
             p = self.flow.norm
@@ -135,10 +149,22 @@ class System:
             held = PointSymbols(w, G, self.N, self.S, self.rho, sp.Symbol(r"\sigma", real=True))
             normed = self.flow.point.normed(held) if self.flow.point.norm is not None else G
             ball = r"\infty" if math.isinf(p) else f"{p:g}"
-            legend.append(rf"N = \|{sp.latex(normed)}\|_{{{q}}} \text{{ over every entry }} w_{{k,j}} "
-                          rf"\text{{ (the dual norm of }} \ell_{{{ball}}} \text{{)}}")
+            legend.append(_Meaning(rf"N = \|{sp.latex(normed)}\|_{{{q}}} \text{{ over every entry }} w_{{k,j}} "
+                                   rf"\text{{ (the dual norm of }} \ell_{{{ball}}} \text{{)}}",
+                                   f"N = ||{normed}||_{q} over every entry w_kj (the dual norm of "
+                                   f"l_{'inf' if math.isinf(p) else ball})"))
+        if self.rho in used:
+            legend.append(_Meaning(r"\rho:\ \text{the perturbation radius}", "rho: the perturbation radius"))
+        if any(x.name == r"\tilde{P}" for x in used):
+            legend.append(_Meaning(r"\tilde P_j = \textstyle\sum_i \tilde p_i^2 z_{ij}^2,\ "
+                                   r"\tilde p = \mathrm{softmax}(\log q(\tilde m)),\ n \text{ samples}",
+                                   "P~_j = sum_i p~_i^2 z_ij^2 with p~ = softmax(log q(m~)) (the per-sample second "
+                                   "moment), n the number of samples"))
         if self.flow.uses_sign:
-            legend.append(r"\sigma_{w} = \mathrm{sign}(G_{w}) \text{ held piecewise constant (Filippov)}")
+            legend.append(_Meaning(r"\sigma_{w} = \mathrm{sign}(G_{w}) \text{ held piecewise constant (Filippov)}",
+                                   "sigma_w = sign(G_w), held piecewise constant (Filippov)"))
+        legend.append(_Meaning(r"\tau:\ \text{the solver's clock},\ t \text{ the flow's time}",
+                               "tau: the solver's clock, t the flow's time (dt/dtau above)"))
         return legend
 
     def source(self, part: str = "field", backend: str = "numpy") -> str:
