@@ -345,6 +345,16 @@ def test_a_damaged_run_is_refused_as_a_solution_naming_the_file(readme_run, tmp_
         io.load(path, as_solution=True)
 
 
+def _blown_up(ds):
+    ds.attrs["status"] = "blew_up"
+    ds["beta"][-1] = np.inf  # w^4 at |w| = 1e100 is past float range; the state itself is finite
+
+
+def test_a_blown_up_run_whose_beta_overflowed_reads_back(readme_run, tmp_path):
+    path = _altered(io.save(readme_run, tmp_path / "run.nc"), tmp_path / "blown.nc", _blown_up)
+    assert io.load(path, as_solution=True).status == "blew_up"
+
+
 def test_a_run_read_with_the_system_of_another_flow_is_refused(readme_run, tmp_path):
     path = io.save(readme_run, tmp_path / "run.nc")
     other = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.2, 2))
