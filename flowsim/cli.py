@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import tomllib
 import warnings
@@ -216,9 +215,9 @@ def run(config: Path = CONFIG,
 
     Keys: [data] X/y, gaussian = {n, d, seed}, file = 'data.npz|.csv' or builtin = 'digits' (+ options = {...});
     [model] form, depth (or beta, layers); loss (or [loss] expr, name); [flow] name and its keys; init;
-    t1 or log10_t1; backend; clock; rtol; atol; saves or save_at; max_steps; allow_nonseparable; track. Unknown or
-    mistyped keys are errors naming the closest valid key. Exit code 1 when the solve fails, 130 after a Ctrl-C
-    (the run is saved).
+    t1 or log10_t1; backend; clock; rtol; atol; saves, save_at_t or save_at_log10_t; max_steps; allow_nonseparable;
+    track. Unknown or mistyped keys are errors naming the closest valid key. Exit code 1 when the solve fails, 130
+    after a Ctrl-C (the run is saved).
     """
     import flowsim as fs
     from flowsim import io
@@ -320,9 +319,6 @@ def plot(
             ds, path=run_file)
     except KeyError as err:  # a netCDF file that is not (all of) a flowsim run
         _user_error(_incomplete(run_file, err))
-    except json.JSONDecodeError as err:  # (a ValueError, but its message names neither the file nor the attribute)
-        _user_error(ValueError(f"{run_file}: an attribute that holds JSON (system_spec, config, events) is "
-                               f"corrupt: {err}."))
     except ValueError as err:
         _user_error(err)
     try:

@@ -240,26 +240,38 @@ class Experiment(_Problem):
     rtol: float = Field(1e-8, gt=0.0, lt=1.0)
     atol: float | None = Field(None, gt=0.0)  # None: solve's default (1e-10, smaller for a small init)
     saves: int | None = Field(None, ge=2, le=100_000)
-    save_at: list[float] | None = None  # log10 t of each save, instead of saves
+    save_at_log10_t: list[float] | None = None  # log10 t of each save, instead of saves
+    save_at_t: list[float] | None = None  # the time t of each save, instead of saves
     max_steps: int | None = Field(None, ge=1)  # None: solve's budget per segment (a failure message says raise it)
     allow_nonseparable: bool = False
     # leader switches located by events (fs.switch_times of the saved run; flowsim plot marks them)
     track: list[Literal["magnitude", "growth"]] = []
 
+    @model_validator(mode="before")
+    @classmethod
+    def _save_at_says_its_unit(cls, given):
+        if isinstance(given, dict) and "save_at" in given:  # (the closest key, save_at_t, may not be what was meant)
+            raise ValueError("save_at does not say its unit: give save_at_t (the times t of the saves, e.g. "
+                             "[0.5, 1, 2, 5]) or save_at_log10_t (their log10 t, e.g. [-0.3, 0, 0.3, 0.7])")
+        return given
+
     @model_validator(mode="after")
     def log10_horizon(self):
         if (self.t1 is None) == (self.log10_t1 is None):
             raise ValueError("give one of t1 (e.g. t1 = 1e100) or log10_t1 (e.g. log10_t1 = 1e6)")
-        if self.saves is not None and self.save_at is not None:
-            raise ValueError("give saves (a number of default save points) or save_at (the log10 t of each), not both")
+        given = [k for k in ("saves", "save_at_log10_t", "save_at_t") if getattr(self, k) is not None]
+        if len(given) > 1:
+            raise ValueError("give only one of saves (a number of default save points), save_at_log10_t (the log10 t "
+                             f"of each save) or save_at_t (the time t of each); got {' and '.join(given)}")
         return self
 
     def flow_params(self) -> dict:
         return self.flow.params()
 
     def solve_options(self) -> dict:
-        options = self.model_dump(include={"t1", "log10_t1", "backend", "clock", "rtol", "atol", "saves", "save_at",
-                                           "max_steps", "allow_nonseparable"}, exclude_none=True)
+        options = self.model_dump(include={"t1", "log10_t1", "backend", "clock", "rtol", "atol", "saves",
+                                           "save_at_log10_t", "save_at_t", "max_steps", "allow_nonseparable"},
+                                  exclude_none=True)
         return {**options, "track": tuple(self.track)} if self.track else options
 
 

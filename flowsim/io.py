@@ -1,11 +1,12 @@
 """Saved runs: a solve or a sweep as an xarray Dataset in netCDF, read back as a Dataset or (a solve) as
 a :class:`flowsim.Solution` that every analysis function takes.
 
-One layout for both: ``log10_t`` is the time index (finite everywhere: the first save is just after
-t = 0), coordinates and samples are labelled 1..d and 1..n as in the papers, every variable has a
-``long_name`` and ``units``. Files are written atomically (a temporary file in the same folder, then
-``os.replace``), with the usual permissions (0666 less the umask), and the temporary file is removed
-on every exit Python sees, SIGTERM included.
+One layout for both: ``log10_t`` is the time index (finite everywhere: t = 0 cannot be one), coordinates
+and samples are labelled 1..d and 1..n as in the papers, every variable has a ``long_name`` and ``units``.
+A solve also holds its state at t = 0, the init, in variables of their own: ``params_init``,
+``beta_init``, ``log_loss_init`` and ``margins_init`` (tau = 0 there). Files are written atomically (a
+temporary file in the same folder, then ``os.replace``), with the usual permissions (0666 less the umask),
+and the temporary file is removed on every exit Python sees, SIGTERM included.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
@@ -29,7 +31,7 @@ from flowsim.plot import FORMATS as FIGURES
 CONVENTIONS = "CF-1.10"
 #: long_name and units of every variable a run or a sweep holds
 VARIABLES = {
-    "log10_t": ("log10 of the flow's time t (the first save of a solve is just after t = 0, the init)", "1"),
+    "log10_t": ("log10 of the flow's time t at each save (a solve's state at t = 0: the *_init variables)", "1"),
     "beta": ("linear predictor beta_j = f(w_1j, ..., w_Kj)", "1"),
     "params": ("parameter entries w_kj", "1"),
     "log_loss": ("natural log of the mean training loss", "1"),
@@ -46,6 +48,10 @@ VARIABLES = {
     "log10_t_end": ("log10 t where the solve ended", "1"),
     "beta_end": ("beta at the end of the solve", "1"),
     "solver": ("the backend the point's solve ended on ('(vmap)': the sweep's lockstep solve)", ""),
+    "params_init": ("parameter entries w_kj at t = 0 (the init)", "1"),
+    "beta_init": ("linear predictor beta_j at t = 0 (the init)", "1"),
+    "log_loss_init": ("natural log of the mean training loss at t = 0 (the init)", "1"),
+    "margins_init": ("margin y_i <x_i, beta> of each sample at t = 0 (the init)", "1"),
     "alpha": ("initialisation scale alpha (every entry)", "1"),
     "rho": ("perturbation radius rho", "1"),
 }
@@ -71,8 +77,13 @@ def to_xarray(sol):
     from flowsim.symbolic.spec import spec
 
     system, d, n = sol.system, sol.beta.shape[1], sol.margins.shape[1]
+    init = initial_state(sol)
     ds = xr.Dataset(
         {
+            "params_init": (("layer", "coordinate"), init.params[0]),
+            "beta_init": ("coordinate", init.beta[0]),
+            "log_loss_init": ((), init.log_loss[0]),
+            "margins_init": ("sample", init.margins[0]),
             "beta": (("log10_t", "coordinate"), sol.beta),
             "params": (("log10_t", "layer", "coordinate"), sol.params),
             "log_loss": ("log10_t", sol.log_loss),
@@ -92,6 +103,28 @@ def to_xarray(sol):
         },
     )
     return annotate(ds)
+
+
+@dataclass(frozen=True)
+class InitialState:
+    """A solve's state at t = 0, as one row: params (1, layers, d), beta (1, d), log_loss (1,), margins (1, n)."""
+
+    params: np.ndarray
+    beta: np.ndarray
+    log_loss: np.ndarray
+    margins: np.ndarray
+
+
+def initial_state(sol) -> InitialState:
+    """The state at t = 0 of the solve ``sol``, from the init it was asked for (``sol.config["init"]``)."""
+    from flowsim.integrate.timeline import beta_margins_loss
+
+    if "init" not in sol.config:
+        raise ValueError("sol.config has no 'init': only a Solution from flowsim.solve can be saved (its state at "
+                         "t = 0 is saved with it).")
+    params = sol.system.model.init_params(sol.config["init"], sol.beta.shape[1])[None]
+    beta, margins, log_loss = beta_margins_loss(sol.system, sol.data, params)
+    return InitialState(params, beta, log_loss, margins)
 
 
 def discrete_to_xarray(run):
@@ -153,9 +186,14 @@ def check_path(path) -> Path:
 def save(sol, path) -> Path:
     """Write ``sol`` (a Solution, a DiscreteRun, or the Dataset of a sweep) to ``path`` (netCDF, named .nc)
     atomically; missing parent folders are made."""
+    import xarray as xr
+
     from flowsim.discrete.iterate import DiscreteRun
     from flowsim.integrate.solution import Solution
 
+    if not isinstance(sol, (Solution, DiscreteRun, xr.Dataset)):
+        raise TypeError(f"sol must be a flowsim.Solution (flowsim.solve), a DiscreteRun (flowsim.iterate) or the "
+                        f"xarray.Dataset of a sweep (flowsim.sweep); got {type(sol).__name__}.")
     path = check_path(path)
     ds = annotate(to_xarray(sol) if isinstance(sol, Solution) else discrete_to_xarray(sol)
                   if isinstance(sol, DiscreteRun) else sol)
@@ -202,7 +240,10 @@ def load(path, as_solution: bool = False, system=None):
     ``Solution.evaluate`` work. The system is rebuilt from the run's spec; a run of a flow with parts
     of your own has none: pass ``system=flowsim.derive(...)``. The spec's formulas are read by a
     whitelist parser that never runs code (:mod:`flowsim.symbolic.expression`): a run from anyone is safe
-    to open."""
+    to open. A Solution is read only from a whole, consistent file: a ValueError naming the file says what
+    is missing or corrupt (a variable, a JSON attribute, the spec), a status flowsim does not have, a state
+    that is not finite in a run whose status says it ended normally, or a ``system`` of another model,
+    loss or flow than the run's."""
     import xarray as xr
 
     path = Path(path)
@@ -236,29 +277,96 @@ def discrete_of(ds):
                        ds.attrs.get("problem", ""))
 
 
+#: the variables of a saved solve that its Solution is made of
+SOLVE_VARIABLES = ("log10_t", "tau", "params", "beta", "log_loss", "margins", "X", "y")
+#: its attributes that hold JSON (with the type each holds), and those that hold text
+JSON_ATTRS = {"config": dict, "events": list, "stats": dict}
+TEXT_ATTRS = ("status", "message", "model", "loss", "flow")
+
+
 def solution_of(ds, system=None, path="the run"):
-    """The :class:`flowsim.Solution` a loaded Dataset of one solve holds (``load(path, as_solution=True)``)."""
+    """The :class:`flowsim.Solution` a loaded Dataset of one solve holds (``load(path, as_solution=True)``),
+    checked against its own status and system; a ValueError naming ``path`` and what is wrong otherwise."""
     from flowsim.data import Dataset
     from flowsim.integrate.solution import Solution
-    from flowsim.symbolic.spec import system_from_spec
 
     kind = holds(ds)
     if kind != "one solve":
         raise ValueError(f"{path} holds {kind}, not one solve; read it with flowsim.io.load(path) (a Dataset)"
                          + (" and draw it with flowsim.plot.sweep_summary." if kind == "a sweep" else "."))
-    if system is None:
-        spec = json.loads(ds.attrs.get("system_spec", "null"))
-        if spec is None:
-            raise ValueError(f"{path} ({ds.attrs.get('flow')}) was saved without a spec (a part of your own); pass "
-                             "system=flowsim.derive(model, loss, flow).")
-        system = system_from_spec(spec)
-    if system.model.n_layers != ds.sizes["layer"]:
-        raise ValueError(f"system {system} has {system.model.n_layers} layers; the run has {ds.sizes['layer']}.")
+    missing = ([f"variable {k!r}" for k in SOLVE_VARIABLES if k not in ds.variables]
+               + [f"attribute {k!r}" for k in (*TEXT_ATTRS, *JSON_ATTRS) if k not in ds.attrs])
+    if missing:
+        raise ValueError(f"{path} is not a whole saved run: it has no {', '.join(missing)}.")
+    attrs = {name: _json_attr(ds, name, path, (held,)) for name, held in JSON_ATTRS.items()}
+    system = _system_of(ds, system, path)
+    _check_contents(ds, path)
+    try:
+        data = Dataset(ds["X"].values, ds["y"].values)
+    except ValueError as err:
+        raise ValueError(f"{path}: its training data (X, y) are not a data set: {err}") from None
     return Solution(
-        system=system, data=Dataset(ds["X"].values, ds["y"].values), log10_t=ds["log10_t"].values,
-        tau=ds["tau"].values, params=ds["params"].values, beta=ds["beta"].values, log_loss=ds["log_loss"].values,
-        margins=ds["margins"].values, status=ds.attrs["status"], message=ds.attrs["message"],
-        stats=json.loads(ds.attrs["stats"]), config=json.loads(ds.attrs["config"]), events=json.loads(ds.attrs["events"]))
+        system=system, data=data, log10_t=ds["log10_t"].values, tau=ds["tau"].values, params=ds["params"].values,
+        beta=ds["beta"].values, log_loss=ds["log_loss"].values, margins=ds["margins"].values,
+        status=ds.attrs["status"], message=ds.attrs["message"], **attrs)
+
+
+def _json_attr(ds, name, path, types):
+    """The attribute ``name`` read as JSON, of one of ``types``."""
+    try:
+        value = json.loads(ds.attrs.get(name, "null"))
+    except (json.JSONDecodeError, TypeError) as err:
+        raise ValueError(f"{path}: its attribute {name!r} is not valid JSON ({err}).") from None
+    if not isinstance(value, types):
+        raise ValueError(f"{path}: its attribute {name!r} holds {type(value).__name__}, not "
+                         f"{' or '.join(t.__name__ for t in types if t is not type(None))}.")
+    return value
+
+
+def _system_of(ds, system, path):
+    """``system`` (or, where None, the one the run's spec rebuilds), checked to be the one the run names."""
+    from flowsim.symbolic.derive import System
+    from flowsim.symbolic.spec import system_from_spec
+
+    given = system is not None
+    if not given:
+        spec = _json_attr(ds, "system_spec", path, (dict, type(None)))
+        if spec is None:
+            raise ValueError(f"{path} ({ds.attrs['flow']}) was saved without a spec (a part of your own); pass "
+                             "system=flowsim.derive(model, loss, flow).")
+        try:
+            system = system_from_spec(spec)
+        except ValueError as err:
+            raise ValueError(f"{path}: its system_spec does not rebuild a system: {err}") from None
+    elif not isinstance(system, System):
+        raise ValueError(f"system must come from flowsim.derive(model, loss, flow); got {type(system).__name__}.")
+    named = {"model": str(system.model), "loss": system.loss.name, "flow": str(system.flow)}
+    other = [f"{part} {named[part]} (the run's: {ds.attrs[part]})" for part in named if named[part] != ds.attrs[part]]
+    if other:
+        raise ValueError(f"{path} is a run of another system: {'system= has' if given else 'its spec has'} "
+                         f"{'; '.join(other)}. Pass the system it was run with (or none: its own spec).")
+    if system.model.n_layers != ds.sizes["layer"]:
+        raise ValueError(f"{path}: system {system} has {system.model.n_layers} layers; the run has "
+                         f"{ds.sizes['layer']}.")
+    return system
+
+
+def _check_contents(ds, path):
+    """The run's status is one flowsim has, and a run that ended normally has finite times and states."""
+    from flowsim.integrate.solution import OUTCOMES, STATUSES
+
+    status = ds.attrs["status"]
+    if status not in STATUSES:
+        raise ValueError(f"{path}: its status {status!r} is none of flowsim's ({', '.join(STATUSES)}).")
+    if status not in OUTCOMES:  # a failed solve may end on a non-finite state
+        return
+    # (the beta of a blown-up state may overflow: w^4 at |w| = blowup_size = 1e100)
+    for name in ("log10_t", "params") if status == "blew_up" else ("log10_t", "params", "beta"):
+        bad = ~np.isfinite(ds[name].values)
+        if bad.any():
+            row = int(np.argwhere(bad)[0][0])
+            raise ValueError(f"{path}: its {name} is not finite (row {row}) although its status {status!r} says the "
+                             "solve ended normally; the file is damaged or was not written by flowsim.")
 
 
 class _Kill:

@@ -214,10 +214,14 @@ def test_plot_of_a_netcdf_file_that_is_not_a_whole_run_is_one_line(tmp_path, one
     path = io.save(sol, tmp_path / "ok.nc")
     ds = xr.open_dataset(path).load()
     ds.drop_vars("tau").to_netcdf(tmp_path / "notau.nc")
+    ds.copy(deep=True).assign_attrs(config="{bad").to_netcdf(tmp_path / "badconfig.nc")
+    ds.copy(deep=True).assign_attrs(system_spec='{"model": 1}').to_netcdf(tmp_path / "badspec.nc")
     ds.attrs["system_spec"] = "{bad"
-    ds.to_netcdf(tmp_path / "badspec.nc")
-    for name, message in (("notau.nc", "not a whole flowsim run or sweep: No variable named 'tau'"),
-                          ("badspec.nc", "an attribute that holds JSON")):
+    ds.to_netcdf(tmp_path / "badjson.nc")
+    for name, message in (("notau.nc", "notau.nc is not a whole saved run: it has no variable 'tau'"),
+                          ("badjson.nc", "badjson.nc: its attribute 'system_spec' is not valid JSON"),
+                          ("badconfig.nc", "badconfig.nc: its attribute 'config' is not valid JSON"),
+                          ("badspec.nc", "badspec.nc: its system_spec does not rebuild a system")):
         r = runner.invoke(app, ["plot", str(tmp_path / name), "--out", str(tmp_path / "x.png")])
         lines = [ln for ln in r.output.splitlines() if ln.strip()]
         assert r.exit_code == 2 and len(lines) == 1 and message in lines[0], r.output
@@ -467,8 +471,10 @@ def test_data_files_that_are_not_data_say_so(tmp_path):
     ("run", CONFIG.replace("y = [1]", 'y = [1]\nbuiltin = "digits"'), "give one source of data"),
     ("run", CONFIG.replace("X = [[1.0, 2.0]]\ny = [1]", 'builtin = "digits"\noptions = {n = 3}'), "data.options"),
     ("run", CONFIG.replace("X = [[1.0, 2.0]]\ny = [1]", 'builtin = "mnist"'), "key 'data.builtin'"),
-    ("run", CONFIG.replace("saves = 30", "saves = 30\nsave_at = [1.0, 2.0]"), "not both"),
-    ("run", CONFIG.replace("saves = 30", "save_at = [3.0, 2.0]"), "strictly increasing"),
+    ("run", CONFIG.replace("saves = 30", "saves = 30\nsave_at_t = [1.0, 2.0]"), "only one of saves"),
+    ("run", CONFIG.replace("saves = 30", "save_at_log10_t = [3.0, 2.0]"), "strictly increasing"),
+    ("run", CONFIG.replace("saves = 30", "save_at_t = [0.0, 2.0]"), "times t > 0"),
+    ("run", CONFIG.replace("saves = 30", "save_at = [1.0, 2.0]"), "save_at does not say its unit: give save_at_t"),
     ("sweep", CONFIG, "missing key 'sweep'"),
     ("sweep", CONFIG + "[sweep]\nalpah = [0.1]\n", "did you mean 'sweep.alpha'?"),
     ("run", CONFIG.replace("t1 = 1e20", "tl = 1e20"), "unknown key 'tl'; did you mean 't1'?"),  # (difflib: 'rtol')

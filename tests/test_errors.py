@@ -49,7 +49,7 @@ SYSTEM = fs.derive(fs.Linear(), "logistic", fs.GD())
         (lambda: fs.solve(SYSTEM, GOOD, 0.1, log10_t1=10**400), "log10_t1 must be a finite"),  # OverflowError
         (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=True), "t1 must be a positive number"),  # was t1 = 1
         (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=5e-324), "below -300"),  # saves at log10 t = -inf, "completed"
-        (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=1e3, save_at=[-400, 1]), "from -306 on"),
+        (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=1e3, save_at_log10_t=[-400, 1]), "from log10 t = -306 on"),
         (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=10, rtol=0), "rtol must be a positive"),
         (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=10, saves=1), "saves must be an integer in \\[2"),
         (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=10, max_steps=0), "max_steps must be a positive integer"),

@@ -1,4 +1,4 @@
-"""Save points (the default grid, save_at), dense evaluation (Solution.evaluate) and saved runs read
+"""Save points (the default grid, save_at_log10_t, save_at_t), dense evaluation (Solution.evaluate) and saved runs read
 back as Solutions (flowsim.io), with the file layout, permissions and interrupted writes."""
 
 import gc
@@ -49,9 +49,26 @@ def test_switches_of_the_readme_example_fall_between_close_saves(readme_run):
 
 
 def test_save_at_saves_exactly_there_and_appends_t1():
-    sol = fs.solve(L2SAM, MU3, 0.05, t1=1e30, save_at=[-2, 0.5, 7])
+    sol = fs.solve(L2SAM, MU3, 0.05, t1=1e30, save_at_log10_t=[-2, 0.5, 7])
     np.testing.assert_allclose(sol.log10_t, [-2, 0.5, 7, 30], atol=1e-12)
     assert sol.config["saves"] == 4
+
+
+def test_save_at_t_saves_at_those_times_not_at_ten_to_them():
+    times = [0.5, 1, 2, 5]
+    sol = fs.solve(L2SAM, MU3, 0.05, t1=1e30, save_at_t=times)
+    np.testing.assert_allclose(sol.t[:4], times, rtol=1e-12)
+    by_log = fs.solve(L2SAM, MU3, 0.05, t1=1e30, save_at_log10_t=np.log10(times))
+    np.testing.assert_allclose(sol.beta, by_log.beta, rtol=1e-12)
+
+
+def test_sweeps_take_save_times_by_either_name_and_refuse_the_unitless_one():
+    by_t = fs.sweep(L2SAM, MU3, {"alpha": [0.05, 0.3]}, t1=1e10, save_at_t=[1.0, 100.0])
+    np.testing.assert_allclose(by_t["log10_t"].values, [0, 2, 10], atol=1e-12)
+    by_log = fs.sweep(L2SAM, MU3, {"alpha": [0.05, 0.3]}, t1=1e10, save_at_log10_t=[0, 2])
+    np.testing.assert_allclose(by_t["beta"].values, by_log["beta"].values, rtol=1e-12)
+    with pytest.raises(ValueError, match="save_at does not say its unit"):
+        fs.sweep(L2SAM, MU3, {"alpha": [0.05]}, t1=1e10, save_at=[1.0, 100.0])
 
 
 def test_the_save_finders_chebyshev_basis_and_roots_are_numpys_and_brentqs():
@@ -159,19 +176,24 @@ def test_tau_clock_saves_land_on_the_grid_to_rounding(method):
     system = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
     data = fs.datasets.gaussian_clusters(20, 10, separation=4, seed=0)
     grid = np.linspace(-3, 25, 57)
-    sol = fs.solve(system, data, 0.1, t1=1e25, save_at=grid, backend=f"scipy:{method}", clock="tau")
+    sol = fs.solve(system, data, 0.1, t1=1e25, save_at_log10_t=grid, backend=f"scipy:{method}", clock="tau")
     assert sol.config["clock"] == "tau" and sol.status in ("completed", "converged")
     lt = sol.log10_t[: len(grid)]
     np.testing.assert_allclose(lt, grid, rtol=1e-13, atol=1e-13)
 
 
 @pytest.mark.parametrize("kw, match", [
-    ({"save_at": [1, 0.5]}, "strictly increasing"),
-    ({"save_at": [1, float("nan")]}, "finite"),
-    ({"save_at": [1, 40]}, "beyond the horizon"),
-    ({"save_at": [[1, 2]]}, "1-D"),
-    ({"save_at": "soon"}, "save_at"),
-    ({"save_at": [1], "saves": 10}, "not both"),
+    ({"save_at_log10_t": [1, 0.5]}, "strictly increasing"),
+    ({"save_at_log10_t": [1, float("nan")]}, "finite"),
+    ({"save_at_log10_t": [1, 40]}, "beyond the horizon"),
+    ({"save_at_log10_t": [[1, 2]]}, "1-D"),
+    ({"save_at_log10_t": "soon"}, "save_at_log10_t"),
+    ({"save_at_log10_t": [1], "saves": 10}, "only one of saves"),
+    ({"save_at_t": [1], "save_at_log10_t": [1]}, "got save_at_log10_t and save_at_t"),
+    ({"save_at_t": [0, 1]}, "save_at_t must be finite and strictly increasing times t > 0"),
+    ({"save_at_t": [2, 1]}, "save_at_t must be finite and strictly increasing"),
+    ({"save_at_t": [1, 1e31]}, "save_at_t goes to log10 t = 31"),
+    ({"save_at": [0.5, 1, 2, 5]}, "give save_at_t=.* or save_at_log10_t="),
     ({"saves": 1}, "saves must be an integer"),
 ])
 def test_bad_save_points_are_named(kw, match):
@@ -185,18 +207,29 @@ def test_evaluate_repeats_the_saves_and_adds_points_on_the_same_trajectory(readm
     asked = [0.3, 0.47, 6.0, 6.5, 55.5]
     new = readme_run.evaluate(asked)
     np.testing.assert_array_equal(new.log10_t, asked)
-    tight = fs.solve(L2SAM, MU3, 0.05, t1=1e100, save_at=asked, rtol=1e-12, atol=1e-14)
+    tight = fs.solve(L2SAM, MU3, 0.05, t1=1e100, save_at_log10_t=asked, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(new.beta, tight.beta[:5], rtol=1e-6)
     with pytest.raises(ValueError, match="beyond this solve's horizon"):
         readme_run.evaluate(101)
 
 
-def test_evaluate_past_a_collapse_returns_the_rows_the_flow_reached():
+def test_evaluate_returns_one_row_per_asked_time_in_the_order_asked(readme_run):
+    asked = [7.5, 2.0, 2.0]
+    rows = readme_run.evaluate(asked)
+    np.testing.assert_array_equal(rows.log10_t, asked)
+    tight = fs.solve(L2SAM, MU3, 0.05, t1=1e100, save_at_log10_t=[2.0, 7.5], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(rows.beta, tight.beta[[1, 0, 0]], rtol=1e-6)
+    np.testing.assert_allclose(rows.tau, tight.tau[[1, 0, 0]], rtol=1e-6)
+
+
+def test_evaluate_past_a_collapse_names_the_times_the_flow_did_not_reach():
     sol = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.2, 2)), MU3, 0.05, t1=1e30, throw=False)
     assert sol.status == "collapsed"
     end = sol.log10_t[-1]
-    part = sol.evaluate([end - 1, end - 0.5, end + 1, 10])
-    np.testing.assert_array_equal(part.log10_t, [end - 1, end - 0.5])
+    part = sol.evaluate([end - 0.5, end - 1])
+    np.testing.assert_array_equal(part.log10_t, [end - 0.5, end - 1])
+    with pytest.raises(ValueError, match=rf"did not reach log10 t = {end + 1:g}, 10: .*'collapsed'"):
+        sol.evaluate([end - 1, end - 0.5, end + 1, 10])
 
 
 def test_evaluate_a_sign_flow_across_its_switches():
@@ -249,6 +282,87 @@ def test_sweeps_share_the_layout(tmp_path):
         k: (v, type(v)) for k, v in numbers.items()}
     with pytest.raises(ValueError, match="holds a sweep"):
         io.load(tmp_path / "sweep.nc", as_solution=True)
+
+
+def test_a_saved_run_holds_its_state_at_t_0(tmp_path):
+    init = np.array([[0.3, -0.2, 0.1], [0.5, 0.4, -0.6]])
+    sol = fs.solve(L2SAM, MU3, init, t1=1e10, saves=10)
+    ds = io.load(io.save(sol, tmp_path / "run.nc"))
+    beta0 = init[0] * init[1]  # the product network's beta = w1 w2
+    np.testing.assert_array_equal(ds["params_init"].values, init)
+    np.testing.assert_allclose(ds["beta_init"].values, beta0, rtol=1e-15)
+    margin = float(MU3.X[0] @ beta0)
+    np.testing.assert_allclose(ds["margins_init"].values, [margin], rtol=1e-15)
+    np.testing.assert_allclose(float(ds["log_loss_init"]), np.log(np.log1p(np.exp(-margin))), rtol=1e-14)
+    assert "t = 0" in ds["beta_init"].attrs["long_name"]
+
+
+def test_a_saved_run_says_its_save_points_as_asked(tmp_path):
+    default = io.load(io.save(fs.solve(L2SAM, MU3, 0.05, t1=1e10), tmp_path / "default.nc"))
+    arguments = json.loads(default.attrs["config"])["arguments"]
+    assert arguments["saves"] == 400 and "save_at_log10_t" not in arguments and len(default.attrs["config"]) < 1000
+    given = io.load(io.save(fs.solve(L2SAM, MU3, 0.05, t1=1e10, save_at_log10_t=[2, 5]), tmp_path / "given.nc"))
+    assert json.loads(given.attrs["config"])["arguments"]["save_at_log10_t"] == [2, 5, 10]
+    assert "just after t = 0" not in given["log10_t"].attrs["long_name"]  # its first save is at t = 100
+    back = io.load(tmp_path / "default.nc", as_solution=True)
+    np.testing.assert_allclose(back.evaluate(back.log10_t[::50]).beta, back.beta[::50], rtol=1e-12)
+
+
+@pytest.mark.parametrize("thing", [None, {"beta": [1.0]}, np.ones(3)])
+def test_saving_what_is_not_a_run_is_named(thing, tmp_path):
+    with pytest.raises(TypeError, match="sol must be a flowsim.Solution"):
+        io.save(thing, tmp_path / "run.nc")
+    assert not list(tmp_path.iterdir())
+
+
+def _altered(path, out, change):
+    import xarray as xr
+
+    with xr.open_dataset(path) as ds:
+        ds = ds.load()
+    change(ds)
+    ds.to_netcdf(out)
+    return out
+
+
+def _nan_beta(ds):
+    ds["beta"][3] = np.nan
+
+
+@pytest.mark.parametrize("change, match", [
+    (_nan_beta, "its beta is not finite \\(row 3\\) although its status 'completed'"),
+    (lambda ds: ds.attrs.update(status="done"), "its status 'done' is none of flowsim's"),
+    (lambda ds: ds.attrs.update(config="{oops"), "its attribute 'config' is not valid JSON"),
+    (lambda ds: ds.attrs.update(events='{"a": 1}'), "its attribute 'events' holds dict, not list"),
+    (lambda ds: ds.attrs.update(system_spec='{"model": 1}'), "its system_spec does not rebuild a system"),
+    (lambda ds: ds.attrs.update(flow="GD()"), "a run of another system: its spec has flow SAM"),
+    (lambda ds: ds.attrs.pop("stats"), "not a whole saved run: it has no attribute 'stats'"),
+    (lambda ds: ds.__delitem__("margins"), "not a whole saved run: it has no variable 'margins'"),
+])
+def test_a_damaged_run_is_refused_as_a_solution_naming_the_file(readme_run, tmp_path, change, match):
+    path = _altered(io.save(readme_run, tmp_path / "run.nc"), tmp_path / "damaged.nc", change)
+    with pytest.raises(ValueError, match="damaged.nc.*" + match):
+        io.load(path, as_solution=True)
+
+
+def _blown_up(ds):
+    ds.attrs["status"] = "blew_up"
+    ds["beta"][-1] = np.inf  # w^4 at |w| = 1e100 is past float range; the state itself is finite
+
+
+def test_a_blown_up_run_whose_beta_overflowed_reads_back(readme_run, tmp_path):
+    path = _altered(io.save(readme_run, tmp_path / "run.nc"), tmp_path / "blown.nc", _blown_up)
+    assert io.load(path, as_solution=True).status == "blew_up"
+
+
+def test_a_run_read_with_the_system_of_another_flow_is_refused(readme_run, tmp_path):
+    path = io.save(readme_run, tmp_path / "run.nc")
+    other = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.2, 2))
+    with pytest.raises(ValueError, match=r"run.nc is a run of another system: system= has flow SAM\(rho=0.2"):
+        io.load(path, as_solution=True, system=other)
+    with pytest.raises(ValueError, match="another system: system= has loss exponential"):
+        io.load(path, as_solution=True, system=fs.derive(fs.DiagonalNet(2), "exponential", fs.SAM(0.1, 2)))
+    assert io.load(path, as_solution=True, system=L2SAM).system is L2SAM
 
 
 def test_files_are_0644_and_no_temporary_is_left(readme_run, tmp_path):

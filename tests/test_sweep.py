@@ -350,7 +350,7 @@ def test_a_point_the_lockstep_solve_fails_is_solved_again_as_solve_would():
     system = fs.derive(fs.DiagonalNet(2, "difference"), "logistic", fs.SAM(0.1, 2))
     ds = fs.sweep(system, data, {"alpha": [0.074], "rho": [0.184]}, t1=1e30, max_steps=3000)
     sol = fs.solve(fs.derive(fs.DiagonalNet(2, "difference"), "logistic", fs.SAM(0.184, 2)), data, 0.074, t1=1e30,
-                   max_steps=3000, save_at=ds["log10_t"].values.tolist())
+                   max_steps=3000, save_at_log10_t=ds["log10_t"].values.tolist())
     assert sol.config["backend"] == "diffrax:Tsit5 -> scipy:BDF" and sol.status == "completed"
     assert ds["status"].values[0, 0] == "completed" and ds["steps"].values[0, 0] == sol.stats["steps"]
     np.testing.assert_array_equal(ds["beta"].values[0, 0], sol.beta)

@@ -313,7 +313,8 @@ def flow_distance(make_optimizer, flow, model, loss, data, init, t_end: float, e
             for eta, k in zip(etas, steps)]
     reached = [float(run.t[-1]) for run in runs]
     at = sorted(set(np.log10(reached).tolist()))
-    ref = solve(derive(model, loss, flow), data, init, log10_t1=at[-1], save_at=at, rtol=rtol, atol=atol, track=())
+    ref = solve(derive(model, loss, flow), data, init, log10_t1=at[-1], save_at_log10_t=at, rtol=rtol, atol=atol,
+                track=())
     flow_at = dict(zip(at, ref.beta))
     ends = [flow_at[float(np.log10(t))] for t in reached]
     errs = np.array([np.abs(run.beta[-1] - end).max() for run, end in zip(runs, ends)])

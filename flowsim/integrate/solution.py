@@ -94,30 +94,39 @@ class Solution:
         the solve is run again with these points added to its save points. Saves come from the
         solver's dense output and do not change its steps, so the rows at the original saves repeat
         them (to rounding) and the new rows lie on the same trajectory. Returns a Solution with one row
-        per distinct asked time the flow reached, in increasing order whatever the order asked (a
-        Solution's times increase; a flow that ended early, e.g. "collapsed", has fewer).
-        Costs one solve."""
+        per asked time, in the order asked (repeats repeated; its ``log10_t`` is then not sorted).
+        Costs one solve.
+
+        Raises:
+            ValueError: a time past the horizon, or one the flow did not reach (it ended before it, e.g.
+                "collapsed"), named with how the flow ended.
+        """
         from flowsim.integrate.solve import solve
+        from flowsim.integrate.timeline import save_points
 
         asked = np.atleast_1d(np.asarray(log10_t, dtype=np.float64))
-        if asked.ndim != 1 or not np.all(np.isfinite(asked)):
+        if asked.ndim != 1 or not asked.size or not np.all(np.isfinite(asked)):
             raise ValueError(f"log10_t must be finite numbers (a number or a 1-D list); got {log10_t!r}.")
         args = self.config.get("arguments")
         if args is None:
             raise ValueError("this Solution does not say how it was solved (config['arguments']); solve again.")
         L1 = args["log10_t1"]
         if asked.max() > L1 + 1e-12 * max(1.0, abs(L1)):  # (a run's end may sit a rounding past t1, at its own time)
-            raise ValueError(f"log10_t = {asked.max():g} is beyond this solve's horizon log10 t1 = {args['log10_t1']:g}.")
+            raise ValueError(f"log10_t = {asked.max():g} is beyond this solve's horizon log10 t1 = {L1:g}.")
         asked = np.minimum(asked, L1)
-        points = np.union1d(args["save_at"], asked)
-        again = solve(self.system, self.data, **dict(args, save_at=points), throw=False)
-        rows = np.flatnonzero(np.isin(points, asked))
-        rows = rows[rows < len(again.log10_t)]
-        if again.status not in ("completed", *HELD):  # its last row is where it ended, not a save point
-            rows = rows[rows < len(again.log10_t) - 1]
-        return dataclasses.replace(again, log10_t=np.asarray(points[rows]), tau=again.tau[rows],
-                                   params=again.params[rows], beta=again.beta[rows], log_loss=again.log_loss[rows],
-                                   margins=again.margins[rows])
+        saved = save_points(L1, args.get("saves"), args.get("save_at_log10_t"))
+        points = np.union1d(saved, asked)
+        rerun = {k: v for k, v in args.items() if k not in ("saves", "save_at_log10_t")}
+        again = solve(self.system, self.data, **rerun, save_at_log10_t=points, throw=False)
+        # an early ending's last row is where it ended, not a save point
+        reached = len(again.log10_t) - (0 if again.status in ("completed", *HELD) else 1)
+        rows = np.searchsorted(points, asked)
+        missed = asked[rows >= reached]
+        if missed.size:
+            raise ValueError(f"the flow did not reach log10 t = {', '.join(f'{x:g}' for x in missed)}: it ended at "
+                             f"log10 t = {again.log10_t[-1]:.6g}, status {again.status!r} ({again.message}).")
+        return dataclasses.replace(again, log10_t=asked, tau=again.tau[rows], params=again.params[rows],
+                                   beta=again.beta[rows], log_loss=again.log_loss[rows], margins=again.margins[rows])
 
     def __repr__(self) -> str:
         end = self.log10_t[-1] if len(self.log10_t) else float("nan")

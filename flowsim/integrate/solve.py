@@ -19,7 +19,7 @@ from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.run import Run
 from flowsim.integrate.solution import FAILURES, Solution
 from flowsim.integrate.timeline import (RESOLVED, atol_for, log10_horizon, log_floor_of, positive, resolve_clock,
-                                        save_points, u_of)
+                                        refuse_save_at, save_points, u_of)
 from flowsim.integrate.vector_field import CLOCKS, SCHEDULE
 from flowsim.symbolic.derive import System
 from flowsim.symbolic.directions import AdamProxyDirection
@@ -41,6 +41,8 @@ def solve(
     rtol: float = 1e-8,
     atol: float | None = None,
     saves: int | None = None,
+    save_at_log10_t=None,
+    save_at_t=None,
     save_at=None,
     max_steps: int = 16_384,
     throw: bool = True,
@@ -76,12 +78,16 @@ def solve(
         atol: absolute step-size control tolerance on the state; by default 1e-10, or rtol x the init's
             size (max |theta0|) where that is smaller (an atol near the state's size resolves it only to
             atol/size). The value used is in ``sol.config["atol"]``.
-        saves: number of default save points (400 if neither this nor ``save_at`` is given): one just
-            after t = 0 (t = 1e-6), then dense in log10 t over the first decades (from t = 1e-3) and
-            in log10 log10 t far out, so early switches are resolved at any horizon.
-        save_at: the log10 t of each save instead (a list or array, strictly increasing, up to
+        saves: number of default save points (400 if neither this nor ``save_at_log10_t`` or ``save_at_t``
+            is given): one just after t = 0 (t = 1e-6), then dense in log10 t over the first decades (from
+            t = 1e-3) and in log10 log10 t far out, so early switches are resolved at any horizon.
+        save_at_log10_t: the log10 t of each save instead (a list or array, strictly increasing, up to
             log10 t1; t1 is appended when it stops short). Saves come from the solver's dense output
             (they do not change its steps), so :meth:`Solution.evaluate` can add points later.
+        save_at_t: the time t of each save instead (t > 0, strictly increasing, up to t1), as
+            ``save_at_log10_t``.
+        save_at: not taken (it does not say whether it holds t or log10 t): a ValueError names
+            ``save_at_t`` and ``save_at_log10_t``.
         max_steps: step budget per segment (a segment ends at a sign switch), spent in equal chunks of
             at most 1,024 steps; between chunks the state is checked for a converged critical point
             (status ``"converged"``, see ``flowsim.integrate.critical``).
@@ -104,7 +110,8 @@ def solve(
     adaptive = backend == "auto" and clock == "auto"
     rtol, atol, collapse_tol, blowup_size, clock = check_common(
         system, data, clock, be, rtol, atol, max_steps, allow_nonseparable, collapse_tol, blowup_size)
-    points = save_points(L1, saves, save_at)
+    refuse_save_at(save_at)
+    points = save_points(L1, saves, save_at_log10_t, save_at_t)
     track = (track,) if isinstance(track, str) else tuple(track)  # track="magnitude" was read letter by letter
     if any(k not in SCORES for k in track):
         raise ValueError(f"track takes scores from {SCORES}; got {track!r}.")
@@ -117,9 +124,11 @@ def solve(
     arguments = dict(init=np.asarray(init).tolist(), log10_t1=L1, backend=backend, clock=asked_clock, rtol=rtol,
                      atol=atol, max_steps=int(max_steps), track=list(track), collapse_tol=collapse_tol,
                      blowup_size=blowup_size, allow_nonseparable=bool(allow_nonseparable))
-    # (JSON's types throughout: a saved run reads back equal, so no tuple here)
+    # (JSON's types throughout: a saved run reads back equal, so no tuple here); the default grid by its size
+    given = save_at_log10_t is not None or save_at_t is not None
+    asked_saves = {"save_at_log10_t": points.tolist()} if given else {"saves": len(points)}
     config = dict(arguments, clock=clock, saves=len(points), rho=float(system.flow.rho), track=list(track),
-                  arguments=dict(arguments, save_at=points.tolist()))
+                  arguments=dict(arguments, **asked_saves))
     floors = (float(log_floor_of(theta0, collapse_tol, atol)), math.log(blowup_size))
     # a balanced product network (up to signs) is integrated on its invariant manifold, as the tied net
     reduced = reduction(system, theta0, data)

@@ -39,7 +39,7 @@ from flowsim.integrate.run import chunk_of, structure_key
 from flowsim.integrate.solve import check_common, excluded_signs, initial_params, solve
 from flowsim.integrate.solution import FAILURES, log10_t_from_u
 from flowsim.integrate.timeline import (atol_for, clock_plan, log10_horizon, log_floor_of,
-                                        resolve_clock, save_points, u_of)
+                                        refuse_save_at, resolve_clock, save_points, u_of)
 
 #: grid keys: "alpha" (every entry), "alpha_<j>" (coordinate j, 1-based as in the papers), "rho"
 ALPHA, RHO = "alpha", "rho"
@@ -105,6 +105,8 @@ def sweep(
     rtol: float = 1e-8,
     atol: float | None = None,
     saves: int | None = None,
+    save_at_log10_t=None,
+    save_at_t=None,
     save_at=None,
     max_steps: int = 16_384,
     allow_nonseparable: bool = False,
@@ -131,8 +133,10 @@ def sweep(
             ``dask.distributed.Client``, a scheduler address (``"tcp://host:8786"``), or ``"dask"`` for a
             ``LocalCluster`` started and closed here.
         saves: the number of default save points shared by every point (200 when neither this nor
-            ``save_at`` is given), as in :func:`flowsim.solve`.
-        save_at: the log10 t of each save instead, as in :func:`flowsim.solve`.
+            ``save_at_log10_t`` or ``save_at_t`` is given), as in :func:`flowsim.solve`.
+        save_at_log10_t: the log10 t of each save instead, as in :func:`flowsim.solve`.
+        save_at_t: the time t of each save instead, as in :func:`flowsim.solve`.
+        save_at: not taken, as in :func:`flowsim.solve`.
         atol: as in :func:`flowsim.solve` (by default each point's own, from its init's size).
 
     Returns:
@@ -149,7 +153,9 @@ def sweep(
     be = backend_for(backend, L1)  # validates the name
     rtol, atol, collapse_tol, blowup_size, run_clock = check_common(
         system, data, clock, be, rtol, atol, max_steps, allow_nonseparable, collapse_tol, blowup_size)
-    grid_t = save_points(L1, 200 if saves is None and save_at is None else saves, save_at)
+    refuse_save_at(save_at)
+    default = saves is None and save_at_log10_t is None and save_at_t is None
+    grid_t = save_points(L1, 200 if default else saves, save_at_log10_t, save_at_t)
     axes = _check_grid(system, data, grid)
     if not is_whole(chunk_size):
         raise ValueError(f"chunk_size must be a positive integer; got {chunk_size!r}.")
@@ -180,7 +186,8 @@ def sweep(
     chunks = [order[i:i + size] for i in range(0, len(order), size)]
     # every chunk the same size (the last padded with copies of its last point): one compile per sweep
     padded = [np.concatenate([c, np.repeat(c[-1:], len(chunks[0]) - len(c))]) for c in chunks]
-    opts = dict(t1=t1, log10_t1=log10_t1, backend=backend, clock=clock, rtol=rtol, atol=atol, save_at=grid_t.tolist(),
+    opts = dict(t1=t1, log10_t1=log10_t1, backend=backend, clock=clock, rtol=rtol, atol=atol,
+                save_at_log10_t=grid_t.tolist(),
                 max_steps=int(max_steps), collapse_tol=collapse_tol, blowup_size=blowup_size,
                 allow_nonseparable=allow_nonseparable, vmapped=vmapped)
     spec = (system.model, system.loss, system.flow)
@@ -359,10 +366,11 @@ def _chunk(spec, data, inits, rhos, opts):
             sols.append(solve(derive(model, loss, _with_rho(flow, rhos[i])), data, inits[i], throw=False, **opts))
             if sols[-1].status == "interrupted":  # a Ctrl-C: the rest of the chunk is not run
                 break
-        out, rest = _on_grid(sols, np.asarray(opts["save_at"]), data.d), len(idx) - len(sols)
+        grid_t = np.asarray(opts["save_at_log10_t"])
+        out, rest = _on_grid(sols, grid_t, data.d), len(idx) - len(sols)
         if not rest:
             return out
-        return {k: np.concatenate([v, _interrupted(rest, len(opts["save_at"]), data.d)[k]]) for k, v in out.items()}
+        return {k: np.concatenate([v, _interrupted(rest, len(grid_t), data.d)[k]]) for k, v in out.items()}
 
     # layers equal up to signs are solved as solve reduces them (on flipped data, which the lockstep solve
     # does not share)
@@ -445,7 +453,8 @@ def _vmapped(system, data, inits, rhos, opts):
         flow, theta0 = system.flow, theta0[:, :1]
         u1 = float(u_of(L1 - math.log10(speedup)))
     m, K, d = theta0.shape
-    to_s, to_u, targets, run_targets, s_max = clock_plan(clock, flow, u1, opts["save_at"], math.log10(speedup))
+    to_s, to_u, targets, run_targets, s_max = clock_plan(clock, flow, u1, opts["save_at_log10_t"],
+                                                         math.log10(speedup))
     Z = data.z
     atol = np.array([atol_for(th, opts["rtol"], opts["atol"]) for th in theta0])
     floors = log_floor_of(theta0, opts["collapse_tol"], atol)

@@ -72,28 +72,61 @@ def default_grid(log10_t1, saves):
     return np.concatenate([[lo - FIRST_DECADES], grid])
 
 
-def save_points(log10_t1, saves=None, save_at=None):
-    """The log10 t of every save: ``save_at`` as given (t1 appended when it stops short), or the
-    default grid of ``saves`` points (400 when neither is given)."""
-    if save_at is None:
-        saves = 400 if saves is None else saves
-        if not is_whole(saves, 2) or saves > MAX_SAVES:
-            raise ValueError(f"saves must be an integer in [2, {MAX_SAVES:,}] (each save holds the whole state); "
-                             f"got {saves!r}.")
-        return default_grid(log10_t1, int(saves))
-    if saves is not None:
-        raise ValueError("give saves (a number of default save points) or save_at (the log10 t of each), not both.")
+def save_points(log10_t1, saves=None, save_at_log10_t=None, save_at_t=None):
+    """The log10 t of every save: ``save_at_log10_t`` (log10 t) or ``save_at_t`` (t) as given (t1 appended
+    when they stop short), or the default grid of ``saves`` points (400 when none of them is given)."""
+    given = [name for name, value in (("saves", saves), ("save_at_log10_t", save_at_log10_t),
+                                      ("save_at_t", save_at_t)) if value is not None]
+    if len(given) > 1:
+        raise ValueError("give only one of saves (a number of default save points), save_at_log10_t (the log10 t of "
+                         f"each save) or save_at_t (the time t of each); got {' and '.join(given)}.")
+    if save_at_t is not None:
+        return explicit_points("save_at_t", log10_of_times(save_at_t), log10_t1)
+    if save_at_log10_t is not None:
+        return explicit_points("save_at_log10_t", one_dimensional("save_at_log10_t", save_at_log10_t, "log10 t"),
+                               log10_t1)
+    saves = 400 if saves is None else saves
+    if not is_whole(saves, 2) or saves > MAX_SAVES:
+        raise ValueError(f"saves must be an integer in [2, {MAX_SAVES:,}] (each save holds the whole state); "
+                         f"got {saves!r}.")
+    return default_grid(log10_t1, int(saves))
+
+
+def refuse_save_at(save_at):
+    """``save_at`` names no unit (a list of times t was read as log10 t): refused, naming the two that do."""
+    if save_at is not None:
+        raise ValueError("save_at does not say its unit: give save_at_t=[...] (the times t of the saves, e.g. "
+                         "[0.5, 1, 2, 5]) or save_at_log10_t=[...] (their log10 t, e.g. [-0.3, 0, 0.3, 0.7]).")
+
+
+def one_dimensional(name, values, unit):
+    """``values`` as a 1-D float64 array of 1 to MAX_SAVES - 1 entries; ValueError naming ``name`` otherwise."""
     try:
-        pts = np.asarray(save_at, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"save_at must be a list or array of log10 t values; got {save_at!r}.") from None
+        pts = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be a list or array of {unit} values; got {values!r}.") from None
     if pts.ndim != 1 or not 1 <= pts.size <= MAX_SAVES - 1:
-        raise ValueError(f"save_at must be a 1-D list of 1 to {MAX_SAVES - 1:,} log10 t values; got shape {pts.shape}.")
+        raise ValueError(f"{name} must be a 1-D list of 1 to {MAX_SAVES - 1:,} {unit} values; got shape {pts.shape}.")
+    return pts
+
+
+def log10_of_times(save_at_t):
+    """log10 of the save times t of ``save_at_t`` (finite, > 0, strictly increasing)."""
+    t = one_dimensional("save_at_t", save_at_t, "time t")
+    if not np.all(np.isfinite(t) & (t > 0)) or np.any(np.diff(t) <= 0):
+        raise ValueError("save_at_t must be finite and strictly increasing times t > 0 (t = 0 is the init, saved "
+                         "on its own; for log10 t give save_at_log10_t).")
+    return np.log10(t)
+
+
+def explicit_points(name, pts, log10_t1):
+    """Save points ``pts`` (log10 t) given as ``name``, checked against the horizon; t1 appended where they stop
+    short."""
     if not np.all(np.isfinite(pts)) or np.any(np.diff(pts) <= 0) or pts[0] < MIN_LOG10_SAVE:
-        raise ValueError(f"save_at must be finite and strictly increasing log10 t values from {MIN_LOG10_SAVE:g} on "
-                         "(t = 0 is the init: use e.g. -12 for a save just after it).")
+        raise ValueError(f"{name} must be finite and strictly increasing, from log10 t = {MIN_LOG10_SAVE:g} on "
+                         "(t = 0 is the init, saved on its own: use e.g. log10 t = -12 for a save just after it).")
     if pts[-1] > log10_t1 + 1e-12 * max(1.0, abs(log10_t1)):
-        raise ValueError(f"save_at goes to log10 t = {pts[-1]:g}, beyond the horizon log10 t1 = {log10_t1:g}; "
+        raise ValueError(f"{name} goes to log10 t = {pts[-1]:g}, beyond the horizon log10 t1 = {log10_t1:g}; "
                          "raise t1 or drop those points.")
     return pts if pts[-1] >= log10_t1 - 1e-12 * max(1.0, abs(log10_t1)) else np.append(pts, log10_t1)
 
