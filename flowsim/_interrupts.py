@@ -110,6 +110,17 @@ def after_block(patient=False):
 
 
 @contextmanager
+def received_after():
+    """A Ctrl-C or SIGTERM in this block (a file being written) waits for its end, then takes the effect it would
+    have had: the default SIGTERM ends the process, a Ctrl-C raises KeyboardInterrupt, the handlers of an
+    enclosing block (a command line's save) keep the run. Stopping mid-write lost the run with the file."""
+    with _deferred(patient=True) as pressed:
+        yield
+    if pressed:
+        signal.raise_signal(pressed[0])
+
+
+@contextmanager
 def held():
     """Around assembling a result already computed: a Ctrl-C here waits for the block's end and then counts as
     :func:`absorbed` (the whole result is returned, with a warning that says so; it was lost, exit code 130,

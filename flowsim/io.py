@@ -12,20 +12,19 @@ and the temporary file is removed on every exit Python sees, SIGTERM included.
 from __future__ import annotations
 
 import contextlib
-import gc
 import glob
 import json
 import os
 import signal
 import subprocess
 import tempfile
-import threading
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
+from flowsim._interrupts import received_after
 from flowsim.plot import FORMATS as FIGURES
 
 CONVENTIONS = "CF-1.10"
@@ -185,7 +184,8 @@ def check_path(path) -> Path:
 
 def save(sol, path) -> Path:
     """Write ``sol`` (a Solution, a DiscreteRun, or the Dataset of a sweep) to ``path`` (netCDF, named .nc)
-    atomically; missing parent folders are made."""
+    atomically; missing parent folders are made. A Ctrl-C or SIGTERM during the write waits for the file to
+    be in place, then has its usual effect."""
     import xarray as xr
 
     from flowsim.discrete.iterate import DiscreteRun
@@ -199,12 +199,11 @@ def save(sol, path) -> Path:
                   if isinstance(sol, DiscreteRun) else sol)
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temporaries(path)
-    with _sigterm_raises() as killed:  # before the temporary exists: a kill in between would leave it behind
+    with received_after():  # from before the temporary exists: a signal in between would leave it behind
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
         os.close(fd)
         try:
             ds.to_netcdf(tmp, engine="netcdf4")
-            killed.check()
             os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a run is shared like any file
             os.replace(tmp, path)
         finally:
@@ -367,46 +366,6 @@ def _check_contents(ds, path):
             row = int(np.argwhere(bad)[0][0])
             raise ValueError(f"{path}: its {name} is not finite (row {row}) although its status {status!r} says the "
                              "solve ended normally; the file is damaged or was not written by flowsim.")
-
-
-class _Kill:
-    """The SIGTERM received while a file is written, if any."""
-
-    def __init__(self):
-        self.signum = None
-
-    def check(self):
-        """Raise the SystemExit of a kill whose exception was swallowed (see ``_sigterm_raises``)."""
-        if self.signum is not None:
-            raise SystemExit(128 + self.signum)
-
-
-@contextlib.contextmanager
-def _sigterm_raises():
-    """SIGTERM (a kill) raises SystemExit while a file is written, so ``finally`` removes the temporary.
-    A handler's exception is ignored where Python runs it inside a garbage-collection callback (JAX
-    registers one) or a ``__del__``: collection is paused meanwhile, and the kill is remembered, for
-    ``check()`` to raise once the write returns, and raised on leaving in any case (the kill was lost,
-    and the test of it hung, 1 run in 3)."""
-    kill = _Kill()
-    if threading.current_thread() is not threading.main_thread():
-        yield kill
-        return
-
-    def stop(signum, frame):
-        kill.signum = signum
-        raise SystemExit(128 + signum)
-
-    collecting = gc.isenabled()
-    old = signal.signal(signal.SIGTERM, stop)
-    try:
-        gc.disable()
-        yield kill
-        kill.check()  # one swallowed anywhere in the body (after its own checks)
-    finally:
-        if collecting:
-            gc.enable()
-        signal.signal(signal.SIGTERM, old)
 
 
 def _umask() -> int:

@@ -197,3 +197,23 @@ def test_ctrl_c_in_a_long_iterate_keeps_the_state_it_reached():
     status, last, on_grid, finite, _, message = out.split(maxsplit=5)
     assert status == "interrupted" and on_grid == "False" and finite == "True", out
     assert f"after step {last}" in message, message
+
+
+def test_sigterm_during_the_save_of_a_run_finishes_the_file_and_exits_143(tmp_path):
+    """A SIGTERM while io.save wrote the file aborted the write: the run, computed in full, was lost."""
+    (tmp_path / "c.toml").write_text(RUN.replace("1e100", "1e5"))
+    script = textwrap.dedent("""
+        import os, signal
+        import xarray as xr
+        from flowsim.cli import app
+        real = xr.Dataset.to_netcdf
+        def write(self, *a, **k):  # the signal inside the write itself
+            os.kill(os.getpid(), signal.SIGTERM)
+            return real(self, *a, **k)
+        xr.Dataset.to_netcdf = write
+        app(['run', 'c.toml', '--out', 'r.nc'])
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert out.returncode == 143, out.stderr
+    assert io.load(tmp_path / "r.nc").attrs["status"] == "completed"
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
