@@ -2,7 +2,8 @@
 matplotlib state. Time axes show x = log10 t on a symlog scale (linear for |log10 t| < 1, logarithmic
 beyond), so leader switches at log10 t ~ 0.5 and ~ 6 and a horizon of t = 1e100 all get room.
 :func:`summary` is the figure of ``flowsim plot`` for a run, :func:`sweep_summary` for a sweep;
-:func:`save` writes a figure in the format its file extension names (.png, .svg or .pdf)."""
+:func:`save` writes a figure in the format its file extension names (.png, .svg or .pdf). Legends stand beside
+their axes (:func:`legend_beside`), off the data; |beta_j| on a log axis is dashed where beta_j < 0."""
 
 from __future__ import annotations
 

@@ -61,6 +61,25 @@ def test_the_checker_finds_a_hidden_line_and_an_axis_of_two_ticks():
     assert layout_problems(ax.figure) == []
 
 
+def test_narrow_time_panels_to_log10_t_100_keep_their_labels_apart():
+    """sam_linf's ten panels (22 inches for six columns) to log10 t = 100: every tick at 1, 2, 5 of each decade
+    ran "10 20 50 100" together; log_time_axis leaves out the ticks whose labels would collide, keeping 0, 1, 10, 100."""
+    from matplotlib.ticker import FixedLocator
+
+    fig = Figure(figsize=(22, 6.8), constrained_layout=True)
+    axes = fig.subplots(2, 6)
+    for ax in axes.ravel():
+        ax.plot(np.linspace(-2, 100, 50), np.linspace(0, 1, 50))
+        plot.log_time_axis(ax)
+        ax.set_xlim(-2, 100)
+    assert layout_problems(fig) == []
+    assert {0.0, 1.0, 10.0, 100.0} <= set(axes[0, 0].get_xticks().tolist())
+    every = [m * 10.0**k for k in range(0, 3) for m in (1, 2, 5)] + [-2.0, -1.0, 0.0]
+    for ax in axes.ravel():
+        ax.xaxis.set_major_locator(FixedLocator(every))
+    assert any("run together" in p for p in layout_problems(fig))
+
+
 @pytest.fixture(scope="module")
 def runs():
     data = fs.Dataset([[1.0, 2.0, 3.0]], [1])
