@@ -5,6 +5,8 @@ another axes, and labelled lines hidden under another line drawn the same way at
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PathCollection
@@ -35,7 +37,7 @@ def _crowded_ticks(ax, renderer) -> list[str]:
             continue
         labels = [tick.label1 for tick in axis._update_ticks() if _shown(tick.label1) and tick.label1.get_rotation() == 0]
         boxes = sorted(((t.get_window_extent(renderer), t) for t in labels), key=lambda bt: getattr(bt[0], lo))
-        for (a, ta), (b, tb) in zip(boxes, boxes[1:]):
+        for (a, ta), (b, tb) in pairwise(boxes):
             em = ta.get_fontsize() * renderer.points_to_pixels(1.0)
             if getattr(b, lo) - getattr(a, hi) < TICK_GAP_EM * em:
                 problems.append(f"{axis.axis_name} tick labels {ta.get_text()!r} and {tb.get_text()!r} run together")

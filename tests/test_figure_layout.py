@@ -4,13 +4,12 @@ checker of figure_layout.py, on figures made to break each rule, then on flowsim
 
 import numpy as np
 import pytest
+from figure_layout import layout_problems
 from matplotlib.figure import Figure
 
 import flowsim as fs
 from flowsim import plot
 from flowsim.reproduce import adam, sam
-
-from figure_layout import layout_problems
 
 
 def _axes(**kw):
@@ -74,7 +73,7 @@ def test_narrow_time_panels_to_log10_t_100_keep_their_labels_apart():
         ax.set_xlim(-2, 100)
     assert layout_problems(fig) == []
     assert {0.0, 1.0, 10.0, 100.0} <= set(axes[0, 0].get_xticks().tolist())
-    every = [m * 10.0**k for k in range(0, 3) for m in (1, 2, 5)] + [-2.0, -1.0, 0.0]
+    every = [m * 10.0**k for k in range(3) for m in (1, 2, 5)] + [-2.0, -1.0, 0.0]
     for ax in axes.ravel():
         ax.xaxis.set_major_locator(FixedLocator(every))
     assert any("run together" in p for p in layout_problems(fig))
