@@ -173,3 +173,11 @@ def test_every_figure_of_the_report_is_readable(check, tmp_path, monkeypatch):
     assert figures
     for name, fig in figures.items():
         assert layout_problems(fig) == [], name
+
+
+@pytest.mark.slow
+def test_the_summary_of_a_sweep_over_two_keys_is_readable():
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, 2))
+    ds = fs.sweep(system, fs.Dataset([[1.0, 2.0, 3.0]], [1]), {"alpha": np.geomspace(0.02, 1.0, 4), "rho": [0.0, 0.1, 0.2]},
+                  t1=1e20, saves=40)
+    assert layout_problems(plot.sweep_summary(ds)) == []
