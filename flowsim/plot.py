@@ -2,7 +2,8 @@
 matplotlib state. Time axes show x = log10 t on a symlog scale (linear for |log10 t| < 1, logarithmic
 beyond), so leader switches at log10 t ~ 0.5 and ~ 6 and a horizon of t = 1e100 all get room.
 :func:`summary` is the figure of ``flowsim plot`` for a run, :func:`sweep_summary` for a sweep;
-:func:`save` writes a figure in the format its file extension names (.png, .svg or .pdf)."""
+:func:`save` writes a figure in the format its file extension names (.png, .svg or .pdf). Legends stand beside
+their axes (:func:`legend_beside`), off the data; |beta_j| on a log axis is dashed where beta_j < 0."""
 
 from __future__ import annotations
 
@@ -44,21 +45,91 @@ def save(fig, path, dpi: int = 110):
     return Path(path)
 
 
+def _tick_priority(ticks):
+    """Ticks ordered by how much a reader needs them: 0, then +-1, +-10, ... (nearest first), then 2 and 5 times them."""
+    mantissa = np.abs(ticks) / 10.0 ** np.floor(np.log10(np.where(ticks == 0, 1.0, np.abs(ticks))))
+    rank = np.where(ticks == 0, -1.0, np.round(mantissa) * 100 + np.log10(np.where(ticks == 0, 1.0, np.abs(ticks))))
+    return ticks[np.argsort(rank, kind="stable")]
+
+
+#: room a tick label of log_time_axis needs beside its neighbour: this many ems per character, plus one em of gap
+CHAR_EM, GAP_EM = 0.65, 1.0
+
+
+def _spaced_time_locator(candidates):
+    """A locator that ticks ``candidates`` (values of log10 t) inside the view, most needed first (0, +-1, +-10, ...)
+    and leaving out each one whose label would come closer to a chosen one than its width and a gap (the labels
+    "10 20" ran together on a narrow panel); under three candidates in view, six plain ticks instead."""
+    from matplotlib import rcParams
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.ticker import Locator, MaxNLocator
+
+    class SpacedTimeTicks(Locator):
+        def __call__(self):
+            lo, hi = sorted(self.axis.get_view_interval())
+            inside = candidates[(candidates >= lo) & (candidates <= hi)]
+            if len(inside) < 3:
+                return MaxNLocator(nbins=6).tick_values(lo, hi)
+            scale = self.axis.get_transform()
+            s_lo, s_hi = scale.transform(np.array([lo, hi]))
+            pixels = (scale.transform(inside) - s_lo) / (s_hi - s_lo) * self.axis.axes.bbox.width
+            size = FontProperties(size=rcParams[f"{self.axis.axis_name}tick.labelsize"]).get_size_in_points()
+            em = size * self.axis.figure.dpi / 72.0
+            widths = {v: len(f"{v:g}") * CHAR_EM * em for v in inside}
+            at = dict(zip(inside, pixels))
+            chosen = []
+            for v in _tick_priority(inside):
+                if all(abs(at[v] - at[c]) >= (widths[v] + widths[c]) / 2 + GAP_EM * em for c in chosen):
+                    chosen.append(v)
+            return np.sort(chosen)
+
+    return SpacedTimeTicks()
+
+
 def log_time_axis(ax, label: str = "log10 t (symlog axis)", linthresh: float = 1.0):
     """x = log10 t on a symlog scale: linear for |log10 t| < ``linthresh``, logarithmic beyond. Ticks
-    read as values of log10 t (-1, 0, 1, 10, 100), not as powers."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
+    read as values of log10 t (-1, 0, 1, 10, 100), not as powers; at 1, 2 and 5 times the powers of ten where
+    the panel is wide enough for their labels, fewer where it is not."""
+    from matplotlib.ticker import FuncFormatter
 
     ax.set_xscale("symlog", linthresh=linthresh, linscale=0.6)
     steps = np.array([m * 10.0**k for k in range(-1, 6) for m in (1, 2, 5)])
     ticks = np.concatenate([-steps[::-1], [0.0], steps])
     ticks = np.array(ticks[np.abs(ticks) >= min(linthresh, 1.0) - 1e-12].tolist() + [0.0])
-    lo, hi = sorted(ax.get_xlim())
-    # a short span (a discrete run to log10 t = 1.6) held one of these ticks: plain ones there
-    shown = np.sum((ticks >= lo) & (ticks <= hi))
-    ax.xaxis.set_major_locator(FixedLocator(ticks) if shown >= 3 else MaxNLocator(nbins=6))
+    ax.xaxis.set_major_locator(_spaced_time_locator(np.unique(ticks)))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_xlabel(label)
+    return ax
+
+
+def legend_beside(ax, **legend_kw):
+    """The legend of ``ax`` to the right of its axes, off the data (a constrained-layout figure makes room)."""
+    return ax.legend(**{"fontsize": 7, "loc": "upper left", "bbox_to_anchor": (1.02, 1.0), "borderaxespad": 0.0,
+                        **legend_kw})
+
+
+def short_log_span_ticks(ax, which: str = "xy"):
+    """On each log axis of ``ax`` spanning under three decades (as autoscaled so far), major ticks labelled at 1, 2
+    and 5 times the powers of ten, at every digit where those give under three in view, at plain evenly spaced
+    values where even those do (a span under a factor of two); minor ones unlabelled. matplotlib's own ticks there
+    are two or fewer, or minor labels that run together. ``which``: the axes to treat, "x", "y" or "xy"."""
+    from matplotlib.ticker import FuncFormatter, LogFormatterSciNotation, LogLocator, MaxNLocator, NullFormatter
+
+    # (its default thresholds leave the labels of some digits out)
+    powers = LogFormatterSciNotation(labelOnlyBase=False, minor_thresholds=(np.inf, np.inf))
+    choices = [(LogLocator(subs=(1.0, 2.0, 5.0)), powers), (LogLocator(subs=np.arange(1.0, 10.0)), powers),
+               (MaxNLocator(nbins=4), FuncFormatter(lambda v, _: f"{v:.3g}"))]
+    for axis, limits in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+        lo, hi = sorted(limits)
+        if axis.axis_name not in which or axis.get_scale() != "log" or lo <= 0 or hi / lo >= 1000:
+            continue
+        for locator, formatter in choices:
+            ticks = locator.tick_values(lo, hi)
+            if np.sum((ticks >= lo) & (ticks <= hi)) >= 3:
+                break
+        axis.set_major_locator(locator)
+        axis.set_major_formatter(formatter)
+        axis.set_minor_formatter(NullFormatter())
     return ax
 
 
@@ -97,42 +168,62 @@ def _named(beta) -> np.ndarray:
     return np.sort(np.argsort(-share.max(axis=0, initial=0.0), kind="stable")[:NAMED])
 
 
-def _coordinate_lines(ax, x, Y, named, label, **line_kw):
+def _coordinate_lines(ax, x, Y, named, label, **line_kw) -> dict:
     """One line per column of Y: the ``named`` coordinates coloured and labelled ``label(j)``, the others thin
-    and grey under one legend entry."""
+    and grey under one legend entry. The line of each column, by column."""
     others = [j for j in range(Y.shape[1]) if j not in set(named.tolist())]
+    lines = {}
     for k, j in enumerate(others):
-        ax.plot(x, Y[:, j], **{"color": "0.75", "lw": 0.6, **line_kw},
-                label=f"the other {len(others)} coordinates" if k == 0 else None)
+        (lines[j],) = ax.plot(x, Y[:, j], **{"color": "0.75", "lw": 0.6, **line_kw},
+                              label=f"the other {len(others)} coordinates" if k == 0 else None)
     for c, j in enumerate(named):
-        ax.plot(x, Y[:, j], **{"color": f"C{c % 10}", **line_kw}, label=label(j))
+        (lines[j],) = ax.plot(x, Y[:, j], **{"color": f"C{c % 10}", **line_kw}, label=label(j))
+    return lines
 
 
-def beta_vs_log_t(sol, ax=None, *, log_scale=True, label_prefix="", switch_times=None, xscale="symlog", **line_kw):
-    """beta_j against log10 t, one line per coordinate (|beta_j| on a log axis if ``log_scale``; past 10
-    coordinates the 8 with the largest share named, the others grey); optional vertical lines at
-    ``switch_times`` (values of log10 t). ``xscale``: "symlog" (default, see :func:`log_time_axis`) or
-    "linear"."""
+def _negative_parts(ax, x, beta, lines):
+    """|beta_j| dashed, in the colour of its line, where beta_j < 0 (the solid lines draw beta_j >= 0): a log axis
+    of magnitudes keeps the signs."""
+    negative = beta < 0
+    for j, line in lines.items():
+        if negative[:, j].any():
+            ax.plot(x, np.where(negative[:, j], -beta[:, j], np.nan), ls=(0, (3, 2)), color=line.get_color(),
+                    lw=line.get_linewidth())
+    if negative.any():
+        ax.plot([], [], ls=(0, (3, 2)), color="0.3", label="dashed: beta_j < 0")
+
+
+def beta_vs_log_t(sol, ax=None, *, log_scale=True, label_prefix="", switch_times=None, xscale="symlog", legend=True,
+                  **line_kw):
+    """beta_j against log10 t, one line per coordinate (past 10 coordinates the 8 with the largest share named,
+    the others grey); with ``log_scale`` |beta_j| on a log axis, solid where beta_j >= 0 and dashed where
+    beta_j < 0. Optional vertical lines at ``switch_times`` (values of log10 t). ``xscale``: "symlog" (default,
+    see :func:`log_time_axis`) or "linear". ``legend``: a legend beside the axes (see :func:`legend_beside`);
+    without it, a figure gathering the panels' entries draws one."""
     ax = _axes(ax)
     keep = np.isfinite(sol.log10_t)
-    Y = np.abs(sol.beta[keep]) if log_scale else sol.beta[keep]
+    x, beta = sol.log10_t[keep], sol.beta[keep]
+    Y = np.where(beta >= 0, beta, np.nan) if log_scale else beta
     if "color" in line_kw:  # one colour for the run (runs compared on one axis): every coordinate named
-        for j in range(Y.shape[1]):
-            ax.plot(sol.log10_t[keep], Y[:, j], label=f"{label_prefix}beta_{j + 1}", **line_kw)
+        lines = {j: ax.plot(x, Y[:, j], label=f"{label_prefix}beta_{j + 1}", **line_kw)[0] for j in range(Y.shape[1])}
     else:
-        _coordinate_lines(ax, sol.log10_t[keep], Y, _named(sol.beta), lambda j: f"{label_prefix}beta_{j + 1}",
-                          **line_kw)
-    for k, x in enumerate(switch_times or ()):
-        ax.axvline(x, color="0.4", lw=0.9, ls=":", label="leader switch" if k == 0 else None)
+        lines = _coordinate_lines(ax, x, Y, _named(sol.beta), lambda j: f"{label_prefix}beta_{j + 1}", **line_kw)
+    if log_scale:
+        _negative_parts(ax, x, beta, lines)
+    for k, v in enumerate(switch_times or ()):
+        ax.axvline(v, color="0.4", lw=0.9, ls=":", label="leader switch" if k == 0 else None)
     if log_scale:
         ax.set_yscale("log")
+        short_log_span_ticks(ax, "y")
     if xscale == "symlog":
         log_time_axis(ax)
     else:
         ax.set_xlabel("log10 t")
-    ax.set_ylabel("|beta_j|" if log_scale else "beta_j")
+    ax.set_ylabel("|beta_j| (dashed: beta_j < 0)" if log_scale and (beta < 0).any() else
+                  "|beta_j|" if log_scale else "beta_j")
     ax.set_title(_describe(sol), fontsize=9)
-    ax.legend(fontsize=7)
+    if legend:
+        legend_beside(ax)
     return ax
 
 
@@ -164,7 +255,7 @@ def direction_vs_log_t(sol, ax=None, xscale="symlog"):
     ax.set_ylim(-1.05, 1.05)
     ax.set_ylabel("direction beta_j / ||beta||_2")
     ax.set_title("direction", fontsize=9)
-    ax.legend(fontsize=7)
+    legend_beside(ax)
     return ax
 
 
@@ -191,7 +282,7 @@ def shares_stacked(sol, ax=None, xscale="symlog"):
     if keep.any():
         ax.set_xlim(sol.log10_t[keep][0], sol.log10_t[keep][-1])
     ax.set_title("shares of ||beta||_1 (feature usage)", fontsize=9)
-    ax.legend(fontsize=7, loc="lower left")
+    legend_beside(ax)  # (the stacked shares fill the axes)
     return ax
 
 
@@ -289,8 +380,9 @@ def margin_gaps(sol, refs: dict, ax=None, fit=True):
     ax.set_yscale("log")
     ax.set_xlabel("log10 t (log axis)")
     ax.set_ylabel("normalised-margin gap")
+    short_log_span_ticks(ax)
     ax.set_title(_describe(sol), fontsize=9)
-    ax.legend(fontsize=6)
+    legend_beside(ax, fontsize=6)
     return ax
 
 
@@ -370,7 +462,7 @@ def phase_diagram(ds, ax=None):
     ax.set_ylabel("alpha_2")
     ax.set_title(f"{ds.attrs.get('flow', 'l_inf-SAM')} limit, L={ds.attrs.get('depth')}, mu={ds.attrs.get('mu')}",
                  fontsize=9)
-    ax.legend(fontsize=7, loc="upper left")
+    legend_beside(ax)  # (the cells fill the axes)
     return ax
 
 
@@ -406,14 +498,11 @@ def _leaders(ax, values, x, y, d):
 
 def _log_if_geometric(ax, axis, v):
     if _geometric(v) and max(v) / min(v) >= 3:
-        from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
+        from matplotlib.ticker import NullFormatter
 
         getattr(ax, f"set_{axis}scale")("log")
-        scale = getattr(ax, f"{axis}axis")
-        if max(v) / min(v) < 100:  # under two decades: 1, 2, 5 of each labelled (minor tick labels overlapped)
-            scale.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-            scale.set_major_formatter(LogFormatterSciNotation(labelOnlyBase=False))
-        scale.set_minor_formatter(NullFormatter())
+        getattr(ax, f"{axis}axis").set_minor_formatter(NullFormatter())
+        short_log_span_ticks(ax, axis)  # (under three decades: 1, 2, 5 of each labelled)
 
 
 def _grid_axes(ax, xk, x, yk, y):
@@ -482,7 +571,7 @@ def leader_map(ds, ax=None, key=None, curves=True):
     fixed = [f"{k} = {float(v):.4g}" for k, v in ds.coords.items() if v.ndim == 0]  # keys ds.isel/sel fixed
     ax.set_title("leading coordinate argmax |beta_j|" + (f" at {', '.join(fixed)}" if fixed else ""), fontsize=9)
     if curves and np.isfinite(sw).any():
-        ax.legend(fontsize=7, loc="lower right")
+        legend_beside(ax)
     return ax
 
 
@@ -511,7 +600,7 @@ def end_direction(ds, ax=None):
     ax.set_xlabel(key)
     ax.set_ylabel("beta_j / ||beta||_2 at the end")
     ax.set_title(f"direction reached at log10 t = {ds.attrs.get('log10_t1', np.nan):.4g}", fontsize=9)
-    ax.legend(fontsize=7)
+    legend_beside(ax)
     return ax
 
 
@@ -585,6 +674,6 @@ def switch_time_map(da, ax=None, title=None):
     if (np.isnan(values) & ~none).any():
         handles.append(Patch(facecolor="white", edgecolor="0.3", label="not run to the end (failed, interrupted)"))
     if handles:
-        ax.legend(handles=handles, fontsize=7, loc="upper right")
+        legend_beside(ax, handles=handles)
     ax.set_title(title or f"{label} over ({xk}, {yk})", fontsize=9)
     return ax

@@ -153,6 +153,8 @@ def test_many_coordinates_name_the_largest_and_grey_the_rest():
     sol = fs.solve(system, data, 0.05, log10_t1=10)
     fig = plot.summary(sol)
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert ("dashed: beta_j < 0" in legend) == bool((sol.beta < 0).any())
+    legend = [t for t in legend if t != "dashed: beta_j < 0"]
     assert len(legend) == 9 and legend[0] == "the other 12 coordinates"
     shares = np.abs(sol.beta) / np.abs(sol.beta).sum(axis=1, keepdims=True)
     named = sorted(np.argsort(-shares.max(axis=0))[:8] + 1)

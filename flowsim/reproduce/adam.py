@@ -98,11 +98,12 @@ def _plot(ax, run, dist, title, want=None):
             _fit_tail(ax, np.maximum(run.steps, 1), d, line.get_color(), "step")
     ax.set(title=title, xlabel="step (log axis)", ylabel="|direction - reference direction|")
     ax.title.set_fontsize(9)
-    ax.legend(fontsize=7)
+    plot.short_log_span_ticks(ax)
+    plot.legend_beside(ax)
 
 
 def _fig(rows, cols):
-    fig = Figure(figsize=(4.2 * cols, 3.3 * rows), constrained_layout=True)
+    fig = Figure(figsize=(5.8 * cols, 3.3 * rows), constrained_layout=True)  # (room for the legends beside the panels)
     return fig, np.atleast_2d(fig.subplots(rows, cols))
 
 
@@ -191,14 +192,17 @@ def signum_batches(out: Path, quick: bool) -> Claim:
             _fit_tail(axes[0, 0], np.maximum(run.steps, 1), dist["linf"], line.get_color(), "step")
         for beta in () if quick else (0.9, 0.0):
             if beta or b > 1:  # beta 0 at batch 1 is the control below
-                numbers[f"beta {beta}, batch {b} (shown, not judged)"] = _judged(
-                    OPT.signum(0.05, beta, batch=batch), data, refs, steps, "linf")[0].why
+                shown, run, dist = _judged(OPT.signum(0.05, beta, batch=batch), data, refs, steps, "linf")
+                numbers[f"beta {beta}, batch {b} (shown, not judged)"] = shown.why
+                axes[0, 0].loglog(np.maximum(run.steps, 1), dist["linf"], ls=(0, (4, 2)) if beta else ":",
+                                  color=line.get_color(), lw=1.0, label=f"beta {beta:g}, batch {b} (shown)")
     control, run, dist = _judged(OPT.signum(0.05, 0.0, batch="cyclic"), data, refs, steps, "linf")
     axes[0, 0].loglog(np.maximum(run.steps, 1), dist["linf"], "k--", label="beta 0, batch 1 (control)")
     axes[0, 0].set(xlabel="step (log axis)", ylabel="|direction - l_inf max-margin direction|",
                    title="Signum on iid_gaussian(10, 20): distance to l_inf")
     axes[0, 0].title.set_fontsize(9)
-    axes[0, 0].legend(fontsize=7)
+    plot.short_log_span_ticks(axes[0, 0])
+    plot.legend_beside(axes[0, 0])
     _plot(axes[0, 1], run, dist, "control: sign descent (beta 0, batch 1)")
     fig.suptitle("Thm 5.1: Signum with momentum 0.99 -> the l_inf max-margin at every batch size", fontsize=10)
     fig.savefig(out / "signum.png", dpi=90)
@@ -305,7 +309,8 @@ def proxy_flow_limit(out: Path, quick: bool) -> Claim:
                 _fit_tail(ax, lt, d, line.get_color(), "log t", np.log(10.0))
         ax.set(title=f"Adam proxy flow, {name}", xlabel="log10 t (log axis)", ylabel="|direction - reference direction|")
         ax.title.set_fontsize(9)
-        ax.legend(fontsize=7)
+        plot.short_log_span_ticks(ax)
+        plot.legend_beside(ax)
     fig.suptitle("Prop 4.1 / Thm 4.8: the Adam proxy flow -> the fixed-point max-margin, like a power of 1/log t",
                  fontsize=10)
     fig.savefig(out / "adam_proxy.png", dpi=90)

@@ -93,7 +93,7 @@ def l1_limits_l2(out: Path, quick: bool) -> Claim:
     flows = [("GD", lambda rho: fs.GD()), ("l2-SAM", lambda rho: fs.SAM(rho, 2)), ("l_inf-SAM", lambda rho: fs.SAM(rho, INF))]
     cases = 6 if quick else 21  # judged ones: cases flowsim cannot integrate are listed and replaced
     outcomes, numbers, judged = [], {}, {name: 0 for name, _ in flows}
-    fig, axes = _fig(1, 3)
+    fig, axes = _fig(1, 3, 5.6)  # (room for the legends beside the panels)
     for i, (seed, data) in enumerate(_l1_l2_apart(range(100, 1000))):
         if len(outcomes) == cases or i == 3 * cases:
             break
@@ -175,7 +175,7 @@ def _angle_panel(ax, sol, leader, label):
 def linf_trichotomy(out: Path, quick: bool) -> Claim:
     rho, t1 = 0.1, (1e30 if quick else 1e100)
     cases = _basis_cases()
-    fig = Figure(figsize=(20, 6.2), constrained_layout=True)
+    fig = Figure(figsize=(22, 6.8), constrained_layout=True)
     mosaic = fig.subplot_mosaic([[f"b{i}" for i in range(5)] + ["angle"], [f"b{i}" for i in range(5, 10)] + ["angle"]],
                                 width_ratios=[1] * 5 + [1.5])
     axes = np.array([mosaic[f"b{i}"] for i in range(10)])
@@ -188,13 +188,15 @@ def linf_trichotomy(out: Path, quick: bool) -> Claim:
         outcomes.append(o)
         numbers[f"L={depth}, alpha={alpha} (selects {what})"] = (
             f"beta(t1) = {np.array2string(sol.beta[-1], precision=4)} [{sol.status}]: {o.word}: {o.why}")
-        plot.beta_vs_log_t(sol, ax)
+        plot.beta_vs_log_t(sol, ax, legend=False)  # (one legend for the ten panels, below)
         ax.set_xlim(left=-2)  # nothing happens before t = 0.01
-        ax.set_title(f"L={depth}, alpha={alpha}: {what}", fontsize=8)
+        ax.set_title(f"L={depth}, alpha={alpha}:\n{what}", fontsize=8)
         _angle_panel(mosaic["angle"], sol, fs.linf_sam_prediction(MU3, alpha, rho, depth)["leader"], f"L={depth} {what}")
     mosaic["angle"].set(xscale="log", yscale="log", xlabel="log10 t (log axis)", ylabel="angle to e_j* (degrees)")
-    mosaic["angle"].set_title("angle to the predicted limit e_j*, fitted over the last half of log10 t", fontsize=8)
-    mosaic["angle"].legend(fontsize=6)
+    mosaic["angle"].set_title("angle to the predicted limit e_j*,\nfitted over the last half of log10 t", fontsize=8)
+    plot.legend_beside(mosaic["angle"], fontsize=6)
+    handles = {h.get_label(): h for ax in axes for h in ax.get_legend_handles_labels()[0]}
+    fig.legend(handles=list(handles.values()), loc="outside lower center", ncols=len(handles), fontsize=8)
     fig.suptitle(f"Thm 3.2 / Cor 3.5: l_inf-SAM (rho={rho}) on mu=(1, 2, 3), |beta_j| from ten initialisations", fontsize=10)
     fig.savefig(out / "sam_linf.png", dpi=90)
     edge = fs.linf_sam_prediction(MU3, (rho + 5e-9, 0.05, 0.05), rho, 2)["fate"][0]
@@ -217,7 +219,7 @@ def linf_phase_diagram(out: Path, quick: bool) -> Claim:
     rho, n = 0.1, (10 if quick else 40)
     # offset grids so no point sits exactly on a predicted boundary alpha_j = rho
     a1, a2 = np.linspace(0.02, 0.4, n), np.linspace(0.023, 0.403, n)
-    fig, axes = _fig(1, 3, 4.2, 4.0)
+    fig, axes = _fig(1, 3, 6.4, 4.0)  # (room for the legends beside the maps)
     numbers, outcomes, controls = {}, [], []
     for ax, (depth, flow) in zip(axes[0], ((2, None), (3, None), (2, fs.GD()))):
         phase = fs.linf_sam_phase(MU, a1, a2, rho=rho, depth=depth, flow=flow, t1=1e30, late_log10_t1=1e5)
@@ -245,7 +247,7 @@ def depth2_limits(out: Path, quick: bool) -> Claim:
     t1 = 1e30 if quick else 1e100
     gauss = "Gaussian 10x4"
     sets = {"mu=(1,2)": fs.Dataset(MU[None], [1]), gauss: _gaussian(10, 4, 104)}
-    fig, axes = _fig(1, 3)
+    fig, axes = _fig(1, 3, 5.6)  # (room for the legends beside the panels)
     outcomes, numbers = [], {}
     runs = [("GD", fs.DiagonalNet(2), fs.GD(), "mu=(1,2)"), ("l2-SAM", fs.DiagonalNet(2), fs.SAM(0.1, 2), "mu=(1,2)"),
             ("l2-SAM u^2-v^2", fs.DiagonalNet(2, "difference"), fs.SAM(0.1, 2), gauss)]
@@ -300,7 +302,7 @@ def amplification_figure(sols: dict):
         for ax in axes[i]:
             ax.set_xlim(left=-2)  # nothing happens before t = 0.01
         shown = ", ".join(f"{x:.3g}" for x in sw) or "none"
-        axes[i, 0].set_title(f"{title}: |beta_j|, switches at log10 t = {shown}", fontsize=9)
+        axes[i, 0].set_title(f"{title}: |beta_j|,\nswitches at log10 t = {shown}", fontsize=9)
         axes[i, 1].set_title(f"{title}: shares of ||beta||_1", fontsize=9)
     fig.suptitle("Thm 4.4: l2-SAM, depth 2 - the minor coordinate leads first, the major one last", fontsize=10)
     return fig
@@ -406,7 +408,7 @@ def depth3_switches(out: Path, quick: bool) -> Claim:
     """Open question: the switch times of l2-SAM at L = 3 as a function of (alpha, rho)."""
     data = fs.Dataset(MU3[None], [1])
     alphas, rhos = (0.1, 0.2, 0.3), (0.1, 0.2, 0.4)
-    numbers, table = {}, np.full((len(rhos), len(alphas)), np.nan)
+    numbers, table, orders = {}, np.full((len(rhos), len(alphas)), np.nan), {}
     for i, rho in enumerate(rhos):
         for j, a in enumerate(alphas):
             sol = _solve(fs.DiagonalNet(3), fs.SAM(rho, 2), data, a, t1=1e30, track=("magnitude",))
@@ -414,19 +416,35 @@ def depth3_switches(out: Path, quick: bool) -> Claim:
             order = [sw[0]["from"] + 1] + [e["to"] + 1 for e in sw] if sw else [int(np.argmax(sol.beta[-1])) + 1]
             numbers[f"rho {rho}, alpha {a}"] = (f"[{sol.status}] leaders {order}, switches at log10 t = "
                                                f"{[round(e['log10_t'], 4) for e in sw]}")
+            orders[i, j] = order
             if sw:
                 table[i, j] = sw[0]["log10_t"]
-    fig, axes = _fig(1, 1, 4.5, 3.3)
-    ax = axes[0, 0]
-    for i, rho in enumerate(rhos):
-        ax.plot(alphas, table[i], "o-", label=f"rho = {rho}")
-    ax.set(xlabel="alpha", ylabel="log10 t of the first leader switch",
-           title="l2-SAM, L = 3, mu = (1, 2, 3)\n(no point: no switch by t = 1e30)")
-    ax.legend(fontsize=7)
+    fig = _depth3_figure(alphas, rhos, table, orders)
     fig.savefig(out / "sam_depth3.png", dpi=100)
     return Claim("000-depth3", SEED, "Depth L = 3 l2-SAM: does sequential amplification happen, and when? The papers leave "
                  "it open; measured here, no verdict.", _setting(mu=MU3.tolist(), alphas=alphas, rhos=rhos, t1=1e30),
                  "open", "measured switch times and leader orders are in the table", numbers, [], "sam_depth3.png")
+
+
+def _depth3_figure(alphas, rhos, table, orders):
+    """log10 t of the first leader switch against alpha, a line per rho, each point labelled with its order of
+    leaders (1-based); the runs without a switch are named in the legend with their one leader."""
+    fig, axes = _fig(1, 1, 7.5, 3.8)
+    ax = axes[0, 0]
+    for i, rho in enumerate(rhos):
+        none = [f"alpha {a}: beta_{orders[i, j][0]}" for j, a in enumerate(alphas) if np.isnan(table[i, j])]
+        (line,) = ax.plot(alphas, table[i], "o-", label=f"rho = {rho}" + (f"\n  no switch ({'; '.join(none)} leads)"
+                                                                          if none else ""))
+        for j, a in enumerate(alphas):
+            if np.isfinite(table[i, j]):
+                ax.annotate(" > ".join(map(str, orders[i, j])), (a, table[i, j]), xytext=(7, 5), textcoords="offset points",
+                            fontsize=7, color=line.get_color(), bbox={"fc": "white", "ec": "none", "alpha": 0.85, "pad": 1})
+    ax.margins(x=0.15, y=0.15)
+    ax.set(xlabel="alpha", ylabel="log10 t of the first leader switch",
+           title="l2-SAM, L = 3, mu = (1, 2, 3): the first switch,\nlabelled with the order of leaders beta_j")
+    ax.title.set_fontsize(9)
+    plot.legend_beside(ax)
+    return fig
 
 
 def discrete_tracks_flow(out: Path, quick: bool) -> Claim:
@@ -451,6 +469,7 @@ def discrete_tracks_flow(out: Path, quick: bool) -> Claim:
     ax.set(xlabel="eta", ylabel="max |beta_eta(T) - beta_SAM flow(T)|", title=f"against the l2-SAM flow at T = {T:g}",
            xticks=etas, xticklabels=[f"{e:g}" for e in etas])
     ax.minorticks_off()
+    plot.short_log_span_ticks(ax, "y")  # (x: ticked at the step sizes)
     ax.legend(fontsize=7)
     fig.savefig(out / "sam_discrete.png", dpi=100)
     numbers = {f"eta={e}": f"SAM error {a:.3g}, GD error {b:.3g}" for e, a, b in zip(etas, sam_err, gd_err)}
@@ -503,16 +522,20 @@ def digits_pixels(out: Path, quick: bool) -> Claim:
             axes[f"{r}{j}"].axis("off")
         fig.colorbar(im, ax=[axes[f"{r}{j}"] for j in range(4)], shrink=0.8, label=f"{name}: beta_j / max |beta_j|")
     ax = axes["c"]
-    for sam, gd, style in (("l2-SAM", "GD", "-"), ("l2-SAM, alpha 0.5 (control)", "GD, alpha 0.5", "--")):
+    # the control's two curves nearly coincide: its SAM curve wide and pale under GD's thin dashed one, both seen
+    styles = {"l2-SAM": {"color": "C0"}, "GD": {"color": "C1"},
+              "l2-SAM, alpha 0.5 (control)": {"color": "C2", "lw": 5, "alpha": 0.4},
+              "GD, alpha 0.5": {"color": "C3", "ls": "--", "lw": 1.2}}
+    for sam, gd in (("l2-SAM", "GD"), ("l2-SAM, alpha 0.5 (control)", "GD, alpha 0.5")):
         if not (sols[sam].ok and sols[gd].ok):
             continue
         *_, s_sam, s_gd = excess(sam, gd)
-        ax.plot(sols[sam].log10_t[1:], s_sam[1:], style, label=sam)
-        ax.plot(sols[gd].log10_t[1:], s_gd[1:], style, label=gd)
+        ax.plot(sols[sam].log10_t[1:], s_sam[1:], label=sam, **styles[sam])
+        ax.plot(sols[gd].log10_t[1:], s_gd[1:], label=gd, **styles[gd])
     plot.log_time_axis(ax)
     ax.set(ylabel=f"share of |beta| outside\nGD's top {k} pixels", xlim=(-2, np.log10(t1)),
            title=f"minor pixels first: l2-SAM (rho {rho}) against GD, digits 0 vs 1")
-    ax.legend(fontsize=7)
+    plot.legend_beside(ax)
     fig.suptitle("000-digits: beta as 8x8 images (each panel scaled to its own max |beta_j|), from alpha 0.05", fontsize=10)
     fig.savefig(out / "sam_digits.png", dpi=90)
     numbers = {name: f"{sol.status}; min margin at t1 {sol.margins[-1].min():.3g}" for name, sol in sols.items()}
