@@ -161,6 +161,25 @@ def test_verdicts():
     assert fs.verdict(short, refs, "l2").holds is None
 
 
+def test_a_verdict_on_coinciding_references_is_undecided():
+    """Here the l1, l2 and l_inf optima all lie along (1, 1): GD reaches that direction, and "converges to l1",
+    "to l2" and "to l_inf" are each confirmed by it as much as the others. Undecided, for every claim; with the
+    l1 reference moved away (other data with l1 and l2 apart) the claim holds again."""
+    data = fs.Dataset(np.array([[1, 0.5], [0.3, 1.2], [-0.8, -0.4], [-0.2, -1]]), [1, 1, -1, -1])
+    refs = {"l1": fs.max_margin(data, 1), "l2": fs.max_margin(data, 2), "linf": fs.max_margin(data, float("inf"))}
+    units = [r.direction / np.linalg.norm(r.direction) for r in refs.values()]
+    np.testing.assert_allclose(units, [units[0]] * 3, atol=1e-9)  # the same direction, independently of the verdict
+    gd = fs.solve(fs.derive(fs.Linear(), "logistic", fs.GD()), data, 0.1, t1=1e100)
+    for claim in refs:
+        v = fs.verdict(gd, refs, claim)
+        assert v.holds is None and v.why.startswith("undecided: references coincide"), v.why
+    assert fs.verdict(gd, {"l2": refs["l2"]}, "l2").holds is True  # alone, nothing to confuse it with
+    apart = separable(10, 3, seed=0, positive=False)
+    refs = {"l1": fs.max_margin(apart, 1), "l2": fs.max_margin(apart, 2), "linf": fs.max_margin(apart, float("inf"))}
+    gd = fs.solve(fs.derive(fs.Linear(), "logistic", fs.GD()), apart, 0.1, t1=1e100)
+    assert fs.verdict(gd, refs, "l2").holds is True and fs.verdict(gd, refs, "linf").holds is not True
+
+
 def test_a_verdict_can_fail_without_a_rival_and_checks_its_reference():
     """False needed a rival reference: GD (-> l2) judged against l_inf alone, its gap levelling off at 0.077
     (fitted (log t)^+0.004), was inconclusive. A reference of other data whose margin the run exceeds (the
