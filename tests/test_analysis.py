@@ -31,7 +31,7 @@ def test_growth_switch_time_matches_crossover_condition(one_sample, backend):
     sol = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(rho)), one_sample, w0, t1=1e30, backend=backend,
                    track=("growth", "magnitude"), rtol=1e-11, atol=1e-13)
     (sw,) = fs.switch_times(sol, by="growth")
-    assert (sw["from"], sw["to"]) == (0, 1)
+    assert (sw["from_index"], sw["to_index"]) == (0, 1)
     assert sw["tau"] == pytest.approx(tau_star, rel=1e-6)
     # the magnitude switch comes later, and the major coordinate leads at the end
     (mag,) = fs.switch_times(sol, "magnitude")
@@ -47,7 +47,7 @@ def test_a_coordinate_at_zero_does_not_hide_a_growth_switch(backend):
             for data, w0 in ((fs.Dataset([[1.0, 2.0, 0.5]], [1]), np.array([0.08, 0.06, 0.0])),
                              (fs.Dataset([[1.0, 2.0]], [1]), np.array([0.08, 0.06])))]
     (with_zero,), (without,) = (fs.switch_times(r, by="growth") for r in runs)
-    assert (with_zero["from"], with_zero["to"]) == (0, 1)
+    assert (with_zero["from_index"], with_zero["to_index"]) == (0, 1)
     assert with_zero["log10_t"] == pytest.approx(without["log10_t"], abs=1e-7)
 
 
@@ -65,7 +65,7 @@ def test_magnitude_switch_among_tiny_betas_is_on_time(scale):
     sol = fs.solve(fs.derive(fs.DiagonalNet(2), "exponential", fs.GD()), fs.Dataset([MU], [1]), a, t1=1e10,
                    track=("magnitude",), rtol=1e-10)
     (sw,) = fs.switch_times(sol)
-    assert (sw["from"], sw["to"]) == (0, 1) and sw["log10_t"] == pytest.approx(exact, abs=1e-6)
+    assert (sw["from_index"], sw["to_index"]) == (0, 1) and sw["log10_t"] == pytest.approx(exact, abs=1e-6)
 
 
 def test_sequential_feature_amplification_along_time():

@@ -615,7 +615,7 @@ def test_a_long_step_over_two_leader_switches_does_not_hide_them():
     for backend, saves in (("diffrax:Tsit5", None), ("scipy:DOP853", None), ("scipy:DOP853", 2), ("scipy:RK45", 2),
                            ("scipy:BDF", 2)):
         sol = fs.solve(system, data, init, t1=1e30, backend=backend, track=("magnitude",), saves=saves)
-        switches[backend, saves] = [(e["from"], e["to"], e["log10_t"]) for e in fs.switch_times(sol)]
+        switches[backend, saves] = [(e["from_index"], e["to_index"], e["log10_t"]) for e in fs.switch_times(sol)]
         lead = np.abs(sol.beta).argmax(axis=1)
         assert len(switches[backend, saves]) >= np.count_nonzero(np.diff(lead))  # (the saves' changes are there)
     ref = switches["diffrax:Tsit5", None]  # (with 2 saves, probed at save points only, DOP853 found one)

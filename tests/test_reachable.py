@@ -328,7 +328,7 @@ def test_auto_hands_stability_limited_stepping_to_an_implicit_method(gaussian):
     sol = _plateau(gaussian, fs.SAM(0.05, 2), "auto", t1=1e30)
     ref = _plateau(gaussian, fs.SAM(0.05, 2), "scipy:Radau", t1=1e30)
     (event,) = [e for e in sol.events if e["kind"] == "backend"]
-    assert (event["from"], event["to"]) == ("diffrax:Tsit5", "scipy:BDF")
+    assert (event["from_backend"], event["to_backend"]) == ("diffrax:Tsit5", "scipy:BDF")
     # what ran, where "auto" was asked (the re-run arguments keep "auto")
     assert sol.config["backend"] == "diffrax:Tsit5 -> scipy:BDF" and sol.config["arguments"]["backend"] == "auto"
     assert sol.config["clock"] == "log_time -> tau" and sol.config["arguments"]["clock"] == "auto"

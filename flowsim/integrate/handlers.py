@@ -39,6 +39,14 @@ def _on_end(run, seg):
         run.status, run.message = status, message
 
 
+def leader_switch(kind, log10_t, tau, from_index, to_index, beta) -> dict:
+    """The event of a change of leading coordinate: ``from_index``/``to_index`` count from 0 (columns of
+    ``sol.beta``, as NumPy does), ``from_coordinate``/``to_coordinate`` from 1 (the papers' beta_j, a saved
+    run's ``coordinate`` labels and the report's text). Both travel together, in Python and in saved files."""
+    return {"kind": kind, "log10_t": log10_t, "tau": tau, "from_index": from_index, "to_index": to_index,
+            "from_coordinate": from_index + 1, "to_coordinate": to_index + 1, "beta": beta}
+
+
 def _on_switch(run, seg):
     """A sign switch or a change of a tracked leader. Events can coincide (a coordinate sliding to 0
     ties with another at 0): the signs and every tracked leader are re-examined whatever fired."""
@@ -63,8 +71,8 @@ def _on_switch(run, seg):
         old = int(run.leaders[i])
         run.leaders[i] = run.leader(kind, theta, exclude=old if seg.reason == f"lead_{kind}" else None)
         if run.leaders[i] != old:
-            run.events.append({"kind": f"lead_{kind}", "log10_t": lt_now, "tau": tau_now, "from": old,
-                               "to": int(run.leaders[i]), "beta": run.beta(theta).tolist()})
+            run.events.append(leader_switch(f"lead_{kind}", lt_now, tau_now, old, int(run.leaders[i]),
+                                            run.beta(theta).tolist()))
 
 
 def _on_chunk_end(run, seg):
@@ -167,7 +175,7 @@ def _hand_over(run, spec):
     run.rec_s, run.rec_y = [p[0] for p in pairs], [p[1] for p in pairs]
     run.s, run.y = swap(run.s, run.y)
     run.events.append({"kind": "backend", "log10_t": float(log10_t_from_u(run.y[-1])), "tau": run.s,
-                       "from": run.be.name, "to": spec})
+                       "from_backend": run.be.name, "to_backend": spec})
     run.be, run.clock, run.adaptive, run.resume = backend_for(spec, 0.0), "tau", False, None
     run.vf_run, run.s_max, run.segment_steps = run.vf, 1e300, 0
 

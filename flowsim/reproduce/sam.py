@@ -220,7 +220,8 @@ def linf_phase_diagram(out: Path, quick: bool) -> Claim:
     fig, axes = _fig(1, 3, 4.2, 4.0)
     numbers, outcomes, controls = {}, [], []
     for ax, (depth, flow) in zip(axes[0], ((2, None), (3, None), (2, fs.GD()))):
-        phase = fs.linf_sam_phase(MU, a1, a2, rho=rho, depth=depth, flow=flow, t1=1e30, late_log10_t1=1e5)
+        phase = fs.linf_sam_phase(MU, a1, a2, rho=rho, depth=depth, flow=flow, t1=1e30, late_log10_t1=1e5,
+                                  progress=True)
         late = phase.attrs["re_solved"]
         plot.phase_diagram(phase, ax)
         name = f"{'GD' if flow else 'l_inf-SAM'}, L={depth}, {n}x{n} grid" + (f" ({late} cells re-run to log10 t = 1e5)"
@@ -235,7 +236,9 @@ def linf_phase_diagram(out: Path, quick: bool) -> Claim:
     return claim("000-cor3.5", SEED, "l_inf-SAM, one example mu = (1, 2): over the whole (alpha_1, alpha_2) plane the limit is "
                  "e_j*, j* = argmax over alpha_j > rho of mu_j (alpha_j - rho)^(L-2), or bounded when every alpha_j <= rho "
                  "(Cor 3.5). The black lines are the boundaries from this formula.",
-                 _setting(mu=MU.tolist(), rho=rho, depths=[2, 3], grid=f"{n}x{n}", t1="1e30; cells that disagree there re-run to log10 t = 1e5",
+                 _setting(mu=MU.tolist(), rho=rho, depths=[2, 3], grid=f"{n}x{n}", t1="1e30; cells whose asymptotic order is not settled there, or that disagree, re-run to log10 t = 1e5",
+                          limit="each cell's by Thm 3.2's asymptotics (L = 2: the growing coordinate of the largest "
+                                "mu_j; L = 3: the leader once no other grows half as fast), else undecided",
                           atol="1e-10 (L=2), 1e-14 (L=3)"),
                  every(outcomes, "depths agree with Cor 3.5 on every cell of the grid"), controls, numbers,
                  "sam_linf_phase.png")
@@ -281,9 +284,9 @@ def _crossovers(rhos, ratios, t1):
             sol = _solve(fs.DiagonalNet(2), fs.SAM(rho, 2), data, r * rho, t1=t1, track=("magnitude", "growth"))  # one compile
             for e in fs.switch_times(sol, "growth"):
                 w = np.sqrt(np.abs(e["beta"]))  # balanced layers: w = sqrt(beta) in each
-                o = crossover_law(float(np.linalg.norm(MU3 * w)), MU3[e["from"]], MU3[e["to"]], rho)
+                o = crossover_law(float(np.linalg.norm(MU3 * w)), MU3[e["from_index"]], MU3[e["to_index"]], rho)
                 outcomes.append(o)
-                shown.setdefault(f"rho {rho}, alpha {r * rho:.3g}", []).append(f"{e['from'] + 1}->{e['to'] + 1}: {o.why}")
+                shown.setdefault(f"rho {rho}, alpha {r * rho:.3g}", []).append(f"{e['from_coordinate']}->{e['to_coordinate']}: {o.why}")
     return outcomes, shown
 
 
@@ -315,7 +318,7 @@ def amplification_time(out: Path, quick: bool) -> Claim:
         outcomes.append(minor_to_major(amp, sol.status))
         sw = fs.switch_times(sol)
         numbers[f"mu={mu.tolist()}, alpha={alpha}: magnitude switches"] = ", ".join(
-            f"beta_{e['from'] + 1} -> beta_{e['to'] + 1} at log10 t = {e['log10_t']:.6g} (tau {e['tau']:.6g})" for e in sw)
+            f"beta_{e['from_coordinate']} -> beta_{e['to_coordinate']} at log10 t = {e['log10_t']:.6g} (tau {e['tau']:.6g})" for e in sw)
         sols[f"mu={tuple(mu.tolist())}, alpha={alpha}"] = sol
     amplification_figure(sols).savefig(out / "sam_amplification.png", dpi=100)
     cross, shown = _crossovers((0.05, 0.1, 0.2), (0.3, 0.45, 0.6, 0.8) if not quick else (0.45, 0.8), t1)
@@ -411,7 +414,7 @@ def depth3_switches(out: Path, quick: bool) -> Claim:
         for j, a in enumerate(alphas):
             sol = _solve(fs.DiagonalNet(3), fs.SAM(rho, 2), data, a, t1=1e30, track=("magnitude",))
             sw = fs.switch_times(sol)
-            order = [sw[0]["from"] + 1] + [e["to"] + 1 for e in sw] if sw else [int(np.argmax(sol.beta[-1])) + 1]
+            order = [sw[0]["from_coordinate"]] + [e["to_coordinate"] for e in sw] if sw else [int(np.argmax(sol.beta[-1])) + 1]
             numbers[f"rho {rho}, alpha {a}"] = (f"[{sol.status}] leaders {order}, switches at log10 t = "
                                                f"{[round(e['log10_t'], 4) for e in sw]}")
             if sw:

@@ -33,10 +33,10 @@ def shares(sol) -> np.ndarray:
 
 def switch_times(sol, by: str = "magnitude") -> list[dict]:
     """Every change of the leading coordinate, located by a solver event (root-found on the dense
-    solution): dicts with ``log10_t``, ``tau``, ``from`` and ``to`` (0-based indices into ``sol.beta``'s
-    columns, as NumPy counts; the report and a sweep's ``leader`` label coordinates from 1, as the papers
-    do). ``by="magnitude"`` (argmax
-    |beta_j|) or ``"growth"`` (argmax of the relative growth rate); solve with ``track=`` to record
+    solution): dicts with ``log10_t``, ``tau``, ``from_index`` and ``to_index`` (0-based columns of ``sol.beta``,
+    as NumPy counts), ``from_coordinate`` and ``to_coordinate`` (1-based, as the papers, a saved run's
+    ``coordinate`` labels and a sweep's ``leader`` count: ``ds.sel(coordinate=e["to_coordinate"])``) and
+    ``beta`` there. ``by="magnitude"`` (argmax |beta_j|) or ``"growth"`` (argmax of the relative growth rate); solve with ``track=`` to record
     the latter."""
     kind = f"lead_{by}"
     if by not in ("magnitude", "growth"):
@@ -60,7 +60,7 @@ def sequential_amplification(sol, by: str = "magnitude") -> dict:
         first = int(leading_coordinate(sol)[1]) if by == "magnitude" or sol.beta.shape[1] == 1 else None
     if first is None and not evs:
         raise ValueError("this solution does not record which coordinate led in growth at its start; solve it again.")
-    order = [evs[0]["from"] if evs else first] + [e["to"] for e in evs]
+    order = [evs[0]["from_index"] if evs else first] + [e["to_index"] for e in evs]
     feature = np.abs(sol.data.X).sum(axis=0)
     sizes = feature[order]
     rising = len(order) > 1 and np.all(np.diff(sizes) > 0) and sizes[-1] == feature.max()
