@@ -53,6 +53,20 @@ def test_fates_match_both_ways():
     assert cr.fates_match(odd, [0.0] * 3, (0.05, 0.08, 0.02), rho, 3).holds is False  # the even-L limit at odd L
 
 
+def test_the_report_names_limits_and_settings_in_words():
+    """A bounded limit is "bounded", not "e_0"; basis vectors count from 1; NumPy numbers print as numbers,
+    not as their reprs."""
+    from flowsim.reproduce.sam import _setting
+
+    mu, rho, alpha = [1.0, 2.0, 3.0], 0.1, (0.05, 0.08, 0.02)
+    bounded = fs.linf_sam_prediction(mu, alpha, rho, 2)
+    why = cr.fates_match(bounded, [0.09, 8.5, 19.3], alpha, rho, 2).why
+    assert "limit e_3, predicted bounded" in why and "e_0" not in why, why
+    assert cr.fates_match(bounded, [0.0] * 3, alpha, rho, 2).why.endswith("limit bounded as predicted")
+    setting = _setting(mu=np.array([1.0, 2.0]), pair=(np.float64(0.5), 3), t1=1e6)
+    assert setting == "mu=[1, 2], pair=[0.5, 3], t1=1e+06", setting
+
+
 def test_prediction_compares_alpha_with_rho_exactly():
     assert fs.linf_sam_prediction([1.0, 2.0], (0.1 + 5e-9, 0.05), 0.1, 2)["fate"][0] == "grow"
     assert fs.linf_sam_prediction([1.0, 2.0], (0.1, 0.05), 0.1, 2)["fate"][0] == "stay"

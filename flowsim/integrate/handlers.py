@@ -14,7 +14,7 @@ from flowsim.integrate.arrival import ORDER, arrivals, reached, sliding
 from flowsim.integrate.backends import backend_for
 from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.critical import LOSS_STILL
-from flowsim.integrate.filippov import classify
+from flowsim.integrate.filippov import classify, entry_name
 from flowsim.integrate.jacobian import FieldJacobian
 from flowsim.integrate.solution import log10_t_from_u
 from flowsim.integrate.timeline import tau_of
@@ -108,7 +108,8 @@ def _sliding(run) -> bool:
     if not (on.any() and before is not None and (on == before).all()):
         return False
     run.status = "chattering"
-    run.message = SLIDING.format(log10_t=run.log10_t_asked, entries=[(int(i), int(j) + 1) for i, j in zip(*np.nonzero(on))])
+    run.message = SLIDING.format(log10_t=run.log10_t_asked, entries=", ".join(
+        entry_name(i, j) for i, j in zip(*np.nonzero(on))))
     _at_saddle(run, "it slides there")  # at a saddle of the loss, that says more
     return True
 
@@ -190,7 +191,7 @@ def _on_crossing(run, seg):
         run.y = np.concatenate([np.where(run.sigma * run.theta < 0, 0.0, run.theta).ravel(), run.y[-1:]])
         return
     k = np.unravel_index(int(np.argmin(np.where(run.sigma != 0, run.sigma * run.theta, np.inf))), run.sigma.shape)
-    run.status, run.message = "failed", CROSSING.format(backend=run.be.name, entry=(int(k[0]), int(k[1]) + 1),
+    run.status, run.message = "failed", CROSSING.format(backend=run.be.name, entry=entry_name(*k),
                                                         log10_t=run.log10_t_asked)
 
 
@@ -228,11 +229,11 @@ def _at_a_jump(run):
         return
     theta = run.theta
     near = np.abs(theta) <= JUMP_NEAR * np.abs(theta).max()
-    on = [(int(i), int(j) + 1) for i, j in zip(*np.nonzero(near)) if reached(
+    on = [entry_name(i, j) for i, j in zip(*np.nonzero(near)) if reached(
         run.vf, theta, run.Z, run.rho, run.sigma, (i, j), 0.0, max(2.0 * abs(theta[i, j]), run.atol))]
     if on:
         run.status = "chattering"
-        run.message = JUMP.format(log10_t=run.log10_t_asked, entries=on, flow=run.system.flow)
+        run.message = JUMP.format(log10_t=run.log10_t_asked, entries=", ".join(on), flow=run.system.flow)
 
 
 #: entries this small against the largest are probed for a jump of the field across w = 0
@@ -371,19 +372,19 @@ STIFF = ("{backend} ran out of its step budget at log10 t = {log10_t:.6g} with s
          "at the same pace (on a plateau in the log-time clock, a pace that slows like 1/t)")
 
 
-JUMP = ("at log10 t = {log10_t:.6g} entries {entries} (layer, 1-based coordinate) are at w = 0, where the field of "
+JUMP = ("at log10 t = {log10_t:.6g} entries {entries} are at w = 0, where the field of "
         "{flow} points into that plane from both sides without vanishing linearly (AdamProxy's carries "
         "sign(dbeta/dw) and jumps there): the exact flow reaches w = 0 and slides along it, which flowsim does not "
         "integrate for this flow; the trajectory up to it is kept")
 
 
 SLIDING = ("at log10 t = {log10_t:.6g} the flow slides along a surface where its field -grad L(theta + rho g/|g|) is "
-           "discontinuous (a component of g changes sign there): entries {entries} (layer, 1-based coordinate) have fields "
+           "discontinuous (a component of g changes sign there): entries {entries} have fields "
            "pointing into their current values from both sides that do not shrink near them. The exact flow follows "
            "a sliding mode flowsim does not integrate for gradient-following flows; the trajectory up to it is kept")
 
 
-CROSSING = ("{backend} stepped across w[{entry[0]}, {entry[1]}] = 0 (layer, 1-based coordinate) at log10 t = "
+CROSSING = ("{backend} stepped across {entry} = 0 at log10 t = "
             "{log10_t:.6g}. That plane is invariant: the entry's field carries the factor w^(L-1), so the exact flow "
             "does not reach it in finite time (normalised SAM and NormalizedGD only where the gradient vanishes "
             "with it, a point where its field is discontinuous and the continuation not unique). flowsim does not "

@@ -55,11 +55,15 @@ def fates_match(prediction: dict, beta_end, alpha, rho: float, depth: int) -> Ou
             ok = a[j] ** depth < b[j] <= rho**depth * (1 + 1e-9) and (lead is not None or b[j] >= 0.95 * rho**depth)
         if not ok:
             wrong.append(f"beta_{j + 1} = {b[j]:.4g} is not '{fate}'")
-    leader = int(np.argmax(b)) + 1 if b.max() > 10 * rho**depth else None
-    want = None if lead is None else lead + 1
-    if leader != want:
-        wrong.append(f"limit e_{leader or 0} (0: bounded), predicted e_{want or 0}")
-    return Outcome(not wrong, "; ".join(wrong) or f"fates {prediction['fate']} and limit e_{want or 0} as predicted")
+    leader = int(np.argmax(b)) if b.max() > 10 * rho**depth else None
+    if leader != lead:
+        wrong.append(f"limit {_limit_name(leader)}, predicted {_limit_name(lead)}")
+    return Outcome(not wrong, "; ".join(wrong) or f"fates {prediction['fate']} and limit {_limit_name(lead)} as predicted")
+
+
+def _limit_name(index) -> str:
+    """A limit direction in words: e_j (j 1-based, as the papers) for a basis vector, else bounded."""
+    return "bounded" if index is None else f"e_{index + 1}"
 
 
 def angle_falls(log10_t, angle_deg, *, near: float = 15.0, far: float = 45.0) -> Outcome:

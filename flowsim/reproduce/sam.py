@@ -51,8 +51,18 @@ def _gaussian(n, d, seed):
     return fs.Dataset(X + 0.3 * y[:, None] * w / np.linalg.norm(w), y)
 
 
+def _plain(value) -> str:
+    """A value as the report prints it: numbers by ``:g``, NumPy scalars and arrays as plain lists, no reprs."""
+    value = value.tolist() if isinstance(value, (np.ndarray, np.generic)) else value
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_plain(v) for v in value) + "]"
+    return str(value)
+
+
 def _setting(**kw) -> str:
-    return ", ".join(f"{k}={v}" for k, v in kw.items())
+    return ", ".join(f"{k}={_plain(v)}" for k, v in kw.items())
 
 
 _SOLVED: dict = {}
@@ -136,7 +146,7 @@ def _basis_cases():
     """(depth, alpha, what it selects) on mu = (1, 2, 3), rho = 0.1: every basis vector in turn, the
     bounded limits (0 at even L, rho^L at odd L) and alpha_j = rho exactly."""
     return [(2, (0.3, 0.05, 0.05), "e_1"), (2, (0.05, 0.3, 0.08), "e_2"), (2, (0.3, 0.3, 0.3), "e_3"),
-            (2, (0.05, 0.08, 0.02), "0"), (2, (0.1, 0.05, 0.3), "e_3, beta_1 stays"),
+            (2, (0.05, 0.08, 0.02), "bounded: beta -> 0"), (2, (0.1, 0.05, 0.3), "e_3, beta_1 stays"),
             (3, (0.3, 0.12, 0.11), "e_1"), (3, (0.15, 0.2, 0.12), "e_2"), (3, (0.2, 0.15, 0.2), "e_3"),
             (3, (0.05, 0.08, 0.02), "rho^3 (1, 1, 1)"), (3, (0.1, 0.05, 0.02), "rho^3 (1, 1, 1), beta_1 stays")]
 
@@ -270,7 +280,7 @@ def depth2_limits(out: Path, quick: bool) -> Claim:
                 for dname, data in sets.items()]
     return claim("000-thm4.2", SEED, "L = 2: GD and l2-SAM converge in direction to the l1 max-margin (Thm 4.2, assuming "
                  "directional convergence; one example and multi-sample Gaussian data).",
-                 _setting(loss="logistic", rho=0.1, data="mu=(1,2); Gaussian 10x4 = _gaussian(10, 4, seed 104)",
+                 _setting(loss="logistic", rho=0.1, data="mu=(1,2); Gaussian 10x4 (n=10 d=4, seed 104, shifted 0.3 along the labelling w)",
                           alpha="0.2 (one example), 0.1 (Gaussian)",
                           t1=f"{t1:g} (one example), log10 t = 1e6 (Gaussian), 1e100 (controls)"),
                  every(outcomes, "runs converge to l1 by the fitted-gap verdict"), controls, numbers, "sam_depth2.png")
@@ -326,7 +336,7 @@ def amplification_time(out: Path, quick: bool) -> Claim:
     main = every(outcomes + [every(cross, "growth switches obey the crossover law")], "checks (order, crossover law)")
     gd = {tuple(mu): _solve(fs.DiagonalNet(2), fs.GD(), fs.Dataset(mu[None], [1]), alpha, t1=t1, track=("magnitude",))
           for mu, alpha in [(MU, 0.06), (MU3, 0.05)]}
-    controls = [Control(f"GD instead of l2-SAM, mu={list(mu)}",
+    controls = [Control(f"GD instead of l2-SAM, mu={_plain(mu)}",
                         minor_to_major(fs.sequential_amplification(sol), sol.status))
                 for mu, sol in gd.items()]
     return claim("000-thm4.4", SEED, "Sequential feature amplification along time: l2-SAM at L = 2 from a small uniform alpha "
