@@ -287,8 +287,9 @@ def test_lp_sam_entries_reach_their_plane_in_finite_time_on_every_backend():
     for b, sol in ends.items():
         assert sol.status == "collapsed", (b, sol)
         assert sol.log10_t[-1] == pytest.approx(ends["scipy:BDF"].log10_t[-1], abs=1e-5), b
-    arrived = [e["entries"] for e in ends["scipy:LSODA"].events if e["kind"] == "arrival"]
-    assert arrived == [[[0, 2]], [[0, 3]]]
+    arrived = [[(x["layer_index"], x["coordinate"]) for x in e["entries"]]
+               for e in ends["scipy:LSODA"].events if e["kind"] == "arrival"]
+    assert arrived == [[(0, 2)], [(0, 3)]]
 
 
 @pytest.mark.parametrize("flow, reaches", [(fs.SAM(0.1, 3), True), (fs.SAM(0.1, 2), False), (fs.GD(), False),

@@ -240,8 +240,15 @@ def test_events_and_config_read_back_equal(tmp_path):
     sol = fs.solve(fs.derive(fs.DiagonalNet(2, "tied"), "logistic", fs.SAM(0.1, float("inf"))),
                    fs.Dataset([[1.0, 2.0]], [1]), [0.3, 0.05], t1=1e20, track=("magnitude",))
     assert any(e.get("pinned") for e in sol.events)
-    back = io.load(io.save(sol, tmp_path / "run.nc"), as_solution=True)
+    path = io.save(sol, tmp_path / "run.nc")
+    back = io.load(path, as_solution=True)
     assert (back.events, back.config) == (sol.events, sol.config)
+    # a pinned entry names its place in the file's labels: that entry of params is 0 from then on (w_2 < rho)
+    ds = io.load(path)
+    (entry,) = [x for e in json.loads(ds.attrs["events"]) for x in e.get("pinned", [])]
+    assert (entry["layer"], entry["coordinate"]) == (ds["layer"].values[0], 2)
+    assert float(ds["params"].sel(layer=entry["layer"], coordinate=entry["coordinate"]).isel(log10_t=-1)) == 0.0
+    assert float(ds["params"].isel(layer=0, coordinate=0, log10_t=-1)) > 0
 
 
 def test_saved_layout(readme_run, tmp_path):

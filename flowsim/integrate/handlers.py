@@ -47,6 +47,15 @@ def leader_switch(kind, log10_t, tau, from_index, to_index, beta) -> dict:
             "from_coordinate": from_index + 1, "to_coordinate": to_index + 1, "beta": beta}
 
 
+def weight_entries(run, mask) -> list[dict]:
+    """The weight entries where ``mask`` is set, each named both ways: ``layer`` (its name, a saved run's
+    ``layer`` label) and ``coordinate`` (from 1, a saved run's ``coordinate`` label), ``layer_index`` and
+    ``index`` (0-based: ``sol.params[:, layer_index, index]``)."""
+    names = run.system.model.layer_names
+    return [{"layer": names[i], "coordinate": int(j) + 1, "layer_index": int(i), "index": int(j)}
+            for i, j in zip(*np.nonzero(mask))]
+
+
 def _on_switch(run, seg):
     """A sign switch or a change of a tracked leader. Events can coincide (a coordinate sliding to 0
     ties with another at 0): the signs and every tracked leader are re-examined whatever fired."""
@@ -61,7 +70,7 @@ def _on_switch(run, seg):
         if (run.sigma != signs).any() or (run.pinned != was).any():  # not an entry settling on its side
             run.stats["switches"] += 1
             run.events.append({"kind": "sign_switch", "log10_t": lt_now, "tau": tau_now,
-                               "pinned": [[int(i) for i in k] for k in zip(*np.nonzero(run.pinned & ~was))]})
+                               "pinned": weight_entries(run, run.pinned & ~was)})
         run.y = np.concatenate([theta.ravel(), [run.y[-1]]])
     run.segment_steps = 0
     run.restarts += 1
@@ -142,7 +151,7 @@ def _put_on_planes(run) -> bool:
     run.restarts += 1
     run.events.append({"kind": "arrival", "log10_t": float(log10_t_from_u(run.u_now)),
                        "tau": tau_of(run.clock, run.s, run.y),
-                       "entries": [[int(i), int(j) + 1] for i, j in zip(*np.nonzero(on))]})
+                       "entries": weight_entries(run, on)})
     return True
 
 

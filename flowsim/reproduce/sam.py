@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 
 import flowsim as fs
 from flowsim import plot
+from flowsim.progress import progress_bar
 
 from ._claim import Claim, Control, Measured, Number, Outcome, claim, every, run_checks
 from .criteria import (
@@ -104,6 +105,7 @@ def l1_limits_l2(out: Path, quick: bool) -> Claim:
     cases = 6 if quick else 21  # judged ones: cases flowsim cannot integrate are listed and replaced
     outcomes, numbers, judged = [], {}, {name: 0 for name, _ in flows}
     fig, axes = _fig(1, 3)
+    bar = progress_bar(cases, "cases", "000-thm3.1: judged")  # (stderr) a minute of solves at the full size
     for i, (seed, data) in enumerate(_apart_from_l2(range(100, 1000), {"l1": 5.0, "linf": 2.0})):
         if len(outcomes) == cases or i == 3 * cases:
             break
@@ -119,9 +121,11 @@ def l1_limits_l2(out: Path, quick: bool) -> Claim:
         outcomes.append(o)
         judged[name] += 1
         numbers[key] = o
+        bar.update(1)
         if i < 3:
             plot.margin_gaps(sol, _refs(data), axes[0, i])
             axes[0, i].set_title(f"depth 1 {name}, alpha={alpha:.2g}, rho={rho:.2g}: {o.word}", fontsize=9)
+    bar.close()
     fig.suptitle("Thm 3.1, depth 1 (linear model): the gap to the l2-norm max-margin decays, the others stay", fontsize=10)
     fig.savefig(out / "sam_depth1.png", dpi=100)
     seed, data = next(_apart_from_l2([104], {"l1": 20.0}))
