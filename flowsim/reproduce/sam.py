@@ -254,7 +254,7 @@ def linf_phase_diagram(out: Path, quick: bool) -> Claim:
     return claim("000-cor3.5", SEED, "l_inf-SAM, one example mu = (1, 2): over the whole (alpha_1, alpha_2) plane the limit is "
                  "e_j*, j* = argmax over alpha_j > rho of mu_j (alpha_j - rho)^(L-2), or bounded when every alpha_j <= rho "
                  "(Cor 3.5). The black lines are the boundaries from this formula.",
-                 _setting(mu=MU.tolist(), rho=rho, depths=[2, 3], grid=f"{n}x{n}", t1="1e30; cells whose asymptotic order is not settled there, or that disagree, re-run to log10 t = 1e5",
+                 _setting(mu=MU.tolist(), rho=rho, depths=[2, 3], grid=f"{n}x{n}", t1="1e30; cells whose asymptotic order is not settled there, or that disagree at L = 3, re-run to log10 t = 1e5",
                           limit="each cell's by Thm 3.2's asymptotics (L = 2: the growing coordinate of the largest "
                                 "mu_j; L = 3: the leader once no other grows half as fast), else undecided",
                           atol="1e-10 (L=2), 1e-14 (L=3)"),

@@ -163,8 +163,8 @@ def linf_sam_phase(mu, alpha_1, alpha_2, rho: float, depth: int = 2, *, loss="lo
     (attracting from below, repelling from above) and a solver error of size atol lets w_j escape
     at t ~ 1/(mu_j atol). ``flow``: the flow to run, by default the l_inf-SAM flow the prediction is
     about; another one without a radius (``flowsim.GD()``) is a negative control (one with another rho is
-    refused). ``late_log10_t1``: cells whose order the horizon does not settle, whose limit disagrees with the
-    prediction, or whose solve failed are solved again to this log10 t (atol 1e-14, ``LATE_SAVES`` saves; None:
+    refused). ``late_log10_t1``: cells whose order the horizon does not settle, whose solve failed, or (L >= 3)
+    whose limit disagrees with the prediction are solved again to this log10 t (atol 1e-14, ``LATE_SAVES`` saves; None:
     not): near a boundary at L = 3 the order settles only when log t is in the thousands. A cell still unsettled
     there, or whose solve failed, is undecided (observed -3): the flow was not followed to where the prediction
     speaks. ``progress``: bars (to stderr) for the sweep and for the cells solved again. Extra keywords go to
@@ -203,9 +203,10 @@ def linf_sam_phase(mu, alpha_1, alpha_2, rho: float, depth: int = 2, *, loss="lo
     for i, j in np.ndindex(*predicted.shape):
         said = linf_sam_prediction(mu, alpha_at(i, j), rho, depth)
         predicted[i, j] = -2 if said["tied"] else -1 if said["leader"] is None else said["leader"]
-    # the prediction is asymptotic: a cell whose order is not settled at t1, or that disagrees, is followed further
-    late = np.argwhere(((observed == UNDECIDED) | (observed != predicted)) & (predicted != -2)) \
-        if late_log10_t1 is not None else []
+    # a cell whose order is not settled at t1 is followed further; at L >= 3 one that disagrees too (its leader's
+    # lead is read off rates that still change, where at L = 2 they tend to 2 mu_j)
+    unsure = (observed == UNDECIDED) | ((observed != predicted) & (depth >= 3))
+    late = np.argwhere(unsure & (predicted != -2)) if late_log10_t1 is not None else []
     bar = progress_bar(len(late), "cells", f"cells solved again to log10 t = {late_log10_t1:g}") if progress and len(late) else None
     for i, j in late:
         again = solve(system, Dataset(mu[None], [1]), alpha_at(i, j), log10_t1=late_log10_t1, atol=1e-14,
