@@ -31,7 +31,7 @@ def test_growth_switch_time_matches_crossover_condition(one_sample, backend):
     sol = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(rho)), one_sample, w0, t1=1e30, backend=backend,
                    track=("growth", "magnitude"), rtol=1e-11, atol=1e-13)
     (sw,) = fs.switch_times(sol, by="growth")
-    assert (sw["from"], sw["to"]) == (0, 1)
+    assert (sw["from_index"], sw["to_index"]) == (0, 1)
     assert sw["tau"] == pytest.approx(tau_star, rel=1e-6)
     # the magnitude switch comes later, and the major coordinate leads at the end
     (mag,) = fs.switch_times(sol, "magnitude")
@@ -47,7 +47,7 @@ def test_a_coordinate_at_zero_does_not_hide_a_growth_switch(backend):
             for data, w0 in ((fs.Dataset([[1.0, 2.0, 0.5]], [1]), np.array([0.08, 0.06, 0.0])),
                              (fs.Dataset([[1.0, 2.0]], [1]), np.array([0.08, 0.06])))]
     (with_zero,), (without,) = (fs.switch_times(r, by="growth") for r in runs)
-    assert (with_zero["from"], with_zero["to"]) == (0, 1)
+    assert (with_zero["from_index"], with_zero["to_index"]) == (0, 1)
     assert with_zero["log10_t"] == pytest.approx(without["log10_t"], abs=1e-7)
 
 
@@ -65,7 +65,7 @@ def test_magnitude_switch_among_tiny_betas_is_on_time(scale):
     sol = fs.solve(fs.derive(fs.DiagonalNet(2), "exponential", fs.GD()), fs.Dataset([MU], [1]), a, t1=1e10,
                    track=("magnitude",), rtol=1e-10)
     (sw,) = fs.switch_times(sol)
-    assert (sw["from"], sw["to"]) == (0, 1) and sw["log10_t"] == pytest.approx(exact, abs=1e-6)
+    assert (sw["from_index"], sw["to_index"]) == (0, 1) and sw["log10_t"] == pytest.approx(exact, abs=1e-6)
 
 
 def test_sequential_feature_amplification_along_time():
@@ -159,6 +159,25 @@ def test_verdicts():
     # a solution cut short gives no verdict
     short = fs.solve(fs.derive(fs.Linear(), "logistic", fs.GD()), data, 0.1, t1=1e100, max_steps=10, throw=False)
     assert fs.verdict(short, refs, "l2").holds is None
+
+
+def test_a_verdict_on_coinciding_references_is_undecided():
+    """Here the l1, l2 and l_inf optima all lie along (1, 1): GD reaches that direction, and "converges to l1",
+    "to l2" and "to l_inf" are each confirmed by it as much as the others. Undecided, for every claim; with the
+    l1 reference moved away (other data with l1 and l2 apart) the claim holds again."""
+    data = fs.Dataset(np.array([[1, 0.5], [0.3, 1.2], [-0.8, -0.4], [-0.2, -1]]), [1, 1, -1, -1])
+    refs = {"l1": fs.max_margin(data, 1), "l2": fs.max_margin(data, 2), "linf": fs.max_margin(data, float("inf"))}
+    units = [r.direction / np.linalg.norm(r.direction) for r in refs.values()]
+    np.testing.assert_allclose(units, [units[0]] * 3, atol=1e-9)  # the same direction, independently of the verdict
+    gd = fs.solve(fs.derive(fs.Linear(), "logistic", fs.GD()), data, 0.1, t1=1e100)
+    for claim in refs:
+        v = fs.verdict(gd, refs, claim)
+        assert v.holds is None and v.why.startswith("undecided: references coincide"), v.why
+    assert fs.verdict(gd, {"l2": refs["l2"]}, "l2").holds is True  # alone, nothing to confuse it with
+    apart = separable(10, 3, seed=0, positive=False)
+    refs = {"l1": fs.max_margin(apart, 1), "l2": fs.max_margin(apart, 2), "linf": fs.max_margin(apart, float("inf"))}
+    gd = fs.solve(fs.derive(fs.Linear(), "logistic", fs.GD()), apart, 0.1, t1=1e100)
+    assert fs.verdict(gd, refs, "l2").holds is True and fs.verdict(gd, refs, "linf").holds is not True
 
 
 def test_a_verdict_can_fail_without_a_rival_and_checks_its_reference():

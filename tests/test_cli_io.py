@@ -313,10 +313,13 @@ def test_reproduce_quick_preset(tmp_path):
         if c["verdict"] == "holds":
             assert c["controls"] and all(k["verdict"] == "fails" for k in c["controls"]), c["id"]
         assert c["figure"] is None or (tmp_path / c["figure"]).exists()
-    assert summary["quick"] and summary["wall_s"] > 0 and summary["flowsim_version"]
+        for row in c["measured"] + c["controls"]:  # every measurement also as numbers with a key and a unit
+            assert row["numbers"] and all(set(n) == {"key", "value", "unit"} and n["unit"] for n in row["numbers"]), row
+    assert summary["quick"] and summary["wall_s"] > 0 and summary["flowsim_version"] and summary["complete"] is True
     report = (tmp_path / "report.md").read_text()
     assert all(f"| {c} | **{v}** |" in report for c, v in verdicts.items())
     assert "e_None" not in report and "data:image/png;base64," in (tmp_path / "report.html").read_text()
+    assert not any(bad in report for bad in ("e_0", "np.float64", "(layer, 1-based coordinate)", "= _gaussian("))
     assert runner.invoke(app, ["reproduce", "nonsense", "--out", str(tmp_path)]).exit_code != 0
 
 

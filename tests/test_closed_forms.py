@@ -127,5 +127,5 @@ def test_tied_depth2_linf_sam_sliding(one_sample, w0, t1, backend):
     # the coordinate with w_j(0) < rho hit 0 at the predicted tau and stayed there (sliding)
     (ev,) = sol.events
     j = int(np.argmin(w0))
-    assert ev["pinned"] == [[0, j]]
+    assert [(e["layer_index"], e["index"], e["coordinate"]) for e in ev["pinned"]] == [(0, j, j + 1)]
     np.testing.assert_allclose(ev["tau"], float(hit[j]), rtol=1e-9)

@@ -8,7 +8,7 @@ import pytest
 
 import flowsim as fs
 from flowsim.reproduce import criteria as cr
-from flowsim.reproduce._claim import Control, Outcome, every, judge
+from flowsim.reproduce._claim import Control, Measured, Number, Outcome, claim, every, judge
 
 YES, NO, UNDECIDED = Outcome(True, "y"), Outcome(False, "n"), Outcome(None, "?")
 
@@ -51,6 +51,20 @@ def test_fates_match_both_ways():
     odd = fs.linf_sam_prediction(mu, (0.05, 0.08, 0.02), rho, 3)
     assert cr.fates_match(odd, [rho**3] * 3, (0.05, 0.08, 0.02), rho, 3).holds is True
     assert cr.fates_match(odd, [0.0] * 3, (0.05, 0.08, 0.02), rho, 3).holds is False  # the even-L limit at odd L
+
+
+def test_the_report_names_limits_and_settings_in_words():
+    """A bounded limit is "bounded", not "e_0"; basis vectors count from 1; NumPy numbers print as numbers,
+    not as their reprs."""
+    from flowsim.reproduce.sam import _setting
+
+    mu, rho, alpha = [1.0, 2.0, 3.0], 0.1, (0.05, 0.08, 0.02)
+    bounded = fs.linf_sam_prediction(mu, alpha, rho, 2)
+    why = cr.fates_match(bounded, [0.09, 8.5, 19.3], alpha, rho, 2).why
+    assert "limit e_3, predicted bounded" in why and "e_0" not in why, why
+    assert cr.fates_match(bounded, [0.0] * 3, alpha, rho, 2).why.endswith("limit bounded as predicted")
+    setting = _setting(mu=np.array([1.0, 2.0]), pair=(np.float64(0.5), 3), t1=1e6)
+    assert setting == "mu=[1, 2], pair=[0.5, 3], t1=1e+06", setting
 
 
 def test_prediction_compares_alpha_with_rho_exactly():
@@ -179,3 +193,26 @@ def test_angle_falls_wants_one_power_law_not_a_level_above_zero():
     assert o.holds is None and "over the tail's halves" in o.why, o.why
     few = np.linspace(1.0, 100.0, 10)  # 5 tail saves: the halves cannot be compared, so no "holds" either
     assert cr.angle_falls(few, 10.6 + 40.0 * (few * np.log(10.0)) ** -0.9).holds is None
+
+
+def test_report_json_gives_each_number_a_key_value_and_unit():
+    """A claim's rows keep their sentence and list the numbers in it one by one (NumPy values as JSON's, a NaN
+    as "nan"); a bare string row, a number with no key or unit, is refused."""
+    import json
+
+    main = cr.crossover_law(0.2121320344, 1.0, 2.0, 0.1)
+    row = Measured("beta_1 -> beta_2 at log10 t = 0.816135 (tau 3.16038)",
+                   (Number("switch_1_log10_t", np.float64(0.816135), "log10 t"), Number("switch_1_tau", 3.16038, "tau"),
+                    Number("leaders", np.array([1, 2]), "coordinate"), Number("gap", float("nan"), "1")))
+    c = claim("x", "000", "s", "setting", main, [Control("c", cr.crossover_law(1.0, 1.0, 2.0, 0.1))],
+              {"switches": row, "crossover": main}).as_dict()
+    json.dumps(c, allow_nan=False)
+    (switches, crossover) = c["measured"]
+    assert switches["run"] == "switches" and switches["sentence"] == row.sentence
+    assert switches["numbers"][0] == {"key": "switch_1_log10_t", "value": 0.816135, "unit": "log10 t"}
+    assert switches["numbers"][2]["value"] == [1, 2] and switches["numbers"][3]["value"] == "nan"
+    want = 0.1 * 3 / np.sqrt(2)
+    assert {n["key"]: n["value"] for n in crossover["numbers"]}["N_predicted"] == pytest.approx(want, rel=1e-15)
+    assert [n["key"] for n in c["controls"][0]["numbers"]] == ["N", "N_predicted", "relative_error"]
+    with pytest.raises(TypeError, match="Measured rows or Outcomes"):
+        claim("x", "000", "s", "setting", main, [], {"prose": "1.5 s"}).as_dict()

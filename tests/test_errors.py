@@ -161,7 +161,7 @@ def test_track_takes_one_score_as_a_string():
     system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1))
     data = fs.Dataset([[1.0, 2.0, 3.0]], [1])
     one = fs.solve(system, data, 0.05, t1=1e10, track="magnitude")
-    assert [e["to"] for e in fs.switch_times(one)] == [1, 2]
+    assert [e["to_index"] for e in fs.switch_times(one)] == [1, 2]
 
 
 @pytest.mark.parametrize("steps, records", [(2000, 50), (10**5, 200), (100, 200), (7, 2), (1, 5), (10**6, 3)])

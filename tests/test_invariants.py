@@ -287,8 +287,9 @@ def test_lp_sam_entries_reach_their_plane_in_finite_time_on_every_backend():
     for b, sol in ends.items():
         assert sol.status == "collapsed", (b, sol)
         assert sol.log10_t[-1] == pytest.approx(ends["scipy:BDF"].log10_t[-1], abs=1e-5), b
-    arrived = [e["entries"] for e in ends["scipy:LSODA"].events if e["kind"] == "arrival"]
-    assert arrived == [[[0, 2]], [[0, 3]]]
+    arrived = [[(x["layer_index"], x["coordinate"]) for x in e["entries"]]
+               for e in ends["scipy:LSODA"].events if e["kind"] == "arrival"]
+    assert arrived == [[(0, 2)], [(0, 3)]]
 
 
 @pytest.mark.parametrize("flow, reaches", [(fs.SAM(0.1, 3), True), (fs.SAM(0.1, 2), False), (fs.GD(), False),
@@ -428,7 +429,7 @@ def test_a_sliding_mode_of_normalised_sam_ends_as_chattering_within_three_chunks
     with pytest.warns(fs.ReachabilityWarning):  # beta = w^3 >= 0 from this init does not separate the data
         sol = fs.solve(system, data, 1.0, log10_t1=3.0, backend="scipy:Radau", throw=False)
     assert sol.status == "chattering" and sol.stats["steps"] <= 3072, sol
-    assert "entries [(0, 6)]" in sol.message and sol.log10_t[-1] == pytest.approx(2.2085, abs=1e-3)
+    assert "entries w[layer 1, coordinate 6] have" in sol.message and sol.log10_t[-1] == pytest.approx(2.2085, abs=1e-3)
     with pytest.warns(fs.ReachabilityWarning):
         assert not fs.solve(system, data, 1.0, log10_t1=3.0, backend="scipy:LSODA", throw=False).ok
 
@@ -524,7 +525,7 @@ def test_two_entries_sliding_together_near_a_critical_point_are_found():
         sol = fs.solve(system, fs.Dataset(X, [1, 1, 1, 1, -1, 1]), -0.0017383405674502239, log10_t1=74.3,
                        backend="scipy:Radau", throw=False)
     assert sol.status == "chattering" and sol.stats["steps"] <= 3072, sol
-    assert "entries [(0, 5), (0, 6)]" in sol.message
+    assert "entries w[layer 1, coordinate 5], w[layer 1, coordinate 6] have" in sol.message
 
 
 def test_an_explicit_method_dithering_near_its_plane_puts_the_entry_there():
@@ -615,7 +616,7 @@ def test_a_long_step_over_two_leader_switches_does_not_hide_them():
     for backend, saves in (("diffrax:Tsit5", None), ("scipy:DOP853", None), ("scipy:DOP853", 2), ("scipy:RK45", 2),
                            ("scipy:BDF", 2)):
         sol = fs.solve(system, data, init, t1=1e30, backend=backend, track=("magnitude",), saves=saves)
-        switches[backend, saves] = [(e["from"], e["to"], e["log10_t"]) for e in fs.switch_times(sol)]
+        switches[backend, saves] = [(e["from_index"], e["to_index"], e["log10_t"]) for e in fs.switch_times(sol)]
         lead = np.abs(sol.beta).argmax(axis=1)
         assert len(switches[backend, saves]) >= np.count_nonzero(np.diff(lead))  # (the saves' changes are there)
     ref = switches["diffrax:Tsit5", None]  # (with 2 saves, probed at save points only, DOP853 found one)

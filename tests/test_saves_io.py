@@ -249,14 +249,38 @@ def test_a_saved_run_reads_back_as_a_solution_every_analysis_takes(readme_run, t
     np.testing.assert_allclose(back.evaluate([6.0]).beta, readme_run.evaluate([6.0]).beta, rtol=1e-12)
 
 
+def test_a_saved_switch_names_the_coordinate_the_file_labels(readme_run, tmp_path):
+    """A saved run labels its coordinates 1..d as the papers; its events name them by ``*_coordinate`` (1-based)
+    next to ``*_index`` (0-based columns of sol.beta): ``ds.sel(coordinate=e["to_coordinate"])`` is the new
+    leader, the largest |beta_j| just after the switch. No bare "from"/"to" key is left to misread."""
+    ds = io.load(io.save(readme_run, tmp_path / "run.nc"))
+    events = json.loads(ds.attrs["events"])
+    switches = [e for e in events if e["kind"] == "lead_magnitude"]
+    assert len(switches) == 2 and all(not {"from", "to"} & set(e) for e in events)
+    for e in switches:
+        after = ds["beta"].sel(log10_t=slice(e["log10_t"], None)).isel(log10_t=0)
+        lead = int(np.argmax(np.abs(after.values)))
+        assert ds["coordinate"].values[lead] == e["to_coordinate"] == e["to_index"] + 1
+        assert float(abs(ds["beta"].sel(coordinate=e["to_coordinate"]).sel(log10_t=after["log10_t"]))) == \
+            float(np.abs(after).max())
+        assert float(abs(after.sel(coordinate=e["from_coordinate"]))) < float(np.abs(after).max())
+
+
 def test_events_and_config_read_back_equal(tmp_path):
     """l_inf-SAM's entries pinned on their planes, and the tracked scores, read back equal (they were tuples
     in memory and lists from the file)."""
     sol = fs.solve(fs.derive(fs.DiagonalNet(2, "tied"), "logistic", fs.SAM(0.1, float("inf"))),
                    fs.Dataset([[1.0, 2.0]], [1]), [0.3, 0.05], t1=1e20, track=("magnitude",))
     assert any(e.get("pinned") for e in sol.events)
-    back = io.load(io.save(sol, tmp_path / "run.nc"), as_solution=True)
+    path = io.save(sol, tmp_path / "run.nc")
+    back = io.load(path, as_solution=True)
     assert (back.events, back.config) == (sol.events, sol.config)
+    # a pinned entry names its place in the file's labels: that entry of params is 0 from then on (w_2 < rho)
+    ds = io.load(path)
+    (entry,) = [x for e in json.loads(ds.attrs["events"]) for x in e.get("pinned", [])]
+    assert (entry["layer"], entry["coordinate"]) == (ds["layer"].values[0], 2)
+    assert float(ds["params"].sel(layer=entry["layer"], coordinate=entry["coordinate"]).isel(log10_t=-1)) == 0.0
+    assert float(ds["params"].isel(layer=0, coordinate=0, log10_t=-1)) > 0
 
 
 def test_saved_layout(readme_run, tmp_path):

@@ -232,14 +232,42 @@ def test_linf_sam_phase_matches_cor_3_5(depth):
         assert "on a boundary: tie, no e_j predicted" in legend and "flow != Cor 3.5" not in legend
 
 
-def test_a_phase_cell_whose_leader_changes_late_is_solved_again():
+def test_a_phase_cell_is_judged_by_its_asymptotic_order_not_its_leader_at_t1():
     """The README's 16 x 16 grid at L = 2: at (0.4, 0.117) beta_1 still leads at t = 1e30 (alpha_2 is just above
-    rho) and the cell read "flow != Cor 3.5"; solved to log10 t = 1e5 it is e_2, as predicted."""
+    rho) but beta_2 grows (w_2 - rho ~ e^{2 tau}): its limit is e_2, as predicted, read at t1 already."""
     alpha = np.geomspace(0.01, 0.4, 16)
     at_t1 = fs.linf_sam_phase([1.0, 2.0], alpha[-1:], alpha[10:11], rho=0.1, depth=2, late_log10_t1=None)
-    assert at_t1["observed"].values.tolist() == [[0]] and at_t1["predicted"].values.tolist() == [[1]]
-    late = fs.linf_sam_phase([1.0, 2.0], alpha[-1:], alpha[10:11], rho=0.1, depth=2)
-    assert late.attrs["re_solved"] == 1 and late["match"].values.all()
+    assert at_t1["beta_end"].values[0, 0, 0] > at_t1["beta_end"].values[0, 0, 1]  # beta_1 leads at t1
+    assert at_t1["observed"].values.tolist() == [[1]] and at_t1["match"].values.all()
+
+
+def test_a_gd_control_cell_that_agrees_by_accident_is_not_called_a_limit():
+    """GD at L = 2, mu = (1, 2) from (0.4, 0.0175): beta_1 leads at t = 1e30 and 1e100, as l_inf-SAM's
+    prediction (e_1, alpha_2 < rho) says, but GD's w_j = alpha_j e^{mu_j tau} makes beta_2 overtake (at log10 t
+    ~ 106, seen in a run to log10 t = 300): the cell's limit is e_2, a disagreement, at t1 and after."""
+    gd = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
+    far = fs.solve(gd, fs.Dataset([[1.0, 2.0]], [1]), np.array([0.4, 0.0175]), log10_t1=300)
+    assert far.beta[-1, 1] > far.beta[-1, 0]  # the limit, independently of the phase diagram
+    for late in (None, 1e5):
+        ds = fs.linf_sam_phase([1.0, 2.0], [0.4], [0.0175], rho=0.1, depth=2, flow=fs.GD(), t1=1e30,
+                               late_log10_t1=late)
+        assert ds["beta_end"].values[0, 0, 0] > ds["beta_end"].values[0, 0, 1]  # beta_1 leads at t1
+        assert ds["observed"].values.tolist() == [[1]] and ds["predicted"].values.tolist() == [[0]]
+        assert not ds["match"].values.any()
+
+
+def test_an_order_the_horizon_does_not_settle_is_undecided():
+    """L = 3: a leader whose rival's log grows nearly as fast (both yet to blow up) is no limit; one whose rival
+    stands still is; L = 2 with two growing coordinates of the same mu names neither."""
+    from flowsim.theory.phase import UNDECIDED, asymptotic_limit
+
+    mu = np.array([1.0, 2.0])
+    assert asymptotic_limit([[10.0, 5.0], [20.0, 9.0]], mu, 0.1, 3) == UNDECIDED
+    assert asymptotic_limit([[10.0, 5.0], [20.0, 5.001]], mu, 0.1, 3) == 0
+    assert asymptotic_limit([[10.0, 5.0], [20.0, 6.0]], mu, 0.1, 2) == 1  # the larger mu grows: it wins
+    assert asymptotic_limit([[10.0, 5.0], [20.0, 4.0]], mu, 0.1, 2) == 0
+    assert asymptotic_limit([[1e-3, 1e-3], [0.0, 1e-4]], mu, 0.1, 2) == -1
+    assert asymptotic_limit([[10.0, 5.0], [20.0, 6.0]], np.array([1.0, 1.0]), 0.1, 2) == UNDECIDED
 
 
 def test_a_phase_diagram_of_a_grid_below_rho_draws():

@@ -18,6 +18,12 @@ import itertools
 import numpy as np
 
 
+def entry_name(layer, coordinate) -> str:
+    """A weight entry in messages, from its 0-based (layer, coordinate) place in theta: both counted from 1, as
+    the papers count coordinates (``w[layer 1, coordinate 2]`` for theta[0, 1])."""
+    return f"w[layer {int(layer) + 1}, coordinate {int(coordinate) + 1}]"
+
+
 def classify(vf, theta, Z, rho, sigma, pinned, tol=1e-9):
     """Return ``(sigma, pinned, theta, problem)``; ``problem`` is None or a message."""
     G, _ = vf.direction(theta, Z)
@@ -50,7 +56,7 @@ def classify(vf, theta, Z, rho, sigma, pinned, tol=1e-9):
             mirror = on_plane and _mirror_on_plane(vf, theta, Z, rho, sigma, cand, k)
             if not (on_plane and mirror):
                 return sigma, pinned, theta, (
-                    f"sliding mode on G = 0 of entry ({k[0]}, {k[1] + 1}) (layer, 1-based coordinate) away from the "
+                    f"sliding mode on G = 0 of {entry_name(*k)} away from the "
                     f"plane w = 0 (|w| = {abs(theta[k]):.3g}) or with one-sided fields that are not mirror images"
                 )
             sigma[k], pinned[k], theta[k] = 0.0, True, 0.0
@@ -86,9 +92,9 @@ def _jointly(vf, theta, Z, rho, sigma, pinned, switching, h):
                 trial[k] = v
             if _holds(vf, theta, Z, rho, trial, pinned, switching, h):
                 return trial, pinned, theta, None
-    entries = ", ".join(f"({i}, {j + 1})" for i, j in idx)
+    entries = ", ".join(entry_name(i, j) for i, j in idx)
     return sigma, pinned, theta, (
-        f"entries {entries} (layer, 1-based coordinate) switch sign together with no combination of sides that "
+        f"entries {entries} switch sign together with no combination of sides that "
         "holds: a sliding mode on the intersection of their switching surfaces G = 0, away from the planes w = 0")
 
 

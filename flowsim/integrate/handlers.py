@@ -14,7 +14,7 @@ from flowsim.integrate.arrival import ORDER, arrivals, reached, sliding
 from flowsim.integrate.backends import backend_for
 from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.critical import LOSS_STILL
-from flowsim.integrate.filippov import classify
+from flowsim.integrate.filippov import classify, entry_name
 from flowsim.integrate.jacobian import FieldJacobian
 from flowsim.integrate.solution import log10_t_from_u
 from flowsim.integrate.timeline import tau_of
@@ -39,6 +39,23 @@ def _on_end(run, seg):
         run.status, run.message = status, message
 
 
+def leader_switch(kind, log10_t, tau, from_index, to_index, beta) -> dict:
+    """The event of a change of leading coordinate: ``from_index``/``to_index`` count from 0 (columns of
+    ``sol.beta``, as NumPy does), ``from_coordinate``/``to_coordinate`` from 1 (the papers' beta_j, a saved
+    run's ``coordinate`` labels and the report's text). Both travel together, in Python and in saved files."""
+    return {"kind": kind, "log10_t": log10_t, "tau": tau, "from_index": from_index, "to_index": to_index,
+            "from_coordinate": from_index + 1, "to_coordinate": to_index + 1, "beta": beta}
+
+
+def weight_entries(run, mask) -> list[dict]:
+    """The weight entries where ``mask`` is set, each named both ways: ``layer`` (its name, a saved run's
+    ``layer`` label) and ``coordinate`` (from 1, a saved run's ``coordinate`` label), ``layer_index`` and
+    ``index`` (0-based: ``sol.params[:, layer_index, index]``)."""
+    names = run.system.model.layer_names
+    return [{"layer": names[i], "coordinate": int(j) + 1, "layer_index": int(i), "index": int(j)}
+            for i, j in zip(*np.nonzero(mask))]
+
+
 def _on_switch(run, seg):
     """A sign switch or a change of a tracked leader. Events can coincide (a coordinate sliding to 0
     ties with another at 0): the signs and every tracked leader are re-examined whatever fired."""
@@ -53,7 +70,7 @@ def _on_switch(run, seg):
         if (run.sigma != signs).any() or (run.pinned != was).any():  # not an entry settling on its side
             run.stats["switches"] += 1
             run.events.append({"kind": "sign_switch", "log10_t": lt_now, "tau": tau_now,
-                               "pinned": [[int(i) for i in k] for k in zip(*np.nonzero(run.pinned & ~was))]})
+                               "pinned": weight_entries(run, run.pinned & ~was)})
         run.y = np.concatenate([theta.ravel(), [run.y[-1]]])
     run.segment_steps = 0
     run.restarts += 1
@@ -63,8 +80,8 @@ def _on_switch(run, seg):
         old = int(run.leaders[i])
         run.leaders[i] = run.leader(kind, theta, exclude=old if seg.reason == f"lead_{kind}" else None)
         if run.leaders[i] != old:
-            run.events.append({"kind": f"lead_{kind}", "log10_t": lt_now, "tau": tau_now, "from": old,
-                               "to": int(run.leaders[i]), "beta": run.beta(theta).tolist()})
+            run.events.append(leader_switch(f"lead_{kind}", lt_now, tau_now, old, int(run.leaders[i]),
+                                            run.beta(theta).tolist()))
 
 
 def _on_chunk_end(run, seg):
@@ -100,7 +117,8 @@ def _sliding(run) -> bool:
     if not (on.any() and before is not None and (on == before).all()):
         return False
     run.status = "chattering"
-    run.message = SLIDING.format(log10_t=run.log10_t_asked, entries=[(int(i), int(j) + 1) for i, j in zip(*np.nonzero(on))])
+    run.message = SLIDING.format(log10_t=run.log10_t_asked, entries=", ".join(
+        entry_name(i, j) for i, j in zip(*np.nonzero(on))))
     _at_saddle(run, "it slides there")  # at a saddle of the loss, that says more
     return True
 
@@ -133,7 +151,7 @@ def _put_on_planes(run) -> bool:
     run.restarts += 1
     run.events.append({"kind": "arrival", "log10_t": float(log10_t_from_u(run.u_now)),
                        "tau": tau_of(run.clock, run.s, run.y),
-                       "entries": [[int(i), int(j) + 1] for i, j in zip(*np.nonzero(on))]})
+                       "entries": weight_entries(run, on)})
     return True
 
 
@@ -167,7 +185,7 @@ def _hand_over(run, spec):
     run.rec_s, run.rec_y = [p[0] for p in pairs], [p[1] for p in pairs]
     run.s, run.y = swap(run.s, run.y)
     run.events.append({"kind": "backend", "log10_t": float(log10_t_from_u(run.y[-1])), "tau": run.s,
-                       "from": run.be.name, "to": spec})
+                       "from_backend": run.be.name, "to_backend": spec})
     run.be, run.clock, run.adaptive, run.resume = backend_for(spec, 0.0), "tau", False, None
     run.vf_run, run.s_max, run.segment_steps = run.vf, 1e300, 0
 
@@ -182,7 +200,7 @@ def _on_crossing(run, seg):
         run.y = np.concatenate([np.where(run.sigma * run.theta < 0, 0.0, run.theta).ravel(), run.y[-1:]])
         return
     k = np.unravel_index(int(np.argmin(np.where(run.sigma != 0, run.sigma * run.theta, np.inf))), run.sigma.shape)
-    run.status, run.message = "failed", CROSSING.format(backend=run.be.name, entry=(int(k[0]), int(k[1]) + 1),
+    run.status, run.message = "failed", CROSSING.format(backend=run.be.name, entry=entry_name(*k),
                                                         log10_t=run.log10_t_asked)
 
 
@@ -220,11 +238,11 @@ def _at_a_jump(run):
         return
     theta = run.theta
     near = np.abs(theta) <= JUMP_NEAR * np.abs(theta).max()
-    on = [(int(i), int(j) + 1) for i, j in zip(*np.nonzero(near)) if reached(
+    on = [entry_name(i, j) for i, j in zip(*np.nonzero(near)) if reached(
         run.vf, theta, run.Z, run.rho, run.sigma, (i, j), 0.0, max(2.0 * abs(theta[i, j]), run.atol))]
     if on:
         run.status = "chattering"
-        run.message = JUMP.format(log10_t=run.log10_t_asked, entries=on, flow=run.system.flow)
+        run.message = JUMP.format(log10_t=run.log10_t_asked, entries=", ".join(on), flow=run.system.flow)
 
 
 #: entries this small against the largest are probed for a jump of the field across w = 0
@@ -363,19 +381,19 @@ STIFF = ("{backend} ran out of its step budget at log10 t = {log10_t:.6g} with s
          "at the same pace (on a plateau in the log-time clock, a pace that slows like 1/t)")
 
 
-JUMP = ("at log10 t = {log10_t:.6g} entries {entries} (layer, 1-based coordinate) are at w = 0, where the field of "
+JUMP = ("at log10 t = {log10_t:.6g} entries {entries} are at w = 0, where the field of "
         "{flow} points into that plane from both sides without vanishing linearly (AdamProxy's carries "
         "sign(dbeta/dw) and jumps there): the exact flow reaches w = 0 and slides along it, which flowsim does not "
         "integrate for this flow; the trajectory up to it is kept")
 
 
 SLIDING = ("at log10 t = {log10_t:.6g} the flow slides along a surface where its field -grad L(theta + rho g/|g|) is "
-           "discontinuous (a component of g changes sign there): entries {entries} (layer, 1-based coordinate) have fields "
+           "discontinuous (a component of g changes sign there): entries {entries} have fields "
            "pointing into their current values from both sides that do not shrink near them. The exact flow follows "
            "a sliding mode flowsim does not integrate for gradient-following flows; the trajectory up to it is kept")
 
 
-CROSSING = ("{backend} stepped across w[{entry[0]}, {entry[1]}] = 0 (layer, 1-based coordinate) at log10 t = "
+CROSSING = ("{backend} stepped across {entry} = 0 at log10 t = "
             "{log10_t:.6g}. That plane is invariant: the entry's field carries the factor w^(L-1), so the exact flow "
             "does not reach it in finite time (normalised SAM and NormalizedGD only where the gradient vanishes "
             "with it, a point where its field is discontinuous and the continuation not unique). flowsim does not "

@@ -162,7 +162,7 @@ def _integrate(system, data, be, clock, theta0, L1, u1, points, rtol, atol, max_
     if run.status == "interrupted":
         absorbed()
     # the backends and clocks that ran (an "auto" solve may hand over); ``arguments`` keeps what was asked
-    ran = " -> ".join([be.name] + [e["to"] for e in run.events if e["kind"] == "backend"])
+    ran = " -> ".join([be.name] + [e["to_backend"] for e in run.events if e["kind"] == "backend"])
     return run.solution(dict(config, rho=run.rho, backend=ran, clock=" -> ".join(dict.fromkeys([clock, run.clock]))))
 
 

@@ -9,18 +9,62 @@ the same criterion, on at least one control setting where the conclusion must NO
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
+
+import numpy as np
 
 VERDICTS = ("holds", "fails", "inconclusive", "open", "descriptive")
 
 
 @dataclass(frozen=True)
+class Number:
+    """One measured number of the report: ``key`` (a name, unique within its row), ``value`` (a JSON number,
+    string, bool or list of them) and ``unit`` ("1": dimensionless; "log10 t", "tau", "deg", "s", "coordinate"
+    (1-based), "cells", ...)."""
+
+    key: str
+    value: object
+    unit: str
+
+    def as_dict(self) -> dict:
+        return {"key": self.key, "value": _native(self.value), "unit": self.unit}
+
+
+def _native(value):
+    """NumPy scalars and arrays as JSON's numbers and lists; non-finite floats as strings ("nan", "inf")."""
+    value = value.tolist() if isinstance(value, (np.ndarray, np.generic)) else value
+    if isinstance(value, (list, tuple)):
+        return [_native(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One row of a claim's measurements: the ``sentence`` the report prints and its ``numbers``."""
+
+    sentence: str
+    numbers: tuple = ()
+
+    def as_dict(self, run: str) -> dict:
+        return {"run": run, "sentence": self.sentence, "numbers": [n.as_dict() for n in self.numbers]}
+
+
+@dataclass(frozen=True)
 class Outcome:
-    """What one criterion says of one run: ``holds`` True / False / None (undecided) and why."""
+    """What one criterion says of one run: ``holds`` True / False / None (undecided), why (a sentence) and the
+    ``numbers`` it was judged on."""
 
     holds: bool | None
     why: str
+    numbers: tuple = ()
+
+    @property
+    def measured(self) -> Measured:
+        return Measured(self.why, self.numbers)
 
     @property
     def word(self) -> str:
@@ -58,7 +102,7 @@ class Claim:
     setting: str
     verdict: str
     why: str
-    numbers: dict = field(default_factory=dict)  # name -> measured value (str or number)
+    numbers: dict = field(default_factory=dict)  # run -> Measured (an Outcome: its ``measured``)
     controls: list = field(default_factory=list)  # list[Control]
     figure: str | None = None
     seconds: float = 0.0
@@ -70,9 +114,19 @@ class Claim:
 
     def as_dict(self) -> dict:
         return {"id": self.id, "seed": self.seed, "statement": self.statement, "setting": self.setting,
-                "verdict": self.verdict, "why": self.why, "numbers": self.numbers,
-                "controls": [{"setting": c.setting, "verdict": c.verdict, "why": c.outcome.why} for c in self.controls],
+                "verdict": self.verdict, "why": self.why,
+                "measured": [_row(v).as_dict(run) for run, v in self.numbers.items()],
+                "controls": [{"setting": c.setting, "verdict": c.verdict, "why": c.outcome.why,
+                              "numbers": [n.as_dict() for n in c.outcome.numbers]} for c in self.controls],
                 "figure": self.figure, "wall_s": round(self.seconds, 2), "cpu_s": round(self.cpu_seconds, 2)}
+
+
+def _row(value) -> Measured:
+    if isinstance(value, Outcome):
+        return value.measured
+    if not isinstance(value, Measured):
+        raise TypeError(f"a claim's numbers are Measured rows or Outcomes; got {type(value).__name__}: {value!r}")
+    return value
 
 
 def judge(main: Outcome, controls: list[Control]) -> tuple[str, str]:

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 import flowsim as fs
 from flowsim import plot
 
-from ._claim import Claim, Control, Outcome, claim, every, run_checks
+from ._claim import Claim, Control, Measured, Number, Outcome, claim, every, run_checks
 from .criteria import at_least, at_most, nearest_reference
 
 INF = float("inf")
@@ -50,8 +50,16 @@ def _references(data) -> dict:
 
 
 def _cosines(refs) -> str:
+    return ", ".join(f"{n.key.removeprefix('cos ')} {n.value:.3f}" for n in _cosine_numbers(refs))
+
+
+def _cosine_numbers(refs) -> list:
     keys = list(refs)
-    return ", ".join(f"{a}/{b} {refs[a] @ refs[b]:.3f}" for i, a in enumerate(keys) for b in keys[i + 1:])
+    return [Number(f"cos {a}/{b}", float(refs[a] @ refs[b]), "1") for i, a in enumerate(keys) for b in keys[i + 1:]]
+
+
+def _cosine_row(refs) -> Measured:
+    return Measured(_cosines(refs), tuple(_cosine_numbers(refs)))
 
 
 def _distances(run, refs) -> dict:
@@ -117,12 +125,12 @@ def per_sample_vs_full(out: Path, quick: bool) -> Claim:
     labels = {"per-sample Adam (cyclic)": "adam cyclic", "per-sample Adam, exponential loss": "adam cyclic",
               "full-batch Adam": "adam full"}
     fig, axes = _fig(1, 3)
-    outcomes, numbers, finals = [], {"reference cosines": _cosines(refs)}, {}
+    outcomes, numbers, finals = [], {"reference cosines": _cosine_row(refs)}, {}
     for ax, (name, (opt, want, loss)) in zip(axes[0], runs.items()):
         o, run, dist = _judged(opt, data, refs, steps, want, loss, labels[name])
         outcomes.append(o)
         finals[name] = dist
-        numbers[name] = o.why
+        numbers[name] = o
         _plot(ax, run, dist, f"{name}: {o.word}", want)
     fig.suptitle("Thm 4.8: per-sample Adam -> the fixed-point max-margin, full-batch Adam -> l_inf "
                  "(iid_gaussian(10, 20))", fontsize=10)
@@ -148,9 +156,10 @@ def sampling_schemes(out: Path, quick: bool) -> Claim:
         o, run, _ = _judged(OPT.adam(**ADAM, batch=scheme), data, refs, steps, "fixed point", label=f"adam {scheme}")
         outcomes.append(o)
         ends[scheme] = run.direction[-1]
-        numbers[f"batch 1, {scheme}"] = o.why
-    numbers["spread between schemes"] = ", ".join(f"{a}/{b} {np.linalg.norm(ends[a] - ends[b]):.3g}"
-                                                  for a, b in (("cyclic", "shuffle"), ("cyclic", "replace")))
+        numbers[f"batch 1, {scheme}"] = o
+    spread = {f"{a}/{b}": float(np.linalg.norm(ends[a] - ends[b])) for a, b in (("cyclic", "shuffle"), ("cyclic", "replace"))}
+    numbers["spread between schemes"] = Measured(", ".join(f"{k} {v:.3g}" for k, v in spread.items()),
+                                                 tuple(Number(f"distance {k}", v, "1") for k, v in spread.items()))
     control = _judged(OPT.adam(**ADAM), data, refs, steps, "fixed point", label="adam full")[0]
     return claim("002-sampling", SEED, "Per-sample Adam reaches the same fixed-point limit whether samples are visited "
                  "cyclically, reshuffled each epoch, or drawn with replacement.",
@@ -163,11 +172,11 @@ def rademacher_pairs(out: Path, quick: bool) -> Claim:
     # seed 3: a Rademacher set whose l2 and l_inf max-margins differ
     data = fs.datasets.scaled_rademacher(10, 5, seed=3)
     refs = {k: v for k, v in _references(data).items() if k != "fixed point"}  # = l2 here (002-metric)
-    outcomes, numbers = [], {"reference cosines": _cosines(refs)}
+    outcomes, numbers = [], {"reference cosines": _cosine_row(refs)}
     for b1, b2 in ((0.9, 0.99), (0.5, 0.9), (0.9, 0.9)):
         o = _judged(OPT.adam(0.1, b1, b2, 0.3, batch="cyclic"), data, refs, steps, "l2")[0]
         outcomes.append(o)
-        numbers[f"per-sample, b1 {b1}, b2 {b2}"] = o.why
+        numbers[f"per-sample, b1 {b1}, b2 {b2}"] = o
     control = _judged(OPT.adam(**ADAM), data, refs, steps, "l2")[0]
     return claim("002-thm3.3", SEED, "On scaled-Rademacher data per-sample Adam converges to the l2 max-margin for any "
                  "b1 <= b2; full-batch Adam does not (it goes to l_inf) (Thm 3.3).",
@@ -186,14 +195,14 @@ def signum_batches(out: Path, quick: bool) -> Claim:
         batch = "cyclic" if b == 1 else (b if b < data.n else "full")
         o, run, dist = _judged(OPT.signum(0.05, 0.99, batch=batch), data, refs, steps, "linf")
         outcomes.append(o)
-        numbers[f"beta 0.99, batch {b}"] = o.why
+        numbers[f"beta 0.99, batch {b}"] = o
         (line,) = axes[0, 0].loglog(np.maximum(run.steps, 1), dist["linf"], label=f"beta 0.99, batch {b}")
         if b == 1:
             _fit_tail(axes[0, 0], np.maximum(run.steps, 1), dist["linf"], line.get_color(), "step")
         for beta in () if quick else (0.9, 0.0):
             if beta or b > 1:  # beta 0 at batch 1 is the control below
                 shown, run, dist = _judged(OPT.signum(0.05, beta, batch=batch), data, refs, steps, "linf")
-                numbers[f"beta {beta}, batch {b} (shown, not judged)"] = shown.why
+                numbers[f"beta {beta}, batch {b} (shown, not judged)"] = shown
                 axes[0, 0].loglog(np.maximum(run.steps, 1), dist["linf"], ls=(0, (4, 2)) if beta else ":",
                                   color=line.get_color(), lw=1.0, label=f"beta {beta:g}, batch {b} (shown)")
     control, run, dist = _judged(OPT.signum(0.05, 0.0, batch="cyclic"), data, refs, steps, "linf")
@@ -228,8 +237,8 @@ def batch_five(out: Path, quick: bool) -> Claim:
     apart = float(np.linalg.norm(limits[1] - limits[5]))
     main = every([outs["reshuffled batch-5 Adam"], at_least(apart, 0.01, "distance of the batch-1 and batch-5 limits")],
                  "checks")
-    numbers = {k: o.why for k, o in outs.items()}
-    numbers["AdamProxy limits, batch 1 vs batch 5"] = f"{apart:.4g} apart"
+    numbers = dict(outs)
+    numbers["AdamProxy limits, batch 1 vs batch 5"] = Measured(f"{apart:.4g} apart", (Number("distance", apart, "1"),))
     return claim("002-batch5", SEED, "Batch size 5 already departs from the per-sample limit: reshuffled mini-batch Adam "
                  "(b = 5) goes to the limit of the mini-batch proxy flow Phi_b, which is not the per-sample one. Fixed "
                  "cyclic blocks are a different algorithm with another limit.",
@@ -249,9 +258,11 @@ def epoch_map(out: Path, quick: bool) -> Claim:
     # records are log-spaced in steps; pair each epoch-map record with the per-sample one nearest in time sum eta
     pair = [int(np.argmin(np.abs(np.log1p(ps.t) - np.log1p(t)))) for t in em.t]
     along = np.linalg.norm(em.direction - ps.direction[pair], axis=1)
-    numbers = {"epoch map vs per-sample Adam along the trajectory": ", ".join(
-                   f"t {t:.3g}: {x:.3g}" for t, x in zip(em.t[4::4], along[4::4])),
-               "at the end": f"{d_ps:.4g}", "epoch map vs full-batch Adam at the end": f"{d_full:.4g}"}
+    numbers = {"epoch map vs per-sample Adam along the trajectory": Measured(
+                   ", ".join(f"t {t:.3g}: {x:.3g}" for t, x in zip(em.t[4::4], along[4::4])),
+                   (Number("t", em.t[4::4], "sum of eta"), Number("distance", along[4::4], "1"))),
+               "at the end": Measured(f"{d_ps:.4g}", (Number("distance", float(d_ps), "1"),)),
+               "epoch map vs full-batch Adam at the end": Measured(f"{d_full:.4g}", (Number("distance", float(d_full), "1"),))}
     return claim("002-prop2.5", SEED, "Over one epoch, per-sample Adam moves by the closed-form steady-state map of Prop 2.5; "
                  "iterating that map follows the per-sample trajectory (directions compared at equal time sum eta).",
                  f"iid_gaussian(10, 20), {ADAM_SETTING}, {epochs} epochs", at_most(d_ps, 0.01, "direction distance at the end"),
@@ -267,8 +278,12 @@ def fixed_point_metric(out: Path, quick: bool) -> Claim:
         fp = fs.adam_fixed_point(data)
         off_l2[name] = 1 - fp.direction @ _unit(fs.max_margin(data, 2).direction)
         outcomes.append(at_most(fp.residual, 1e-8, f"{name}: fixed-point residual"))
-        numbers[name] = (f"diag M(c*) = {np.round(np.diag(fp.metric), 4).tolist()}, residual {fp.residual:.2g} after "
-                         f"{fp.iterations} iterations; 1 - cos to l2 = {off_l2[name]:.3g}")
+        numbers[name] = Measured(f"diag M(c*) = {np.round(np.diag(fp.metric), 4).tolist()}, residual {fp.residual:.2g} "
+                                 f"after {fp.iterations} iterations; 1 - cos to l2 = {off_l2[name]:.3g}",
+                                 (Number("metric_diagonal", np.diag(fp.metric), "1"),
+                                  Number("residual", float(fp.residual), "1"),
+                                  Number("iterations", int(fp.iterations), "iterations"),
+                                  Number("one_minus_cos_l2", float(off_l2[name]), "1")))
 
     def is_l2(name):
         return at_most(off_l2[name], 1e-10, f"{name}: 1 - cos(fixed point, l2)")
@@ -302,7 +317,8 @@ def proxy_flow_limit(out: Path, quick: bool) -> Claim:
         judged = min(np.linalg.norm(refs["fixed point"] - v) for k, v in refs.items() if k != "fixed point") > 0.01
         if judged:
             outcomes.append(o)
-        numbers[name + ("" if judged else " (fixed point = another reference: shown, not judged)")] = f"[{sol.status}] {o.why}"
+        numbers[name + ("" if judged else " (fixed point = another reference: shown, not judged)")] = Measured(
+            f"[{sol.status}] {o.why}", (Number("log10_t_end", float(sol.log10_t[-1]), "log10 t"), *o.numbers))
         for k, d in dist.items():  # dashed: it can coincide with l2 or l_inf
             (line,) = ax.loglog(lt, np.maximum(d, 1e-8), ":" if k == "fixed point" else "-", label=_NAMES.get(k, k))
             if k == "fixed point":

@@ -12,7 +12,7 @@ import numpy as np
 import flowsim as fs
 from flowsim.theory.analysis import is_steady, rate_halves
 
-from ._claim import Outcome
+from ._claim import Number, Outcome
 
 
 def _undecided_if_not_finite(*values):
@@ -31,7 +31,11 @@ def ran(sol, outcome: Outcome) -> Outcome:
 def converges_to(sol, refs: dict, want: str) -> Outcome:
     """beta(t) converges in direction to ``refs[want]`` by flowsim's fitted-gap verdict."""
     v = fs.verdict(sol, refs, want)
-    return Outcome(v.holds, v.why)
+    fit = v.fits[want]
+    numbers = (Number("log10_t_end", float(sol.log10_t[-1]), "log10 t"), Number(f"gap_{want}", fit.final_gap, "1"),
+               Number(f"rate_{want}", fit.rate, "1 (k in gap ~ (log t)^-k)"), Number(f"r2_{want}", fit.r2, "1"),
+               Number(f"angle_{want}", fit.final_angle, "deg"))
+    return Outcome(v.holds, v.why, numbers)
 
 
 def fates_match(prediction: dict, beta_end, alpha, rho: float, depth: int) -> Outcome:
@@ -55,11 +59,19 @@ def fates_match(prediction: dict, beta_end, alpha, rho: float, depth: int) -> Ou
             ok = a[j] ** depth < b[j] <= rho**depth * (1 + 1e-9) and (lead is not None or b[j] >= 0.95 * rho**depth)
         if not ok:
             wrong.append(f"beta_{j + 1} = {b[j]:.4g} is not '{fate}'")
-    leader = int(np.argmax(b)) + 1 if b.max() > 10 * rho**depth else None
-    want = None if lead is None else lead + 1
-    if leader != want:
-        wrong.append(f"limit e_{leader or 0} (0: bounded), predicted e_{want or 0}")
-    return Outcome(not wrong, "; ".join(wrong) or f"fates {prediction['fate']} and limit e_{want or 0} as predicted")
+    leader = int(np.argmax(b)) if b.max() > 10 * rho**depth else None
+    if leader != lead:
+        wrong.append(f"limit {_limit_name(leader)}, predicted {_limit_name(lead)}")
+    numbers = (*(Number(f"beta_{j + 1}_end", float(v), "1") for j, v in enumerate(b)),
+               Number("fates_predicted", list(prediction["fate"]), "per coordinate"),
+               Number("limit", _limit_name(leader), "direction"), Number("limit_predicted", _limit_name(lead), "direction"))
+    return Outcome(not wrong, "; ".join(wrong) or f"fates {prediction['fate']} and limit {_limit_name(lead)} as predicted",
+                   numbers)
+
+
+def _limit_name(index) -> str:
+    """A limit direction in words: e_j (j 1-based, as the papers) for a basis vector, else bounded."""
+    return "bounded" if index is None else f"e_{index + 1}"
 
 
 def angle_falls(log10_t, angle_deg, *, near: float = 15.0, far: float = 45.0) -> Outcome:
@@ -75,31 +87,36 @@ def angle_falls(log10_t, angle_deg, *, near: float = 15.0, far: float = 45.0) ->
     x, y = lt[tail], ang[tail]
     if x.size < 3:
         return Outcome(None, "fewer than 3 save points in the tail")
+    numbers = (Number("angle_start", float(y[0]), "deg"), Number("angle_end", float(y[-1]), "deg"),
+               Number("log10_t_start", float(x[0]), "log10 t"), Number("log10_t_end", float(x[-1]), "log10 t"))
     if y[-1] < 1e-9:
-        return Outcome(True, f"angle {y[-1]:.2g} deg at log10 t = {x[-1]:.4g}")
+        return Outcome(True, f"angle {y[-1]:.2g} deg at log10 t = {x[-1]:.4g}", numbers)
     pos = y > 0
     rate = -np.polyfit(np.log(x[pos]), np.log(y[pos]), 1)[0] if pos.sum() >= 3 else np.nan
     text = f"angle {y[0]:.3g} -> {y[-1]:.3g} deg over log10 t {x[0]:.3g}..{x[-1]:.3g}, fitted ~ (log t)^-{rate:.3g}"
     # one power law over the tail, as fs.verdict asks of a gap: an angle levelling off at c > 0 slows down
+    numbers += (Number("rate", float(rate), "1 (k in angle ~ (log t)^-k)"),)
     if pos.sum() < 6:
-        return Outcome(None, text + "; too few saves in the tail to compare its halves (6 needed)")
+        return Outcome(None, text + "; too few saves in the tail to compare its halves (6 needed)", numbers)
     halves = rate_halves(np.log(x[pos]), np.log(y[pos]))
     steady = is_steady(halves)
     text += f" ({halves[0]:.3g} then {halves[1]:.3g} over the tail's halves)"
+    numbers += (Number("rate_halves", list(halves), "1"),)
     if bool(np.all(np.diff(y) <= 1e-12 * y[:-1])) and rate > 0 and y[-1] < near and steady:
-        return Outcome(True, text)
+        return Outcome(True, text, numbers)
     if y[-1] > far or y[-1] > y[0]:
-        return Outcome(False, text)
-    return Outcome(None, text)
+        return Outcome(False, text, numbers)
+    return Outcome(None, text, numbers)
 
 
 def minor_to_major(amplification: dict, status: str = "completed") -> Outcome:
     """The leading coordinate runs from the minor features to the major one, which leads last (Thm 4.4),
     in a run that reached its horizon (a collapsed run has leaders but no limit: undecided)."""
     order = [j + 1 for j in amplification["order"]]
+    numbers = (Number("leaders", order, "coordinate"),)
     if status != "completed":
-        return Outcome(None, f"the run ended {status!r}; leaders over time (1-based): {order}")
-    return Outcome(bool(amplification["minor_to_major"]), f"leaders over time (1-based): {order}")
+        return Outcome(None, f"the run ended {status!r}; leaders over time (1-based): {order}", numbers)
+    return Outcome(bool(amplification["minor_to_major"]), f"leaders over time (1-based): {order}", numbers)
 
 
 def crossover_law(N, mu_from: float, mu_to: float, rho: float, rtol: float = 1e-6) -> Outcome:
@@ -108,7 +125,9 @@ def crossover_law(N, mu_from: float, mu_to: float, rho: float, rtol: float = 1e-
         return bad
     want = rho * (mu_from + mu_to) / np.sqrt(2.0)
     err = abs(N / want - 1.0)
-    return Outcome(bool(err <= rtol), f"N = {N:.10g} against rho (mu_j + mu_k)/sqrt 2 = {want:.10g}: relative error {err:.2g}")
+    return Outcome(bool(err <= rtol), f"N = {N:.10g} against rho (mu_j + mu_k)/sqrt 2 = {want:.10g}: relative error {err:.2g}",
+                   (Number("N", float(N), "1"), Number("N_predicted", float(want), "1"),
+                    Number("relative_error", float(err), "1")))
 
 
 def error_order(etas, errors, order: float = 1.0, tol: float = 0.1) -> Outcome:
@@ -118,7 +137,8 @@ def error_order(etas, errors, order: float = 1.0, tol: float = 0.1) -> Outcome:
         return bad or Outcome(None, "fewer than two step sizes")
     orders = np.log(errors[:-1] / errors[1:]) / np.log(etas[:-1] / etas[1:])
     ok = bool(np.all(np.abs(orders - order) < tol))
-    return Outcome(ok, f"observed orders {np.round(orders, 3).tolist()} (want {order} +- {tol})")
+    return Outcome(ok, f"observed orders {np.round(orders, 3).tolist()} (want {order} +- {tol})",
+                   (Number("step_sizes", etas, "1"), Number("errors", errors, "1"), Number("orders", orders, "1")))
 
 
 def leader_by_scale(leaders) -> Outcome:
@@ -131,7 +151,8 @@ def leader_by_scale(leaders) -> Outcome:
     ok = (len(alive) > 1 and collapse_first and bool(np.all(np.diff(alive) >= 0)) and alive[0] == 0
           and alive[-1] == alive.max() > 0)
     shown = ["-" if np.isnan(v) else int(v) + 1 for v in lead]
-    return Outcome(bool(ok), f"leader along alpha (1-based, 0 collapsed, - not reached): {shown}")
+    return Outcome(bool(ok), f"leader along alpha (1-based, 0 collapsed, - not reached): {shown}",
+                   (Number("leader_along_alpha", shown, "coordinate (0 collapsed, - not reached)"),))
 
 
 #: a run judged to reach a reference ends at most this fraction of its distance to the nearest other
@@ -152,22 +173,24 @@ def nearest_reference(distances: dict, want: str) -> Outcome:
     spread = float(abs(d[-1] - d[-max(2, len(d) // 4)]))
     others = {k: v for k, v in final.items() if k != want}
     rival = min(others, key=others.get)
+    numbers = (*(Number(f"distance_{k}", v, "1 (between unit directions)") for k, v in final.items()),
+               Number(f"spread_{want}", spread, "1"))
     text = (", ".join(f"{k} {v:.4g}" for k, v in final.items()) + f" (distance of unit directions); spread of "
             f"'{want}' over the last quarter {spread:.2g}")
     if final[want] + spread < others[rival] and (d[-1] <= d[-max(2, len(d) // 4)] or d[-1] < 1e-6):
         if final[want] <= NEAR * others[rival]:
-            return Outcome(True, f"nearest is '{want}': " + text)
+            return Outcome(True, f"nearest is '{want}': " + text, numbers)
         return Outcome(None, f"nearest is '{want}' but not near it (over {NEAR:g} of the distance to '{rival}'): "
-                       + text)
+                       + text, numbers)
     if others[rival] + spread < final[want]:
-        return Outcome(False, f"nearest is '{rival}', not '{want}': " + text)
-    return Outcome(None, "undecided: " + text)
+        return Outcome(False, f"nearest is '{rival}', not '{want}': " + text, numbers)
+    return Outcome(None, "undecided: " + text, numbers)
 
 
 def cells_match(match, predicted, decided=None) -> Outcome:
     """A phase diagram against its prediction: holds when every cell agrees; undecided when the only
-    disagreements lie next to a predicted boundary (there the limit may need a longer horizon), or some cell's
-    solve failed (``decided`` False there); fails when a decided cell away from every boundary disagrees. (At
+    disagreements lie next to a predicted boundary (there the limit may need a longer horizon), or some cell is
+    undecided (``decided`` False there: its solve failed, or its horizon did not settle its limit); fails when a decided cell away from every boundary disagrees. (At
     ">= 99% of the grid" a threshold alpha_j > 1.05 rho in place of rho, wrong on a band of cells along the
     boundary, held at L = 3: 99.4%.)"""
     match, predicted = np.asarray(match, bool), np.asarray(predicted)
@@ -183,24 +206,30 @@ def cells_match(match, predicted, decided=None) -> Outcome:
     wrong, far = int((~match & decided).sum()), int((~match & decided & ~edge).sum())
     open_cells = int((~decided).sum())
     text = (f"limit = Cor 3.5's on {match.mean():.1%} of the grid; {wrong} cells disagree, {far} of them away from "
-            "the predicted boundaries" + (f"; {open_cells} undecided (their solve failed)" if open_cells else ""))
-    return Outcome(True if wrong == 0 and not open_cells else (False if far else None), text)
+            "the predicted boundaries" + (f"; {open_cells} undecided (a failed solve, or an order the horizon did not "
+                                          "settle)" if open_cells else ""))
+    numbers = (Number("share_matching", float(match.mean()), "1"), Number("cells_disagreeing", wrong, "cells"),
+               Number("cells_disagreeing_off_boundaries", far, "cells"), Number("cells_undecided", open_cells, "cells"))
+    return Outcome(True if wrong == 0 and not open_cells else (False if far else None), text, numbers)
 
 
 def at_most(value: float, bound: float, what: str) -> Outcome:
     if (bad := _undecided_if_not_finite(value)) is not None:
         return bad
-    return Outcome(bool(value <= bound), f"{what} {value:.4g} ({'<=' if value <= bound else '>'} {bound:g})")
+    return Outcome(bool(value <= bound), f"{what} {value:.4g} ({'<=' if value <= bound else '>'} {bound:g})",
+                   (Number("value", float(value), "1"), Number("bound", float(bound), "1")))
 
 
 def at_least(value: float, bound: float, what: str) -> Outcome:
     if (bad := _undecided_if_not_finite(value)) is not None:
         return bad
-    return Outcome(bool(value >= bound), f"{what} {value:.4g} ({'>=' if value >= bound else '<'} {bound:g})")
+    return Outcome(bool(value >= bound), f"{what} {value:.4g} ({'>=' if value >= bound else '<'} {bound:g})",
+                   (Number("value", float(value), "1"), Number("bound", float(bound), "1")))
 
 
 def share_above(share: float, baseline: float, what: str) -> Outcome:
     """A share measured on the claim's flow exceeds the same share on the baseline flow."""
     if (bad := _undecided_if_not_finite(share, baseline)) is not None:
         return bad
-    return Outcome(bool(share > baseline), f"{what}: {share:.4g} against {baseline:.4g} for the baseline")
+    return Outcome(bool(share > baseline), f"{what}: {share:.4g} against {baseline:.4g} for the baseline",
+                   (Number("share", float(share), "1"), Number("baseline", float(baseline), "1")))

@@ -1,14 +1,17 @@
 """Run a reproduction suite and write ``report.md``, ``report.json`` and ``report.html`` (figures embedded).
 
-``report.json`` schema (``SCHEMA_VERSION`` 1)::
+``report.json`` schema (``SCHEMA_VERSION`` 2; docs/cli.md describes it)::
 
-    {"schema_version": 1, "suite": str, "quick": bool, "complete": bool (false: stopped early, by a Ctrl-C or
+    {"schema_version": 2, "suite": str, "quick": bool, "complete": bool (false: stopped early, by a Ctrl-C or
      still running; the claims that finished are listed), "flowsim_version": str, "python": str,
      "wall_s": float, "cpu_s": float,
      "claims": [{"id": str, "seed": "000" | "002", "statement": str, "setting": str,
                  "verdict": "holds" | "fails" | "inconclusive" | "open" | "descriptive", "why": str,
-                 "numbers": {name: str | number}, "controls": [{"setting": str, "verdict": str, "why": str}],
+                 "measured": [{"run": str, "sentence": str, "numbers": [NUMBER]}],
+                 "controls": [{"setting": str, "verdict": str, "why": str, "numbers": [NUMBER]}],
                  "figure": str | null (a PNG next to the report), "wall_s": float, "cpu_s": float}]}
+
+    NUMBER: {"key": str, "value": number | str | bool | list, "unit": str ("1": dimensionless)}
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from flowsim._interrupts import propagating, stopped_by
 from . import adam, sam
 
 SUITES = {"sam": sam.run, "adam": adam.run}
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def check_suite(suite: str) -> None:
@@ -125,7 +128,7 @@ def _markdown(s) -> str:
     for c in s["claims"]:
         lines += ["", f"## {c['id']}: {c['verdict']}", "", c["statement"], "", f"Setting: {c['setting']}.", "",
                   f"Verdict: **{c['verdict']}** ({c['why']}).", "", "| run | measured |", "|---|---|"]
-        lines += [f"| {_cell(k)} | {_cell(v)} |" for k, v in c["numbers"].items()]
+        lines += [f"| {_cell(m['run'])} | {_cell(m['sentence'])} |" for m in c["measured"]]
         if c["controls"]:
             lines += ["", "| negative control | verdict (must be fails) | measured |", "|---|---|---|"]
             lines += [f"| {_cell(k['setting'])} | **{k['verdict']}** | {_cell(k['why'])} |" for k in c["controls"]]
@@ -146,7 +149,7 @@ def _html(s, out: Path) -> str:
              _table([(c["id"], c["verdict"], _controls(c), c["why"]) for c in s["claims"]], ["claim", "verdict", "controls", "why"])]
     for c in s["claims"]:
         parts += [f"<h2 id='{c['id']}'>{html.escape(c['id'])}: {c['verdict']}</h2>", f"<p>{html.escape(c['statement'])}</p>",
-                  f"<p><i>Setting:</i> {html.escape(c['setting'])}</p>", _table(c["numbers"].items(), ["run", "measured"])]
+                  f"<p><i>Setting:</i> {html.escape(c['setting'])}</p>", _table([(m["run"], m["sentence"]) for m in c["measured"]], ["run", "measured"])]
         if c["controls"]:
             parts.append(_table([(k["setting"], k["verdict"], k["why"]) for k in c["controls"]],
                                 ["negative control", "verdict (must be fails)", "measured"]))

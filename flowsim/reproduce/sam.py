@@ -16,8 +16,9 @@ from matplotlib.figure import Figure
 
 import flowsim as fs
 from flowsim import plot
+from flowsim.progress import progress_bar
 
-from ._claim import Claim, Control, Outcome, claim, every, run_checks
+from ._claim import Claim, Control, Measured, Number, Outcome, claim, every, run_checks
 from .criteria import (
     angle_falls,
     at_most,
@@ -51,8 +52,18 @@ def _gaussian(n, d, seed):
     return fs.Dataset(X + 0.3 * y[:, None] * w / np.linalg.norm(w), y)
 
 
+def _plain(value) -> str:
+    """A value as the report prints it: numbers by ``:g``, NumPy scalars and arrays as plain lists, no reprs."""
+    value = value.tolist() if isinstance(value, (np.ndarray, np.generic)) else value
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_plain(v) for v in value) + "]"
+    return str(value)
+
+
 def _setting(**kw) -> str:
-    return ", ".join(f"{k}={v}" for k, v in kw.items())
+    return ", ".join(f"{k}={_plain(v)}" for k, v in kw.items())
 
 
 _SOLVED: dict = {}
@@ -74,14 +85,14 @@ def _fig(rows, cols, w=4.0, h=3.2):
     return fig, np.atleast_2d(fig.subplots(rows, cols))
 
 
-def _l1_l2_apart(seeds, n=10, d=4, min_degrees=5.0):
-    """Gaussian sets (seeded) whose l1 and l2 max-margin directions are at least ``min_degrees`` apart:
-    on the others a limit "l2" cannot be told from "l1"."""
+def _apart_from_l2(seeds, min_degrees: dict, n=10, d=4):
+    """Gaussian sets (seeded) whose l2 max-margin direction is at least ``min_degrees[k]`` from reference k's:
+    on the rest a limit "l2" cannot be told from k's (fs.verdict says undecided)."""
     for seed in seeds:
         data = _gaussian(n, d, seed)
         r = _refs(data)
-        u1, u2 = (r[k].direction / np.linalg.norm(r[k].direction) for k in ("l1", "l2"))
-        if np.degrees(np.arccos(np.clip(u1 @ u2, -1, 1))) >= min_degrees:
+        unit = {k: r[k].direction / np.linalg.norm(r[k].direction) for k in r}
+        if all(np.degrees(np.arccos(np.clip(unit[k] @ unit["l2"], -1, 1))) >= deg for k, deg in min_degrees.items()):
             yield seed, data
 
 
@@ -94,7 +105,8 @@ def l1_limits_l2(out: Path, quick: bool) -> Claim:
     cases = 6 if quick else 21  # judged ones: cases flowsim cannot integrate are listed and replaced
     outcomes, numbers, judged = [], {}, {name: 0 for name, _ in flows}
     fig, axes = _fig(1, 3, 5.6)  # (room for the legends beside the panels)
-    for i, (seed, data) in enumerate(_l1_l2_apart(range(100, 1000))):
+    bar = progress_bar(cases, "cases", "000-thm3.1: judged")  # (stderr) a minute of solves at the full size
+    for i, (seed, data) in enumerate(_apart_from_l2(range(100, 1000), {"l1": 5.0, "linf": 2.0})):
         if len(outcomes) == cases or i == 3 * cases:
             break
         alpha, rho = float(rng.uniform(0.01, 1.0)), float(rng.uniform(0.01, 0.3))
@@ -103,17 +115,20 @@ def l1_limits_l2(out: Path, quick: bool) -> Claim:
         o = converges_to(sol, _refs(data), "l2")
         key = f"case {i + 1}: {name}, data seed {seed}, alpha {alpha:.3g}, rho {rho:.3g}"
         if sol.status == "chattering":  # a sliding mode on G_j = 0 off the planes w_j = 0: not integrated by flowsim
-            numbers[key] = f"not judged: flowsim cannot integrate it ({sol.message})"
+            numbers[key] = Measured(f"not judged: flowsim cannot integrate it ({sol.message})",
+                                    (Number("log10_t_end", float(sol.log10_t[-1]), "log10 t"),))
             continue
         outcomes.append(o)
         judged[name] += 1
-        numbers[key] = o.why
+        numbers[key] = o
+        bar.update(1)
         if i < 3:
             plot.margin_gaps(sol, _refs(data), axes[0, i])
             axes[0, i].set_title(f"depth 1 {name}, alpha={alpha:.2g}, rho={rho:.2g}: {o.word}", fontsize=9)
+    bar.close()
     fig.suptitle("Thm 3.1, depth 1 (linear model): the gap to the l2-norm max-margin decays, the others stay", fontsize=10)
     fig.savefig(out / "sam_depth1.png", dpi=100)
-    seed, data = next(_l1_l2_apart([104], min_degrees=20.0))
+    seed, data = next(_apart_from_l2([104], {"l1": 20.0}))
     # the depth-2 limit is reached like a power of 1/log t: the controls need the long horizon
     controls = [Control(f"depth 2 (u^2 - v^2) {name}, data seed {seed} (l1 and l2 28 deg apart), alpha 0.1, t1 1e100: "
                         "its limit is l1, not l2",
@@ -123,8 +138,8 @@ def l1_limits_l2(out: Path, quick: bool) -> Claim:
                  "rho and initialisation (Thm 3.1, for almost all separable data). l_inf-SAM runs that enter a sliding mode "
                  "on a gradient coordinate G_j = 0 (which flowsim reports as 'chattering' and does not integrate) are "
                  "listed, not judged.",
-                 _setting(model="Linear", loss="logistic", cases=f"{cases} random (Gaussian data n=10 d=4 whose l1 and l2 "
-                          "max-margins are >= 5 deg apart, alpha in [0.01, 1], rho in [0.01, 0.3]), flows GD / l2-SAM / "
+                 _setting(model="Linear", loss="logistic", cases=f"{cases} random (Gaussian data n=10 d=4 whose l2 max-margin "
+                          "is >= 5 deg from the l1 one and >= 2 deg from the l_inf one, alpha in [0.01, 1], rho in [0.01, 0.3]), flows GD / l2-SAM / "
                           "l_inf-SAM in turn, drawn until that many are judged", t1=t1),
                  every(outcomes + [Outcome(None, f"only {len(outcomes)} cases could be judged")] * (len(outcomes) < cases),
                        f"judged cases converge to l2 by the fitted-gap verdict ({len(numbers) - len(outcomes)} "
@@ -136,7 +151,7 @@ def _basis_cases():
     """(depth, alpha, what it selects) on mu = (1, 2, 3), rho = 0.1: every basis vector in turn, the
     bounded limits (0 at even L, rho^L at odd L) and alpha_j = rho exactly."""
     return [(2, (0.3, 0.05, 0.05), "e_1"), (2, (0.05, 0.3, 0.08), "e_2"), (2, (0.3, 0.3, 0.3), "e_3"),
-            (2, (0.05, 0.08, 0.02), "0"), (2, (0.1, 0.05, 0.3), "e_3, beta_1 stays"),
+            (2, (0.05, 0.08, 0.02), "bounded: beta -> 0"), (2, (0.1, 0.05, 0.3), "e_3, beta_1 stays"),
             (3, (0.3, 0.12, 0.11), "e_1"), (3, (0.15, 0.2, 0.12), "e_2"), (3, (0.2, 0.15, 0.2), "e_3"),
             (3, (0.05, 0.08, 0.02), "rho^3 (1, 1, 1)"), (3, (0.1, 0.05, 0.02), "rho^3 (1, 1, 1), beta_1 stays")]
 
@@ -186,8 +201,9 @@ def linf_trichotomy(out: Path, quick: bool) -> Claim:
                      atol=1e-14 if depth % 2 else 1e-10)
         o = _trichotomy_outcome(sol, alpha, rho, depth)
         outcomes.append(o)
-        numbers[f"L={depth}, alpha={alpha} (selects {what})"] = (
-            f"beta(t1) = {np.array2string(sol.beta[-1], precision=4)} [{sol.status}]: {o.word}: {o.why}")
+        numbers[f"L={depth}, alpha={_plain(alpha)} (selects {what})"] = Measured(
+            f"beta(t1) = {_plain(np.round(sol.beta[-1], 4))} [{sol.status}]: {o.word}: {o.why}",
+            (Number("log10_t_end", float(sol.log10_t[-1]), "log10 t"), *o.numbers))
         plot.beta_vs_log_t(sol, ax, legend=False)  # (one legend for the ten panels, below)
         ax.set_xlim(left=-2)  # nothing happens before t = 0.01
         ax.set_title(f"L={depth}, alpha={alpha}:\n{what}", fontsize=8)
@@ -200,11 +216,11 @@ def linf_trichotomy(out: Path, quick: bool) -> Claim:
     fig.suptitle(f"Thm 3.2 / Cor 3.5: l_inf-SAM (rho={rho}) on mu=(1, 2, 3), |beta_j| from ten initialisations", fontsize=10)
     fig.savefig(out / "sam_linf.png", dpi=90)
     edge = fs.linf_sam_prediction(MU3, (rho + 5e-9, 0.05, 0.05), rho, 2)["fate"][0]
-    numbers["alpha_1 = rho + 5e-9 (exact comparison)"] = f"predicted '{edge}'"
+    numbers["alpha_1 = rho + 5e-9 (exact comparison)"] = Measured(f"predicted '{edge}'", (Number("fate_1", edge, "fate"),))
     controls = []
     for depth, alpha, what in (cases[0], cases[3], cases[5], cases[8]):
         sol = _solve(fs.DiagonalNet(depth), fs.GD(), fs.Dataset(MU3[None], [1]), np.array(alpha), t1=t1)
-        controls.append(Control(f"GD instead of l_inf-SAM, L={depth}, alpha={alpha} (SAM selects {what})",
+        controls.append(Control(f"GD instead of l_inf-SAM, L={depth}, alpha={_plain(alpha)} (SAM selects {what})",
                                 ran(sol, _trichotomy_outcome(sol, alpha, rho, depth))))
     return claim("000-thm3.2", SEED, "l_inf-SAM, L >= 2, one example: each coordinate with alpha_j < rho collapses (beta_j -> 0 "
                  "for even L, -> rho^L for odd L), alpha_j = rho stays at rho^L, alpha_j > rho grows; the limit direction "
@@ -222,13 +238,16 @@ def linf_phase_diagram(out: Path, quick: bool) -> Claim:
     fig, axes = _fig(1, 3, 6.4, 4.0)  # (room for the legends beside the maps)
     numbers, outcomes, controls = {}, [], []
     for ax, (depth, flow) in zip(axes[0], ((2, None), (3, None), (2, fs.GD()))):
-        phase = fs.linf_sam_phase(MU, a1, a2, rho=rho, depth=depth, flow=flow, t1=1e30, late_log10_t1=1e5)
+        phase = fs.linf_sam_phase(MU, a1, a2, rho=rho, depth=depth, flow=flow, t1=1e30, late_log10_t1=1e5,
+                                  progress=True)
         late = phase.attrs["re_solved"]
         plot.phase_diagram(phase, ax)
-        name = f"{'GD' if flow else 'l_inf-SAM'}, L={depth}, {n}x{n} grid" + (f" ({late} cells re-run to log10 t = 1e5)"
+        name = f"{'GD' if flow else 'l_inf-SAM'}, L={depth}, {n}x{n} grid" + (f" ({late} cell(s) re-run to log10 t = 1e5)"
                                                                              if late else "")
         o = cells_match(phase["match"].values, phase["predicted"].values, phase["decided"].values)
-        numbers[name] = o.why + f" ({phase.attrs['wall_s']:.1f} s)"
+        numbers[name] = Measured(o.why + f" ({phase.attrs['wall_s']:.1f} s)",
+                                 (*o.numbers, Number("cells_solved_again", late, "cells"),
+                                  Number("sweep_wall", float(phase.attrs["wall_s"]), "s")))
         if flow is None:
             outcomes.append(o)
         else:
@@ -237,7 +256,9 @@ def linf_phase_diagram(out: Path, quick: bool) -> Claim:
     return claim("000-cor3.5", SEED, "l_inf-SAM, one example mu = (1, 2): over the whole (alpha_1, alpha_2) plane the limit is "
                  "e_j*, j* = argmax over alpha_j > rho of mu_j (alpha_j - rho)^(L-2), or bounded when every alpha_j <= rho "
                  "(Cor 3.5). The black lines are the boundaries from this formula.",
-                 _setting(mu=MU.tolist(), rho=rho, depths=[2, 3], grid=f"{n}x{n}", t1="1e30; cells that disagree there re-run to log10 t = 1e5",
+                 _setting(mu=MU.tolist(), rho=rho, depths=[2, 3], grid=f"{n}x{n}", t1="1e30; cells whose asymptotic order is not settled there, or that disagree at L = 3, re-run to log10 t = 1e5",
+                          limit="each cell's by Thm 3.2's asymptotics (L = 2: the growing coordinate of the largest "
+                                "mu_j; L = 3: the leader once no other grows half as fast), else undecided",
                           atol="1e-10 (L=2), 1e-14 (L=3)"),
                  every(outcomes, "depths agree with Cor 3.5 on every cell of the grid"), controls, numbers,
                  "sam_linf_phase.png")
@@ -259,7 +280,7 @@ def depth2_limits(out: Path, quick: bool) -> Claim:
                                                                                             log10_t1=1e6)
         o = converges_to(sol, _refs(data), "l1")
         outcomes.append(o)
-        numbers[f"{name}, {dname}"] = o.why
+        numbers[f"{name}, {dname}"] = o
         plot.margin_gaps(sol, _refs(data), ax)
         ax.set_title(f"depth 2 {name}, {dname}: {o.word}", fontsize=9)
     fig.suptitle("Thm 4.2, depth 2: the gap to the l1-norm max-margin decays like a power of 1/log t", fontsize=10)
@@ -269,10 +290,19 @@ def depth2_limits(out: Path, quick: bool) -> Claim:
                 for dname, data in sets.items()]
     return claim("000-thm4.2", SEED, "L = 2: GD and l2-SAM converge in direction to the l1 max-margin (Thm 4.2, assuming "
                  "directional convergence; one example and multi-sample Gaussian data).",
-                 _setting(loss="logistic", rho=0.1, data="mu=(1,2); Gaussian 10x4 = _gaussian(10, 4, seed 104)",
+                 _setting(loss="logistic", rho=0.1, data="mu=(1,2); Gaussian 10x4 (n=10 d=4, seed 104, shifted 0.3 along the labelling w)",
                           alpha="0.2 (one example), 0.1 (Gaussian)",
                           t1=f"{t1:g} (one example), log10 t = 1e6 (Gaussian), 1e100 (controls)"),
                  every(outcomes, "runs converge to l1 by the fitted-gap verdict"), controls, numbers, "sam_depth2.png")
+
+
+def _switch_numbers(switches):
+    """Each leader switch as numbers: its coordinates (1-based), log10 t and tau."""
+    for k, e in enumerate(switches, 1):
+        yield Number(f"switch_{k}_from", e["from_coordinate"], "coordinate")
+        yield Number(f"switch_{k}_to", e["to_coordinate"], "coordinate")
+        yield Number(f"switch_{k}_log10_t", e["log10_t"], "log10 t")
+        yield Number(f"switch_{k}_tau", e["tau"], "tau")
 
 
 def _crossovers(rhos, ratios, t1):
@@ -283,9 +313,11 @@ def _crossovers(rhos, ratios, t1):
             sol = _solve(fs.DiagonalNet(2), fs.SAM(rho, 2), data, r * rho, t1=t1, track=("magnitude", "growth"))  # one compile
             for e in fs.switch_times(sol, "growth"):
                 w = np.sqrt(np.abs(e["beta"]))  # balanced layers: w = sqrt(beta) in each
-                o = crossover_law(float(np.linalg.norm(MU3 * w)), MU3[e["from"]], MU3[e["to"]], rho)
+                o = crossover_law(float(np.linalg.norm(MU3 * w)), MU3[e["from_index"]], MU3[e["to_index"]], rho)
                 outcomes.append(o)
-                shown.setdefault(f"rho {rho}, alpha {r * rho:.3g}", []).append(f"{e['from'] + 1}->{e['to'] + 1}: {o.why}")
+                switch = f"{e['from_coordinate']}->{e['to_coordinate']}"
+                shown.setdefault(f"rho {rho}, alpha {r * rho:.3g}", []).append(
+                    (f"{switch}: {o.why}", [Number(f"{n.key} ({switch})", n.value, n.unit) for n in o.numbers]))
     return outcomes, shown
 
 
@@ -316,16 +348,18 @@ def amplification_time(out: Path, quick: bool) -> Claim:
         amp = fs.sequential_amplification(sol)
         outcomes.append(minor_to_major(amp, sol.status))
         sw = fs.switch_times(sol)
-        numbers[f"mu={mu.tolist()}, alpha={alpha}: magnitude switches"] = ", ".join(
-            f"beta_{e['from'] + 1} -> beta_{e['to'] + 1} at log10 t = {e['log10_t']:.6g} (tau {e['tau']:.6g})" for e in sw)
+        numbers[f"mu={_plain(mu)}, alpha={alpha}: magnitude switches"] = Measured(", ".join(
+            f"beta_{e['from_coordinate']} -> beta_{e['to_coordinate']} at log10 t = {e['log10_t']:.6g} (tau {e['tau']:.6g})"
+            for e in sw), tuple(_switch_numbers(sw)))
         sols[f"mu={tuple(mu.tolist())}, alpha={alpha}"] = sol
     amplification_figure(sols).savefig(out / "sam_amplification.png", dpi=100)
     cross, shown = _crossovers((0.05, 0.1, 0.2), (0.3, 0.45, 0.6, 0.8) if not quick else (0.45, 0.8), t1)
-    numbers.update({f"crossover law, {k}": "; ".join(v) for k, v in shown.items()})
+    numbers.update({f"crossover law, {k}": Measured("; ".join(text for text, _ in v),
+                                                    tuple(n for _, ns in v for n in ns)) for k, v in shown.items()})
     main = every(outcomes + [every(cross, "growth switches obey the crossover law")], "checks (order, crossover law)")
     gd = {tuple(mu): _solve(fs.DiagonalNet(2), fs.GD(), fs.Dataset(mu[None], [1]), alpha, t1=t1, track=("magnitude",))
           for mu, alpha in [(MU, 0.06), (MU3, 0.05)]}
-    controls = [Control(f"GD instead of l2-SAM, mu={list(mu)}",
+    controls = [Control(f"GD instead of l2-SAM, mu={_plain(mu)}",
                         minor_to_major(fs.sequential_amplification(sol), sol.status))
                 for mu, sol in gd.items()]
     return claim("000-thm4.4", SEED, "Sequential feature amplification along time: l2-SAM at L = 2 from a small uniform alpha "
@@ -373,16 +407,20 @@ def amplification_alpha(out: Path, quick: bool) -> Claim:
         cross = np.nonzero(np.diff(np.sign(gaps[ok, k])) > 0)[0]
         b = float(np.interp(0.0, gaps[ok, k][cross[0]:cross[0] + 2], alphas[ok][cross[0]:cross[0] + 2])) if cross.size else np.nan
         boundary.append(b)
-        numbers[f"tau = {tau:g}"] = f"{o.why}; minor/major boundary alpha = {b:.5g}"
+        numbers[f"tau = {tau:g}"] = Measured(f"{o.why}; minor/major boundary alpha = {b:.5g}",
+                                             (*o.numbers, Number("boundary_alpha", b, "1")))
     rel = abs(boundary[0] / star - 1)
     outcomes.append(at_most(rel, 0.02, f"relative distance of the boundary at tau = {taus[0]:g} to alpha* = {star:.5g}"))
     collapsed = np.array(collapsed)
     # very small alpha collapses, large alpha does not, and the collapsed ones are exactly the smallest
     below = bool(collapsed[0] and not collapsed[-1] and np.all(np.diff(collapsed.astype(int)) <= 0))
     edge = alphas[collapsed].max() if collapsed.any() else np.nan
-    outcomes.append(Outcome(below, f"collapse (to t = 10^4) for alpha <= {edge:.4g} only"))
-    numbers["collapse threshold"] = outcomes[-1].why
-    numbers["tau -> 0 boundary"] = f"{[round(b, 5) for b in boundary]} against alpha* = rho (mu_1 + mu_2)/(sqrt 2 |mu|) = {star:.5g}"
+    outcomes.append(Outcome(below, f"collapse (to t = 10^4) for alpha <= {edge:.4g} only",
+                            (Number("largest_collapsing_alpha", float(edge), "1"),)))
+    numbers["collapse threshold"] = outcomes[-1]
+    numbers["tau -> 0 boundary"] = Measured(
+        f"{[round(b, 5) for b in boundary]} against alpha* = rho (mu_1 + mu_2)/(sqrt 2 |mu|) = {star:.5g}",
+        (Number("boundary_alpha", boundary, "1"), Number("tau", taus, "tau"), Number("alpha_star", float(star), "1")))
     fig, axes = _fig(1, 2, 4.5, 3.3)
     for ax, (name, ld) in zip(axes[0], lead.items()):
         for k, tau in enumerate(taus):
@@ -413,9 +451,10 @@ def depth3_switches(out: Path, quick: bool) -> Claim:
         for j, a in enumerate(alphas):
             sol = _solve(fs.DiagonalNet(3), fs.SAM(rho, 2), data, a, t1=1e30, track=("magnitude",))
             sw = fs.switch_times(sol)
-            order = [sw[0]["from"] + 1] + [e["to"] + 1 for e in sw] if sw else [int(np.argmax(sol.beta[-1])) + 1]
-            numbers[f"rho {rho}, alpha {a}"] = (f"[{sol.status}] leaders {order}, switches at log10 t = "
-                                               f"{[round(e['log10_t'], 4) for e in sw]}")
+            order = [sw[0]["from_coordinate"]] + [e["to_coordinate"] for e in sw] if sw else [int(np.argmax(sol.beta[-1])) + 1]
+            numbers[f"rho {rho}, alpha {a}"] = Measured(
+                f"[{sol.status}] leaders {order}, switches at log10 t = {[round(e['log10_t'], 4) for e in sw]}",
+                (Number("leaders", order, "coordinate"), *_switch_numbers(sw)))
             orders[i, j] = order
             if sw:
                 table[i, j] = sw[0]["log10_t"]
@@ -472,7 +511,10 @@ def discrete_tracks_flow(out: Path, quick: bool) -> Claim:
     plot.short_log_span_ticks(ax, "y")  # (x: ticked at the step sizes)
     ax.legend(fontsize=7)
     fig.savefig(out / "sam_discrete.png", dpi=100)
-    numbers = {f"eta={e}": f"SAM error {a:.3g}, GD error {b:.3g}" for e, a, b in zip(etas, sam_err, gd_err)}
+    numbers = {f"eta={e}": Measured(f"SAM error {a:.3g}, GD error {b:.3g}",
+                                    (Number("sam_error", a, "1 (max |beta_j| difference)"),
+                                     Number("gd_error", b, "1 (max |beta_j| difference)")))
+               for e, a, b in zip(etas, sam_err, gd_err)}
     return claim("000-discrete", SEED, "Discrete SAM with step eta tracks the l2-SAM flow, the error shrinking at order 1 in eta.",
                  _setting(model="DiagonalNet(2)", rho=rho, alpha=0.3, T=T, etas=etas), error_order(etas, sam_err),
                  [Control("discrete GD against the SAM flow", error_order(etas, gd_err))], numbers, "sam_discrete.png")
@@ -538,8 +580,10 @@ def digits_pixels(out: Path, quick: bool) -> Claim:
     plot.legend_beside(ax)
     fig.suptitle("000-digits: beta as 8x8 images (each panel scaled to its own max |beta_j|), from alpha 0.05", fontsize=10)
     fig.savefig(out / "sam_digits.png", dpi=90)
-    numbers = {name: f"{sol.status}; min margin at t1 {sol.margins[-1].min():.3g}" for name, sol in sols.items()}
-    numbers["from alpha 0.05"] = main.why
+    numbers = {name: Measured(f"{sol.status}; min margin at t1 {sol.margins[-1].min():.3g}",
+                              (Number("min_margin_end", float(sol.margins[-1].min()), "1"),))
+               for name, sol in sols.items()}
+    numbers["from alpha 0.05"] = main
     return claim("000-digits", SEED, "Real data (sklearn digits 0 vs 1, 8x8) on a depth-2 diagonal network: from a small "
                  f"init, l2-SAM first puts weight on minor pixels: at its peak, the share of |beta| outside the {k} pixels GD "
                  "ends up relying on exceeds GD's share at the same time by more than 0.05 (Thm 4.4's sequential "

@@ -33,10 +33,10 @@ def shares(sol) -> np.ndarray:
 
 def switch_times(sol, by: str = "magnitude") -> list[dict]:
     """Every change of the leading coordinate, located by a solver event (root-found on the dense
-    solution): dicts with ``log10_t``, ``tau``, ``from`` and ``to`` (0-based indices into ``sol.beta``'s
-    columns, as NumPy counts; the report and a sweep's ``leader`` label coordinates from 1, as the papers
-    do). ``by="magnitude"`` (argmax
-    |beta_j|) or ``"growth"`` (argmax of the relative growth rate); solve with ``track=`` to record
+    solution): dicts with ``log10_t``, ``tau``, ``from_index`` and ``to_index`` (0-based columns of ``sol.beta``,
+    as NumPy counts), ``from_coordinate`` and ``to_coordinate`` (1-based, as the papers, a saved run's
+    ``coordinate`` labels and a sweep's ``leader`` count: ``ds.sel(coordinate=e["to_coordinate"])``) and
+    ``beta`` there. ``by="magnitude"`` (argmax |beta_j|) or ``"growth"`` (argmax of the relative growth rate); solve with ``track=`` to record
     the latter."""
     kind = f"lead_{by}"
     if by not in ("magnitude", "growth"):
@@ -60,7 +60,7 @@ def sequential_amplification(sol, by: str = "magnitude") -> dict:
         first = int(leading_coordinate(sol)[1]) if by == "magnitude" or sol.beta.shape[1] == 1 else None
     if first is None and not evs:
         raise ValueError("this solution does not record which coordinate led in growth at its start; solve it again.")
-    order = [evs[0]["from"] if evs else first] + [e["to"] for e in evs]
+    order = [evs[0]["from_index"] if evs else first] + [e["to_index"] for e in evs]
     feature = np.abs(sol.data.X).sum(axis=0)
     sizes = feature[order]
     rising = len(order) > 1 and np.all(np.diff(sizes) > 0) and sizes[-1] == feature.max()
@@ -151,14 +151,16 @@ def verdict(sol, refs: dict, claim: str, min_r2: float = 0.9) -> Verdict:
     """Does ``sol`` converge in direction to ``refs[claim]``? Evidence, all needed: its normalised-margin
     gap decays as one power of 1/log t (k > 0, R^2 >= min_r2, the same k on both halves of the tail
     within 15%, still decreasing at the end); beta(t) is closer in angle to it than to every other
-    reference whose direction differs; and the limit extrapolated from the tail (:func:`limit_direction`)
+    reference farther from it than the run is (at most ``MIN_APART_DEG`` apart they are one direction); and the limit extrapolated from the tail (:func:`limit_direction`)
     is closer to it than to those others and at most half as far from it as beta at the horizon (within
     0.05 degrees where that is less). False when another reference is closer by more than a factor
     2 in angle, when the gap to a unique optimum levels off above 0 without decaying (fitted |k| < 0.05, not
     k > 0 and decreasing: no rival needed),
     or when the run's margin is above a KKT point's (depth >= 3: a local optimum; the run is at another);
-    None (inconclusive) otherwise. A global optimum whose margin the run exceeds is not one of these data:
-    a ValueError. (Without the last two checks of the power law, a trajectory
+    None (inconclusive) otherwise; None ("undecided: references coincide") too for a run that would converge
+    to the claim while another reference is no farther from it than the run's final angle: the run cannot tell
+    the two apart (data whose l1, l2 and l_inf optima all lie along (1, 1) confirm none of the three claims over
+    the others). A global optimum whose margin the run exceeds is not one of these data: a ValueError. (Without the last two checks of the power law, a trajectory
     still in a transient at the horizon, 37 degrees from the l_inf direction at t = 1e100 and on its way
     to l1, its gaps shrinking ever faster, was called convergent to l_inf: depth-2 GD from
     (1, 0.01, 0.01).)"""
@@ -170,7 +172,10 @@ def verdict(sol, refs: dict, claim: str, min_r2: float = 0.9) -> Verdict:
     at_margin = c.final_gap <= 1e-9 and not above  # (the gap is clipped at 0: a run above a KKT point's margin)
     decays = at_margin or (c.rate > 0 and c.r2 >= min_r2 and c.decreasing)
     unit = {k: r.direction / np.linalg.norm(r.direction) for k, r in refs.items()}
-    rivals = [k for k in refs if k != claim and np.linalg.norm(unit[k] - unit[claim]) > 1e-4]
+    apart = {k: _degrees(unit[k], unit[claim]) for k in refs if k != claim}
+    rivals = [k for k, deg in apart.items() if deg > MIN_APART_DEG]
+    # a reference no farther from the claim than the run is cannot be told from it by this run
+    coincide = [k for k, deg in apart.items() if deg <= max(c.final_angle, MIN_APART_DEG)]
     # gaps in different norms are not comparable; angles (in l2) are
     beaten = [k for k in rivals if fits[k].final_angle <= c.final_angle]
     text = (f"gap to {claim}: {c.final_gap:.3g} at log10 t = {sol.log10_t[-1]:.4g}, fitted ~ (log t)^{-c.rate:.3g} "
@@ -185,6 +190,11 @@ def verdict(sol, refs: dict, claim: str, min_r2: float = 0.9) -> Verdict:
                                      "is at another point (a local optimum is not the only limit): " + text, fits)
     if decays and not beaten:
         settled, why = _settled_on(sol, unit, claim, rivals, c, at_margin)
+        if settled and coincide:
+            return Verdict(claim, None, "undecided: references coincide ("
+                           + ", ".join(f"{k} {apart[k]:.3g} deg" for k in coincide)
+                           + f" from {claim}, no farther apart than the run's {c.final_angle:.3g} deg from it: it "
+                           "converges to all of them or none): " + text + why, fits)
         return Verdict(claim, True, "converges: " + text + why, fits) if settled else \
             Verdict(claim, None, "inconclusive: " + text + why, fits)
     if any(fits[k].final_angle < 0.5 * c.final_angle for k in beaten):
@@ -246,6 +256,10 @@ def _to_a_face(claim, fit, decays, text, fits) -> Verdict:
     if _stops_short(fit):
         return Verdict(claim, False, "the margin in its norm stops short of the optimum: " + text, fits)
     return Verdict(claim, None, "inconclusive: " + text, fits)
+
+
+#: references at most this far apart (degrees) are one direction whatever the run: the solvers' own precision
+MIN_APART_DEG = 0.006
 
 
 #: how far the rates fitted on the two halves of the tail may differ for one power law (converged runs in the

@@ -11,7 +11,8 @@ from flowsim.data import Dataset
 from flowsim.symbolic.derive import derive
 from flowsim.symbolic.flows import SAM
 from flowsim.symbolic.model import DiagonalNet
-from flowsim.integrate.solution import FAILURES
+from flowsim.integrate.solution import FAILURES, HELD
+from flowsim.progress import progress_bar
 from flowsim.integrate.solve import solve
 from flowsim.integrate.sweep import sweep
 
@@ -111,25 +112,63 @@ def _distinct_at_depth_2(mu1, mu2, depth):
 UNDECIDED = -3
 
 
+#: saves of a cell solved again: its last two give the growth rates its asymptotic order is read from
+LATE_SAVES = 20
+#: at L >= 3 the first coordinate to blow up (a finite tau, t -> inf) leaves the others standing still: the
+#: leader is settled once no other coordinate's log grows faster than this fraction of the leader's
+SETTLED_RATIO = 0.5
+
+
+def asymptotic_limit(beta_tail, mu, rho: float, depth: int, held: bool = False, leader_factor: float = 10.0) -> int:
+    """The limit one run of a phase diagram reaches, read from its last two saves ``beta_tail`` (shape (2, d))
+    by the asymptotics of Thm 3.2 rather than by who leads at the horizon: j (0-based) for e_j, -1 bounded,
+    ``UNDECIDED`` where the horizon does not settle it.
+
+    A coordinate grows when log|beta_j| rises between the two saves. None growing (or a run held at a rest
+    point, ``held``): bounded (-1), unless a held run's largest |beta_j| exceeds ``leader_factor`` rho^L (then
+    e_j). At L = 2 a growing w_j moves like e^{mu_j tau} (GD: w_j; l_inf-SAM: w_j - rho), so beta_j grows at a
+    rate tending to 2 mu_j and the growing coordinate of the largest mu_j leads in the end whoever leads at the
+    horizon (GD at mu = (1, 2) from (0.4, 0.0175) leads with beta_1 at t = 1e100 and is overtaken at log10 t =
+    106); two growing coordinates of the same mu: undecided. At L >= 3 the first growing coordinate to blow up (a
+    finite tau) wins and the others stand still in t: the leader is settled when it leads in size and every
+    other coordinate's log grows at most ``SETTLED_RATIO`` times as fast; otherwise undecided."""
+    beta_tail = np.abs(np.asarray(beta_tail, float))
+    end = beta_tail[-1]
+    if held:
+        return int(np.argmax(end)) if end.max() > leader_factor * rho**depth else -1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(end > 0, np.log(end) - np.log(beta_tail[-2]), -np.inf)
+    growing = np.flatnonzero(rate > 0)
+    if growing.size == 0:
+        return -1
+    if depth == 2:
+        top = growing[mu[growing] == mu[growing].max()]
+        return int(top[0]) if top.size == 1 else UNDECIDED
+    lead = int(np.argmax(end))
+    others = np.delete(rate, lead)
+    return lead if rate[lead] > 0 and np.all(others <= SETTLED_RATIO * rate[lead]) else UNDECIDED
+
+
 def linf_sam_phase(mu, alpha_1, alpha_2, rho: float, depth: int = 2, *, loss="logistic", t1: float | None = None,
                    log10_t1: float | None = None, atol: float | None = None, init=None, leader_factor: float = 10.0,
-                   flow=None, late_log10_t1: float | None = 1e5, **sweep_kw):
+                   flow=None, late_log10_t1: float | None = 1e5, progress: bool = False, **sweep_kw):
     """The l_inf-SAM limit over the (alpha_1, alpha_2) plane on one example ``mu``, next to seed
     000's prediction (Thm 3.2 / Cor 3.5, :func:`flowsim.linf_sam_prediction`).
 
-    Labels: j (0-based) when the flow's limit direction is e_j, i.e. beta_j leads at the end and
-    exceeds ``leader_factor`` * rho^L; -1 when beta stays bounded; predicted -2 where growing coordinates
-    tie (on a boundary curve: no basis vector is predicted, so no observation matches). Defaults: t1 = 1e30 and
+    Labels: j (0-based) when the flow's limit direction is e_j, -1 when beta stays bounded, both read by
+    :func:`asymptotic_limit` from the last two saves (the growth rates Thm 3.2's asymptotics order), never from
+    who leads at the horizon; predicted -2 where growing coordinates tie (on a boundary curve: no basis vector
+    is predicted, so no observation matches). Defaults: t1 = 1e30 and
     atol 1e-10 for even L; t1 = 1e10 and atol 1e-14 for odd L, where w_j = rho is semi-stable
     (attracting from below, repelling from above) and a solver error of size atol lets w_j escape
     at t ~ 1/(mu_j atol). ``flow``: the flow to run, by default the l_inf-SAM flow the prediction is
     about; another one without a radius (``flowsim.GD()``) is a negative control (one with another rho is
-    refused). ``late_log10_t1``: cells whose leader at t1 disagrees with the prediction, or whose solve failed,
-    are solved again to this log10 t (atol 1e-14; None: not): the prediction is asymptotic, and near a boundary
-    the predicted leader overtakes only when log t is in the hundreds (L = 2, alpha_2 just above rho) or
-    thousands (L = 3). A cell whose solve failed and is not solved again, or whose re-solve fails, is
-    undecided (observed -3): the flow was not followed to where the prediction speaks (a failed run's end
-    was read as a limit and called a match). Extra keywords go to :func:`flowsim.sweep` (e.g. ``executor``).
+    refused). ``late_log10_t1``: cells whose order the horizon does not settle, whose solve failed, or (L >= 3)
+    whose limit disagrees with the prediction are solved again to this log10 t (atol 1e-14, ``LATE_SAVES`` saves; None:
+    not): near a boundary at L = 3 the order settles only when log t is in the thousands. A cell still unsettled
+    there, or whose solve failed, is undecided (observed -3): the flow was not followed to where the prediction
+    speaks. ``progress``: bars (to stderr) for the sweep and for the cells solved again. Extra keywords go to
+    :func:`flowsim.sweep` (e.g. ``executor``).
 
     Returns the sweep's Dataset with ``observed``, ``predicted``, ``decided`` and ``match`` (decided and
     equal) added; ``attrs["re_solved"]`` counts the cells solved again, ``attrs["undecided"]`` those left so.
@@ -145,31 +184,42 @@ def linf_sam_phase(mu, alpha_1, alpha_2, rho: float, depth: int = 2, *, loss="lo
     system = derive(DiagonalNet(depth), loss, SAM(rho, float("inf")) if flow is None else flow)
     base = np.full(mu.size, rho) if init is None else init
     ds = sweep(system, Dataset(mu[None], [1]), {"alpha_1": alpha_1, "alpha_2": alpha_2}, init=base, t1=t1, log10_t1=log10_t1, atol=atol,
-               **sweep_kw)
-
-    def leader(b):
-        return np.where(b.max(axis=-1) > leader_factor * rho**depth, np.argmax(b, axis=-1), -1)
+               progress=progress, **sweep_kw)
 
     def alpha_at(i, j):
         alpha = np.array(np.broadcast_to(np.asarray(base, float), mu.shape))
         alpha[:2] = ds["alpha_1"].values[i], ds["alpha_2"].values[j]
         return alpha
 
-    ended = np.isin(ds["status"].values, list(FAILURES)) | ~np.all(np.isfinite(ds["beta_end"].values), axis=-1)
-    observed = np.where(ended, UNDECIDED, leader(ds["beta_end"].values))
+    def judged(status, beta_tail):
+        if status in FAILURES or not np.all(np.isfinite(beta_tail[-1])):
+            return UNDECIDED
+        return asymptotic_limit(beta_tail, mu, rho, depth, held=status in HELD, leader_factor=leader_factor)
+
+    status, beta = ds["status"].values, ds["beta"].values
+    observed = np.array([[judged(status[i, j], beta[i, j, -2:]) for j in range(status.shape[1])]
+                         for i in range(status.shape[0])], dtype=np.int64)
     predicted = np.empty_like(observed)
     for i, j in np.ndindex(*predicted.shape):
         said = linf_sam_prediction(mu, alpha_at(i, j), rho, depth)
         predicted[i, j] = -2 if said["tied"] else -1 if said["leader"] is None else said["leader"]
-    # a 16 x 16 grid of the README had a cell "flow != Cor 3.5" at t = 1e30 whose leader changes at log10 t ~ 60
-    late = np.argwhere((observed != predicted) & (predicted != -2)) if late_log10_t1 is not None else []
+    # a cell whose order is not settled at t1 is followed further; at L >= 3 one that disagrees too (its leader's
+    # lead is read off rates that still change, where at L = 2 they tend to 2 mu_j)
+    unsure = (observed == UNDECIDED) | ((observed != predicted) & (depth >= 3))
+    late = np.argwhere(unsure & (predicted != -2)) if late_log10_t1 is not None else []
+    bar = progress_bar(len(late), "cells", f"cells solved again to log10 t = {late_log10_t1:g}") if progress and len(late) else None
     for i, j in late:
         again = solve(system, Dataset(mu[None], [1]), alpha_at(i, j), log10_t1=late_log10_t1, atol=1e-14,
-                      throw=False, saves=2)
-        observed[i, j] = leader(again.beta[-1]) if again.ok else UNDECIDED
+                      throw=False, saves=LATE_SAVES)
+        observed[i, j] = judged(again.status, again.beta[-2:])
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
     dims = ("alpha_1", "alpha_2")
-    ds["observed"] = (dims, observed, {"long_name": "the flow's limit: j (0-based) for e_j, -1 bounded, -3 undecided "
-                                                     "(its solve failed)"})
+    ds["observed"] = (dims, observed, {"long_name": "the flow's limit by its asymptotic order: j (0-based) for e_j, "
+                                                     "-1 bounded, -3 undecided (its solve failed, or the order is not "
+                                                     "settled at its horizon)"})
     ds["predicted"] = (dims, predicted, {"long_name": "Cor 3.5's limit: j (0-based) for e_j, -1 bounded, -2 a tie"})
     ds["decided"] = (dims, observed != UNDECIDED, {"long_name": "the flow was followed to where it is judged"})
     ds["match"] = (dims, observed == predicted, {"long_name": "decided, and the limit Cor 3.5 predicts"})
