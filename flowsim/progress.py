@@ -71,7 +71,8 @@ class LineProgress:
         share = f"{100 * self.n / self.total:.0f}% " if self.total else ""
         where = f", {self.postfix}" if self.postfix else ""
         # to 0.1% of the total: log10 t summed over steps reads 102.999 of 103 decades at the end
-        done = round(self.n * 1000 / self.total) * self.total / 1000 if self.total else self.n
+        whole = float(self.n).is_integer() or not self.total  # (counted in whole units: 71 of 320 read 71.04)
+        done = self.n if whole else round(self.n * 1000 / self.total) * self.total / 1000
         lead = f"flowsim: {self.desc + ' ' if self.desc else ''}{share}"
         print(f"{lead}({done:.6g}/{self.total:.6g} {self.unit}{where}), {self.logged - self.t0:.1f} s elapsed",
               file=self.file, flush=True)

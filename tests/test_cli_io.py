@@ -535,6 +535,11 @@ def test_plain_progress_ends_in_one_line_at_the_total(monkeypatch):
     bar.update(102.9994)
     bar.close()
     assert out.getvalue().count("\n") == 1 and "(103/103 decades)" in out.getvalue()
+    out = stdio.StringIO()
+    bar = progress.LineProgress(320, "cells", "phase", out)
+    bar.update(71)
+    bar.close()
+    assert "(71/320 cells)" in out.getvalue(), out.getvalue()
 
 
 def test_a_terminal_bar_writes_counts_as_people_do():
