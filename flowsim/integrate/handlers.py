@@ -115,8 +115,10 @@ def _stability_limited(run):
             run.s, run.y, (run.Z, run.rho, run.sigma, run.pinned))
         radius = float(np.abs(np.linalg.eigvals(J)).max()) if np.all(np.isfinite(J)) else math.nan
     if radius * abs(run.mean_step) >= 1.0:
+        # backend="auto" hands over in the log-time clock only, not on a schedule's clock nor for sign flows
+        auto = AUTO_HANDS_OVER if run.clock == "log_time" and not run.system.flow.uses_sign else ""
         run.message = STIFF.format(backend=run.be.name, log10_t=run.log10_t_asked, h=abs(run.mean_step),
-                                   radius=radius, product=radius * abs(run.mean_step))
+                                   radius=radius, product=radius * abs(run.mean_step), auto=auto)
 
 
 def _put_on_planes(run) -> bool:
@@ -358,9 +360,13 @@ TOO_LARGE = ("the step budget max_steps ran out at log10 t = {log10_t:.6g}. With
 
 STIFF = ("{backend} ran out of its step budget at log10 t = {log10_t:.6g} with steps limited by stability, not "
          "accuracy (stiff): its mean step {h:.3g} times the spectral radius {radius:.3g} of the field's Jacobian is "
-         "{product:.3g}, at an explicit method's stability bound. An implicit method is not limited so: backend='auto' "
-         "(hands over to scipy:BDF) or 'scipy:BDF', 'scipy:LSODA', 'scipy:Radau'; a larger max_steps only goes further "
+         "{product:.3g}, at an explicit method's stability bound. An implicit method is not limited so: {auto}"
+         "backend='scipy:BDF', 'scipy:LSODA' or 'scipy:Radau'; a larger max_steps only goes further "
          "at the same pace (on a plateau in the log-time clock, a pace that slows like 1/t)")
+
+
+#: the advice for runs that backend="auto" would hand over to an implicit method
+AUTO_HANDS_OVER = "backend='auto' (hands over to scipy:BDF) or "
 
 
 JUMP = ("at log10 t = {log10_t:.6g} entries {entries} (layer, 1-based coordinate) are at w = 0, where the field of "
