@@ -186,7 +186,7 @@ def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, recor
         return jax.lax.fori_loop(t0, t1, lambda t, carry: optimizer.update(grad_at(t), *carry, t), (th, st))
 
     theta0 = jnp.asarray(model.init_params(init, data.d))
-    refuse_still_start(system, data, np.asarray(theta0))  # a zero gradient: every optimizer's step is 0
+    refuse_still_start(system, data, np.asarray(theta0))  # (as solve: a start where every step is 0)
     with np.errstate(all="ignore"):
         at_init = data.z @ np.asarray(compiled.beta(theta0))
     if not np.all(np.isfinite(at_init)):
