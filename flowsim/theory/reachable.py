@@ -107,7 +107,8 @@ def _exact(entries) -> list:
 def _rounded_frozen(model, theta0) -> np.ndarray:
     """Per coordinate: every df/dw_k evaluates to 0 in float64 (exactly 0, or underflowed)."""
     with np.errstate(under="ignore"):
-        return np.all(np.asarray(np.broadcast_arrays(*_partials(model)(*theta0)), float) == 0, axis=0)
+        partials = [np.broadcast_to(np.asarray(p, float), theta0.shape[1:]) for p in _partials(model)(*theta0)]
+    return np.all(np.array(partials) == 0, axis=0)
 
 
 @lru_cache(maxsize=None)
