@@ -11,7 +11,7 @@ import numpy as np
 
 from flowsim.integrate import critical
 from flowsim.integrate.arrival import ORDER, arrivals, reached, sliding
-from flowsim.integrate.backends import backend_for
+from flowsim.integrate.backends import ATOL_MIN_IMPLICIT, backend_for
 from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.critical import LOSS_STILL
 from flowsim.integrate.filippov import classify
@@ -115,8 +115,10 @@ def _stability_limited(run):
             run.s, run.y, (run.Z, run.rho, run.sigma, run.pinned))
         radius = float(np.abs(np.linalg.eigvals(J)).max()) if np.all(np.isfinite(J)) else math.nan
     if radius * abs(run.mean_step) >= 1.0:
-        # backend="auto" hands over in the log-time clock only, not on a schedule's clock nor for sign flows
-        auto = AUTO_HANDS_OVER if run.clock == "log_time" and not run.system.flow.uses_sign else ""
+        # backend="auto" hands over in the log-time clock only, not on a schedule's clock, for sign flows or below
+        # the atol scipy:BDF takes
+        hands_over = run.clock == "log_time" and not run.system.flow.uses_sign and run.atol >= ATOL_MIN_IMPLICIT
+        auto = AUTO_HANDS_OVER if hands_over else ""
         run.message = STIFF.format(backend=run.be.name, log10_t=run.log10_t_asked, h=abs(run.mean_step),
                                    radius=radius, product=radius * abs(run.mean_step), auto=auto)
 

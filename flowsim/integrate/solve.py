@@ -12,7 +12,7 @@ from flowsim._checks import is_whole
 from flowsim._interrupts import absorbed, stopped_by, terminable
 from flowsim.data import Dataset, require_separable
 from flowsim.errors import IntegrationError, ReachabilityWarning
-from flowsim.integrate.backends import backend_for
+from flowsim.integrate.backends import ATOL_MIN_IMPLICIT, backend_for
 from flowsim.integrate.balanced import lift, reduction
 from flowsim.integrate.handlers import HANDLERS, _on_failure
 from flowsim.integrate.backends._events import SCORES
@@ -259,8 +259,6 @@ def check_common(system, data, clock, be, rtol, atol, max_steps, allow_nonsepara
 
 #: a given atol must be below this fraction of the init's size (max |theta0|; 1 for a zero init)
 ATOL_FRACTION = 1e-2
-#: scipy's implicit methods square error / atol in their error norms, which overflows below this atol
-ATOL_MIN_IMPLICIT = 1e-150
 
 
 def check_scales(theta0, atol, given, blowup_size, be):
