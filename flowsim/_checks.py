@@ -13,3 +13,12 @@ def is_real_number(value) -> bool:
 def is_whole(value, least: int = 1) -> bool:
     """Whether ``value`` is an integer of at least ``least`` (a bool is not, though Python counts it as one)."""
     return not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value >= least
+
+
+def fits_float64(number) -> bool:
+    """Whether a (sympy or Python) number is one float64 holds: finite, and not a nonzero that rounds to 0."""
+    try:
+        value = float(number)
+        return bool(np.isfinite(value)) and (value != 0 or number == 0)  # 1e-400 would read as 0
+    except (OverflowError, TypeError):
+        return False

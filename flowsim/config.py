@@ -228,6 +228,15 @@ class _Problem(_Strict):
     loss: Literal["logistic", "exponential"] | LossExpression = "logistic"
     init: float | list[float] | list[list[float]] = 0.1
 
+    @field_validator("init")
+    @classmethod
+    def _rows_alike(cls, init):
+        lengths = [len(row) for row in init] if isinstance(init, list) and init and isinstance(init[0], list) else []
+        if len(set(lengths)) > 1:
+            raise ValueError(f"init's rows must have the same length (one row per layer, one entry per coordinate); "
+                             f"got rows of lengths {lengths}")
+        return init
+
 
 class Experiment(_Problem):
     """``flowsim run``: one flow to a horizon."""

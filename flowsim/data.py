@@ -166,8 +166,18 @@ def _is_complex(values) -> bool:
 
 def _floats(name, values) -> np.ndarray:
     """``values`` as a float64 array (a copy), or a ValueError naming ``name`` (ragged rows gave numpy's
-    "inhomogeneous shape", which names no argument)."""
+    "inhomogeneous shape", which names no argument; a masked array lost its mask)."""
+    refuse_masked(name, values)
     try:
         return np.array(values, dtype=np.float64)
+    except OverflowError:
+        raise ValueError(f"{name} holds a number beyond float64's range (about 1.8e308); rescale it.") from None
     except (TypeError, ValueError) as err:
         raise ValueError(f"{name} must be an array of numbers, every row of the same length ({err}).") from None
+
+
+def refuse_masked(name, values) -> None:
+    """A numpy masked array is refused: converting it drops the mask, so the masked entries would be used."""
+    if isinstance(values, np.ma.MaskedArray):
+        raise ValueError(f"{name} is a numpy masked array, whose mask flowsim would drop (using the masked entries); "
+                         f"pass a plain array: drop what is masked, or fill it ({name}.filled(value)).")

@@ -151,7 +151,9 @@ def test_config_builds_your_own_model_loss_and_flow(tmp_path):
      (CONFIG.replace('form = "product"\ndepth = 2', 'beta = "w1*w2"\nlayers = 3'),
       "does not depend on layer(s) ['w3']"),
      (CONFIG.replace("t1 = 1e20", "t1 = 1e20\nrtol = 1e-300"), "rtol must be in"),
-     (CONFIG.replace("t1 = 1e20", "t1 = 1e20\nmax_steps = 0"), "key 'max_steps'")],
+     (CONFIG.replace("t1 = 1e20", "t1 = 1e20\nmax_steps = 0"), "key 'max_steps'"),
+     (CONFIG.replace("init = 0.3", "init = [[0.1, 0.2], [0.1]]"), "key 'init': init's rows must have the same length"),
+     (CONFIG.replace("init = 0.3", "init = [0.1, 1e400]"), "init contains NaN or inf")],
 )
 def test_cli_bad_config_names_the_key(tmp_path, text, message):
     cfg = tmp_path / "bad.toml"

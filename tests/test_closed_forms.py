@@ -129,3 +129,21 @@ def test_tied_depth2_linf_sam_sliding(one_sample, w0, t1, backend):
     j = int(np.argmin(w0))
     assert [(e["layer_index"], e["index"], e["coordinate"]) for e in ev["pinned"]] == [(0, j, j + 1)]
     np.testing.assert_allclose(ev["tau"], float(hit[j]), rtol=1e-9)
+
+
+def test_gd_from_zero_on_the_linear_model_tends_to_the_l2_max_margin():
+    """beta = 0 is no equilibrium of the linear model (its gradient there is -Z^T q(0)), so the classic zero-init
+    GD runs: it leaves 0 along Z^T 1 / (2n) (logistic q(0) = 1/2, mean loss) and its direction tends to the l2
+    max-margin, the angle shrinking like 1/log t (Soudry et al. 2018). It was refused as an equilibrium."""
+    data = fs.Dataset(np.array([[1.0, 0.3], [0.5, 1.0], [-0.2, 0.8]]), [1, 1, 1])
+    at = np.array([-6.0, 4, 8, 16, 30])
+    sol = fs.solve(fs.derive(fs.Linear(), "logistic", fs.GD()), data, 0.0, log10_t1=30, save_at=at, **TOL)
+    assert sol.status == "completed"
+    np.testing.assert_allclose(sol.beta[0], 1e-6 * data.z.sum(axis=0) / (2 * data.n), rtol=1e-5)
+    reference = fs.max_margin(data, 2).direction
+    direction = sol.beta[1:] / np.linalg.norm(sol.beta[1:], axis=1, keepdims=True)
+    angle = np.degrees(np.arccos(np.clip(direction @ reference, -1.0, 1.0)))
+    assert np.all(np.diff(angle) < 0) and angle[-1] < 0.3
+    assert np.all(angle * at[1:] < 10)  # ~ c / log t: 6.5 here
+    run = fs.iterate(fs.optimizers.gd(0.5), fs.Linear(), "logistic", data, 1000, init=0.0)
+    assert run.status == "completed" and np.all(run.margins[-1] > 0)

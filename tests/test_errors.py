@@ -2,11 +2,15 @@
 
 import numpy as np
 import pytest
+import sympy
 
 import flowsim as fs
 
 GOOD = fs.Dataset(np.array([[1.0, 2.0]]), [1.0])
 SYSTEM = fs.derive(fs.Linear(), "logistic", fs.GD())
+DEPTH2 = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
+DEPTH3 = fs.derive(fs.DiagonalNet(3), "logistic", fs.GD())
+LOGISTIC = sympy.log(1 + sympy.exp(-sympy.Symbol("m")))
 
 
 @pytest.mark.parametrize(
@@ -40,7 +44,28 @@ SYSTEM = fs.derive(fs.Linear(), "logistic", fs.GD())
         (lambda: fs.solve(SYSTEM, GOOD, [0.1, np.nan], t1=1e10), "init contains NaN"),
         (lambda: fs.iterate(fs.optimizers.gd(0.1), fs.Linear(), "logistic", GOOD, 10, init="a"),
          "init must be numbers"),  # numpy's "could not convert string to float"
-        (lambda: fs.solve(SYSTEM, GOOD, 0.0, t1=1e10), "init is all zeros"),
+        (lambda: fs.solve(DEPTH2, GOOD, 0.0, t1=1e10), "init is all zeros, an equilibrium"),
+        (lambda: fs.iterate(fs.optimizers.gd(0.1), fs.DiagonalNet(2), "logistic", GOOD, 10, init=0.0),
+         "init is all zeros, an equilibrium"),  # it ran, never moving
+        (lambda: fs.solve(DEPTH2, GOOD, 0.1, t1=10, atol=1.0), "atol=1.0 is not small against the init's size"),
+        (lambda: fs.solve(DEPTH2, GOOD, 0.1, t1=10, atol=1e-3), r"below 0.01 x that size"),
+        (lambda: fs.solve(DEPTH2, GOOD, 1e-200, t1=10, backend="scipy:BDF"), "below 1e-150, where scipy:BDF fails"),
+        (lambda: fs.solve(DEPTH2, GOOD, 1e-200, log10_t1=2000), "below 1e-150, where scipy:BDF fails"),  # auto's
+        (lambda: fs.solve(DEPTH2, GOOD, 0.1, t1=10, blowup_size=1e-10), "blowup_size=1e-10 is not above the init"),
+        (lambda: fs.solve(DEPTH3, GOOD, 1e-250, t1=10), "underflows float64"),  # was 'stalled'
+        (lambda: fs.solve(SYSTEM, GOOD, np.ma.array([0.1, 0.2], mask=[0, 1]), t1=10), "init is a numpy masked array"),
+        (lambda: fs.Dataset(np.ma.array([[1.0, 2.0]], mask=[[0, 1]]), [1]), "X is a numpy masked array"),
+        (lambda: fs.Dataset([[1.0, 2.0]], np.ma.array([1.0], mask=[1])), "y is a numpy masked array"),
+        (lambda: fs.Dataset([[10**400, 1]]), "X holds a number beyond float64's range"),  # an OverflowError
+        (lambda: fs.solve(SYSTEM, GOOD, [10**400, 1.0], t1=10), "init holds a number beyond float64's range"),
+        (lambda: fs.DiagonalNet(60), "depth must be at most 16 for form='product'"),  # derive did not finish
+        (lambda: fs.DiagonalNet(10**5), "depth must be at most 16"),  # construction did not finish
+        (lambda: fs.Parametrization("deep", 17, lambda *w: w[0]), r"count in \[1, 16\]"),
+        (lambda: fs.SAM(0.1, norm=1.0000001), "norm must be at least 1.02"),  # a solve that did not finish
+        (lambda: fs.SAM(0.1, norm=1.01), "norm must be at least 1.02"),  # an OverflowError deep in jax
+        (lambda: fs.SteepestDescent(norm=1.001), "at least 1.02"),
+        (lambda: fs.Loss("scaled", 10**400 * LOGISTIC), "loss 'scaled': the constant 1.000E[+]400 is beyond"),
+        (lambda: fs.Loss("scaled", LOGISTIC / sympy.Integer(10)**400), "the constant 1.000E-400 is beyond"),
         (lambda: fs.solve(SYSTEM, GOOD, 0.1), "exactly one of t1"),
         (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=1e10, log10_t1=10), "exactly one of t1"),
         (lambda: fs.solve(SYSTEM, GOOD, 0.1, t1=-1.0), "t1 must be a positive finite"),

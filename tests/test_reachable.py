@@ -95,11 +95,11 @@ def test_above_the_dense_limit_no_critical_point_test_runs_and_the_budget_messag
 @pytest.mark.parametrize("backend", ["diffrax:Tsit5", "scipy:DOP853"])
 @pytest.mark.parametrize("clock", ["tau", "log_time"])
 def test_a_disarmed_event_is_never_named_as_the_ending(backend, clock):
-    # blowup_size below the init disarms the blow-up event (negative from the start); the compiled solve
-    # named the lowest of all events at the end, so a tau-clock run that reached its horizon said 'blew_up'
+    # a zero init of the linear model disarms the collapse event (below its floor from the start); the compiled
+    # solve named the lowest of all events at the end, so a tau-clock run that reached its horizon said 'blew_up'
     data = fs.Dataset(np.array([[1.0, 2.0, 3.0]]), [1])
-    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
-    sol = fs.solve(system, data, 0.1, t1=1e30, backend=backend, clock=clock, blowup_size=0.05, throw=False)
+    system = fs.derive(fs.Linear(), "logistic", fs.GD())
+    sol = fs.solve(system, data, 0.0, t1=1e30, backend=backend, clock=clock, throw=False)
     assert sol.status == "completed" and sol.log10_t[-1] == pytest.approx(30.0), sol.message
 
 
@@ -413,3 +413,50 @@ def test_a_coordinate_with_two_zero_layers_of_a_depth_3_product_is_frozen():
     assert np.all(sol.beta[:, 1] == 0)
     assert np.isnan(fs.reachable_signs(fs.Linear(), np.array([[0.3, 0.0]]), fs.GD())).all()
     assert np.isnan(fs.reachable_signs(gd.model, init, fs.SAM(0.1, float("inf")))).all()
+
+
+# positive labels: every beta > 0 separates them, a product network from a positive init reaches one
+TINY_DATA = fs.Dataset(np.array([[1.0, 0.3], [0.5, 1.0], [-0.2, 0.8]]), [1, 1, 1])
+
+
+@pytest.mark.parametrize("depth, alpha", [(2, 1e-170), (3, 1e-120), (6, 1e-60), (6, 1e-70)])
+def test_a_tiny_init_keeps_its_signs_where_beta_underflows(depth, alpha):
+    """beta = alpha^depth rounds to 0 here; the signs it keeps come from the layer entries (the product of their
+    signs, and exact arithmetic where the partials round to 0), not from the rounded beta, which read as beta = 0
+    for ever and 'not separable'."""
+    model = fs.DiagonalNet(depth)
+    assert np.all(fs.reachable_signs(model, model.init_params(alpha, 2), fs.GD()) == 1.0)
+    assert TINY_DATA.is_separable_by(model, alpha)
+    # two zero layers of a depth-3 product freeze the coordinate; a tiny layer does not
+    frozen = np.array([[0.0, 1.0], [0.0, 1e-200], [1.0, 1e-200]])
+    assert fs.reachable_signs(fs.DiagonalNet(3), frozen, fs.GD()).tolist()[0] == 0.0
+
+
+@pytest.mark.parametrize("alpha", [1e-170, 1e-250])
+def test_gd_from_a_tiny_init_follows_the_flow_in_log_coordinates(alpha):
+    """Depth-2 GD from equal layers alpha: u = log w obeys du/dt = Z^T q(Z e^{2u}) / n exactly, an independent
+    reference with no underflow. The run warned 'keeps beta = 0 for ever' and ran at 1e-170."""
+    from scipy.integrate import solve_ivp
+    from scipy.special import expit
+
+    z = TINY_DATA.z
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", fs.ReachabilityWarning)
+        sol = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.GD()), TINY_DATA, alpha, t1=1e4)
+    ref = solve_ivp(lambda t, u: z.T @ expit(-(z @ np.exp(2 * u))) / len(z), (0, 1e4), np.full(2, np.log(alpha)),
+                    method="LSODA", rtol=1e-11, atol=1e-12)
+    assert sol.status == "completed"
+    np.testing.assert_allclose(np.log(sol.beta[-1]), 2 * ref.y[:, -1], rtol=1e-6)
+
+
+def test_the_step_budget_message_advises_auto_only_where_auto_hands_over():
+    """backend='auto' keeps an explicit method for flows on a schedule's clock (NormalizedGD here), so a stiff run
+    there must not be told to use backend='auto', the backend it used; scipy:BDF finishes it."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 10))
+    data = fs.Dataset(X, np.sign(X @ rng.normal(size=10)))
+    system = fs.derive(fs.DiagonalNet(2, "difference"), "logistic", fs.NormalizedGD())
+    stiff = fs.solve(system, data, 0.1, log10_t1=30, max_steps=200, throw=False)
+    assert stiff.config["backend"] == "diffrax:Tsit5" and "limited by stability" in stiff.message
+    assert "backend='auto'" not in stiff.message and "backend='scipy:BDF'" in stiff.message
+    assert fs.solve(system, data, 0.1, log10_t1=30, backend="scipy:BDF").status == "completed"

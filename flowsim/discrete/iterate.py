@@ -173,6 +173,7 @@ def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, recor
     finite record; ``throw=True`` raises :class:`flowsim.IntegrationError` with it as ``.solution``.
     """
     from flowsim.errors import IntegrationError
+    from flowsim.integrate.solve import refuse_still_start
     from flowsim.symbolic.derive import derive
     from flowsim.symbolic.flows import GD
 
@@ -186,6 +187,7 @@ def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, recor
         return jax.lax.fori_loop(t0, t1, lambda t, carry: optimizer.update(grad_at(t), *carry, t), (th, st))
 
     theta0 = jnp.asarray(model.init_params(init, data.d))
+    refuse_still_start(system, data, np.asarray(theta0))  # (as solve: a start where every step is 0)
     with np.errstate(all="ignore"):
         at_init = data.z @ np.asarray(compiled.beta(theta0))
     if not np.all(np.isfinite(at_init)):

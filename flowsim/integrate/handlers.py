@@ -11,7 +11,7 @@ import numpy as np
 
 from flowsim.integrate import critical
 from flowsim.integrate.arrival import ORDER, arrivals, reached, sliding
-from flowsim.integrate.backends import backend_for
+from flowsim.integrate.backends import ATOL_MIN_IMPLICIT, backend_for
 from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.critical import LOSS_STILL
 from flowsim.integrate.filippov import classify, entry_name
@@ -133,8 +133,12 @@ def _stability_limited(run):
             run.s, run.y, (run.Z, run.rho, run.sigma, run.pinned))
         radius = float(np.abs(np.linalg.eigvals(J)).max()) if np.all(np.isfinite(J)) else math.nan
     if radius * abs(run.mean_step) >= 1.0:
+        # backend="auto" hands over in the log-time clock only, not on a schedule's clock, for sign flows or below
+        # the atol scipy:BDF takes
+        hands_over = run.clock == "log_time" and not run.system.flow.uses_sign and run.atol >= ATOL_MIN_IMPLICIT
+        auto = AUTO_HANDS_OVER if hands_over else ""
         run.message = STIFF.format(backend=run.be.name, log10_t=run.log10_t_asked, h=abs(run.mean_step),
-                                   radius=radius, product=radius * abs(run.mean_step))
+                                   radius=radius, product=radius * abs(run.mean_step), auto=auto)
 
 
 def _put_on_planes(run) -> bool:
@@ -376,9 +380,13 @@ TOO_LARGE = ("the step budget max_steps ran out at log10 t = {log10_t:.6g}. With
 
 STIFF = ("{backend} ran out of its step budget at log10 t = {log10_t:.6g} with steps limited by stability, not "
          "accuracy (stiff): its mean step {h:.3g} times the spectral radius {radius:.3g} of the field's Jacobian is "
-         "{product:.3g}, at an explicit method's stability bound. An implicit method is not limited so: backend='auto' "
-         "(hands over to scipy:BDF) or 'scipy:BDF', 'scipy:LSODA', 'scipy:Radau'; a larger max_steps only goes further "
+         "{product:.3g}, at an explicit method's stability bound. An implicit method is not limited so: {auto}"
+         "backend='scipy:BDF', 'scipy:LSODA' or 'scipy:Radau'; a larger max_steps only goes further "
          "at the same pace (on a plateau in the log-time clock, a pace that slows like 1/t)")
+
+
+#: the advice for runs that backend="auto" would hand over to an implicit method
+AUTO_HANDS_OVER = "backend='auto' (hands over to scipy:BDF) or "
 
 
 JUMP = ("at log10 t = {log10_t:.6g} entries {entries} are at w = 0, where the field of "

@@ -12,7 +12,7 @@ from flowsim._checks import is_whole
 from flowsim._interrupts import absorbed, stopped_by, terminable
 from flowsim.data import Dataset, require_separable
 from flowsim.errors import IntegrationError, ReachabilityWarning
-from flowsim.integrate.backends import backend_for
+from flowsim.integrate.backends import ATOL_MIN_IMPLICIT, backend_for
 from flowsim.integrate.balanced import lift, reduction
 from flowsim.integrate.handlers import HANDLERS, _on_failure
 from flowsim.integrate.backends._events import SCORES
@@ -23,7 +23,7 @@ from flowsim.integrate.timeline import (RESOLVED, atol_for, log10_horizon, log_f
 from flowsim.integrate.vector_field import CLOCKS, SCHEDULE
 from flowsim.symbolic.derive import System
 from flowsim.symbolic.directions import AdamProxyDirection
-from flowsim.theory.reachable import reachable_signs
+from flowsim.theory.reachable import reachable_signs, underflowing
 
 #: upper bound on the initial entries
 MAX_INIT = 1e30
@@ -77,7 +77,9 @@ def solve(
         rtol: relative step-size control tolerance on the state.
         atol: absolute step-size control tolerance on the state; by default 1e-10, or rtol x the init's
             size (max |theta0|) where that is smaller (an atol near the state's size resolves it only to
-            atol/size). The value used is in ``sol.config["atol"]``.
+            atol/size). The value used is in ``sol.config["atol"]``. A given atol must be below 1e-2 x the
+            init's size (1e-2 for a zero init), and the scipy implicit methods need atol >= 1e-150 (so a
+            tiny init runs on diffrax; ``"auto"`` then does not hand over to scipy:BDF).
         saves: number of default save points (400 if neither this nor ``save_at_log10_t`` or ``save_at_t``
             is given): one just after t = 0 (t = 1e-6), then dense in log10 t over the first decades (from
             t = 1e-3) and in log10 log10 t far out, so early switches are resolved at any horizon.
@@ -95,7 +97,9 @@ def solve(
             status is a failure (``flowsim.FAILURES``); otherwise return it.
         collapse_tol: status "collapsed" when max|theta| falls below this fraction of its start
             (or below 1000 atol, whichever is larger: the solver cannot resolve a smaller state).
-        blowup_size: status "blew_up" when max|theta| exceeds this.
+        blowup_size: status "blew_up" when max|theta| rises past this; it must be above the init's size
+            (max |theta0|), which a run starts from. A value below the default stops a run early, where
+            its parameters first reach that size.
         progress: show a progress bar measured in log10 t.
         track: leading-coordinate scores to locate switches of, by events: ``"magnitude"``
             (argmax |beta_j|) and/or ``"growth"`` (argmax d log|beta_j|/dt). Each switch is
@@ -116,7 +120,7 @@ def solve(
     if any(k not in SCORES for k in track):
         raise ValueError(f"track takes scores from {SCORES}; got {track!r}.")
     theta0 = initial_params(system, data, init)
-    atol = atol_for(theta0, rtol, atol)
+    atol = check_scales(theta0, atol_for(theta0, rtol, atol), atol, blowup_size, be)
     kept = reachable_signs(system.model, theta0, system.flow)
     if not allow_nonseparable:
         _warn_if_unreachable(system, data, kept)
@@ -134,7 +138,7 @@ def solve(
     reduced = reduction(system, theta0, data)
     run_system, speedup, run_data, flips = reduced or (system, 1.0, data, None)
     sol = _integrate(run_system, run_data, be, clock, theta0[: run_system.model.n_layers], L1, u1, points, rtol, atol,
-                     max_steps, floors, track, progress, config, speedup, adaptive)
+                     max_steps, floors, track, progress, config, speedup, adaptive and atol >= ATOL_MIN_IMPLICIT)
     sol = lift(sol, system, speedup, data, flips) if reduced else sol
     sol = _signs_kept(sol, kept)
     return _raise_failure(sol) if throw else sol
@@ -262,15 +266,58 @@ def check_common(system, data, clock, be, rtol, atol, max_steps, allow_nonsepara
     return rtol, atol, collapse_tol, blowup_size, clock
 
 
+#: a given atol must be below this fraction of the init's size (max |theta0|; 1 for a zero init)
+ATOL_FRACTION = 1e-2
+
+
+def check_scales(theta0, atol, given, blowup_size, be):
+    """``atol`` (the one a run uses; ``given``: the caller's, None for the default) if ``be`` can work with it, and
+    ``blowup_size`` if a run from ``theta0`` can reach it."""
+    size = float(np.abs(theta0).max()) or 1.0
+    if not blowup_size > np.abs(theta0).max():
+        raise ValueError(f"blowup_size={blowup_size!r} is not above the init's size {np.abs(theta0).max():.3g} (max "
+                         "|theta0|): the run starts past it, so it could never end 'blew_up' there and the setting "
+                         "would be ignored. Give a blowup_size above the init's size (1e100 by default).")
+    if given is not None and not atol < ATOL_FRACTION * size:
+        raise ValueError(f"atol={given!r} is not small against the init's size {size:.3g} (max |theta0|): the solver "
+                         "would resolve the state only to atol and return a run the flow does not follow. Give atol "
+                         f"below {ATOL_FRACTION:g} x that size, or leave atol=None (1e-10, or rtol x the size where "
+                         "smaller).")
+    if be.implicit and be.name.startswith("scipy:") and atol < ATOL_MIN_IMPLICIT:
+        raise ValueError(f"atol = {atol:.3g} (from an init of size {size:.3g}) is below {ATOL_MIN_IMPLICIT:g}, where "
+                         f"{be.name} fails (its error norm squares error / atol, which overflows); use "
+                         "backend='diffrax:Tsit5' or 'diffrax:Kvaerno5', or a larger init.")
+    return atol
+
+
 def initial_params(system, data, init):
     theta0 = system.model.init_params(init, data.d)
-    if not np.any(theta0):
-        raise ValueError("init is all zeros: every flow here has beta = 0 as an equilibrium; start from alpha != 0.")
+    refuse_still_start(system, data, theta0)
     if np.abs(theta0).max() > MAX_INIT:
         raise ValueError(f"init has entries up to {np.abs(theta0).max():.3g}; beyond {MAX_INIT:g} the margins at t = 0 "
                          "leave float range at depth >= 2 (and the problem is a rescaling of a smaller one).")
     _check_defined_at(system, data, theta0)
     return theta0
+
+
+def refuse_still_start(system, data, theta0):
+    """An init where the run could not move is refused: all zeros where that is an equilibrium of the flow (its
+    field is 0 there: beta = 0 of every network of depth >= 2, each layer's gradient carrying the other layers;
+    the linear model leaves 0 along -Z^T q(0) and runs), and entries so small that float64 rounds the field of a
+    coordinate to 0 where the exact flow moves it."""
+    if not np.any(theta0):
+        with np.errstate(all="ignore"):
+            field, _ = system.vector_field(theta0, data)
+        if not np.any(field):
+            raise ValueError(f"init is all zeros, an equilibrium of {system} (its field is 0 there, so the run would "
+                             "never move); start from alpha != 0.")
+    stuck = np.flatnonzero(underflowing(system.model, theta0))
+    if stuck.size:
+        j = int(stuck[0])
+        raise ValueError(f"init: the entries of coordinate {j + 1}, {theta0[:, j].tolist()}, are so small that every "
+                         f"derivative of beta = {system.model.beta} in them underflows float64 (below 1e-308): the run "
+                         "would hold the coordinate still where the exact flow moves it. Start from a larger init "
+                         "(a depth-L network needs |w|^(L-1) above 1e-300).")
 
 
 def _check_defined_at(system, data, theta0):

@@ -36,7 +36,7 @@ from flowsim.integrate.backends import backend_for
 from flowsim.integrate.critical import LOSS_STILL
 from flowsim.integrate.handlers import ENDINGS, end_status
 from flowsim.integrate.run import chunk_of, structure_key
-from flowsim.integrate.solve import check_common, excluded_signs, initial_params, solve
+from flowsim.integrate.solve import check_common, check_scales, excluded_signs, initial_params, solve
 from flowsim.integrate.solution import FAILURES, log10_t_from_u
 from flowsim.integrate.timeline import (atol_for, clock_plan, log10_horizon, log_floor_of,
                                         refuse_save_at, resolve_clock, save_points, u_of)
@@ -172,6 +172,7 @@ def sweep(
         key = (np.asarray(a, np.float64).tobytes(), np.shape(a))
         if key not in made:
             made[key] = initial_params(system, data, a)
+            check_scales(made[key], atol_for(made[key], rtol, atol), atol, blowup_size, be)
         inits.append(made[key])
     # neighbours of similar cost share a chunk: order by rho, then by the size of the init
     sizes = {id(th): np.abs(th).max() for th in made.values()}

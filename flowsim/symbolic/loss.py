@@ -17,6 +17,7 @@ import numpy as np
 import sympy as sp
 from sympy.functions.elementary.hyperbolic import HyperbolicFunction
 
+from flowsim._checks import fits_float64
 from flowsim.symbolic.expression import ExpressionError, parse
 from flowsim.symbolic.functions import log_softplus, logsumexp, numpy_functions, softplus
 
@@ -136,6 +137,7 @@ class Loss:
             _check_same(given_log_expr, derived, "log_expr", "log l(m)")
             derived = given_log_expr
         object.__setattr__(self, "log_expr", derived)
+        _check_constants(self)
         _check_positive(self)
         object.__setattr__(self, "_tail", _tail_rate(self))
 
@@ -206,6 +208,16 @@ def _check_same(a, b, what, of, fix=None):
         if not abs(complex(x) - complex(y)) <= 1e-9 * (1 + abs(complex(y))):
             raise ValueError(f"{what} is not {of}: at m = {m:g} it is {complex(x).real:.6g}, the derived form "
                              f"gives {complex(y).real:.6g}. " + (fix or f"Leave {what} out to have it derived."))
+
+
+def _check_constants(loss):
+    """Every constant of l, log l and log q is one float64 holds (a literal 10**400 reaches the generated code as
+    an integer numpy takes no log of)."""
+    for form in (loss.expr, loss.log_expr, loss.log_q):
+        bad = [a for a in form.atoms(sp.Number) if not fits_float64(a)]
+        if bad:
+            raise ValueError(f"loss {loss.name!r}: the constant {sp.N(bad[0], 4)} is beyond float64's range; a "
+                             "constant factor of a loss only rescales time, so drop it (or fold it into t1).")
 
 
 def _check_positive(loss):

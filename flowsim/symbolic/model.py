@@ -14,10 +14,14 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from flowsim._checks import is_whole
+from flowsim._checks import fits_float64, is_whole
+from flowsim.data import refuse_masked
 from flowsim.symbolic.expression import ExpressionError, parse
 
 FORMS = ("product", "tied", "difference")
+#: the most layers a model has: derive differentiates beta in each and expands the products of the others (24
+#: layers of a product took 30 s, 60 did not finish)
+MAX_LAYERS = 16
 #: names the derivation gives its own symbols (a layer named like one would shadow it in generated code)
 RESERVED = frozenset({"r", "N", "S", "n", "m", "beta", "sigma", "rho", "tau", "t"})
 
@@ -71,8 +75,11 @@ class Parametrization:
     def init_params(self, init, d: int) -> np.ndarray:
         """Initial parameters of shape (n_layers, d) from a scalar alpha, a (d,) vector used in every
         layer, or a full (n_layers, d) array."""
+        refuse_masked("init", init)
         try:
             a = np.asarray(init, dtype=np.float64)
+        except OverflowError:
+            raise ValueError("init holds a number beyond float64's range (about 1.8e308).") from None
         except (TypeError, ValueError):
             raise ValueError(f"init must be numbers (a scalar alpha, a (d,) vector or (n_layers, d) parameters); "
                              f"got {init!r}.") from None
@@ -96,11 +103,14 @@ class Parametrization:
 
 def _layer_names(layers) -> tuple[str, ...]:
     if isinstance(layers, (int, np.integer)) and not isinstance(layers, bool):
-        if layers < 1:
-            raise ValueError(f"layers must be >= 1; got {layers}.")
+        if not 1 <= layers <= MAX_LAYERS:
+            raise ValueError(f"layers must be a count in [1, {MAX_LAYERS}] (derive expands a formula per layer; more "
+                             f"do not finish); got {layers}.")
         return ("w",) if layers == 1 else tuple(f"w{k + 1}" for k in range(int(layers)))
-    if not isinstance(layers, (tuple, list)) or not layers or not all(isinstance(n, str) for n in layers):
-        raise ValueError(f"layers must be a count >= 1 or a tuple of layer names; got {layers!r}.")
+    if not isinstance(layers, (tuple, list)) or not 1 <= len(layers) <= MAX_LAYERS \
+            or not all(isinstance(n, str) for n in layers):
+        raise ValueError(f"layers must be a count in [1, {MAX_LAYERS}] or a tuple of at most {MAX_LAYERS} layer names; "
+                         f"got {layers!r}.")
     bad = [n for n in layers if not n.isidentifier() or keyword.iskeyword(n) or n in RESERVED]
     if bad or len(set(layers)) != len(layers):
         raise ValueError(f"layer names must be distinct Python identifiers other than {sorted(RESERVED)}; "
@@ -134,7 +144,7 @@ def _beta_expression(beta, names, symbols) -> sp.Expr:
         expr = expr.xreplace({s: by_name[s.name] for s in expr.free_symbols})
     if not isinstance(expr, sp.Expr) or expr.free_symbols - set(symbols):
         raise ValueError(f"beta must be an expression in the layer entries {names}; got {expr!r}.")
-    if expr.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or not all(_fits_float64(a) for a in expr.atoms(sp.Number)):
+    if expr.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or not all(fits_float64(a) for a in expr.atoms(sp.Number)):
         raise ValueError(f"beta must be finite for finite layer entries, with constants float64 can hold; got {sp.N(expr, 4)}.")
     if expr.has(sp.I) or expr.is_real is False:  # (accepted, it failed in the solve as a ufunc TypeError)
         raise ValueError(f"beta must be real for real layer entries; got {expr}.")
@@ -142,14 +152,6 @@ def _beta_expression(beta, names, symbols) -> sp.Expr:
     if unused:
         raise ValueError(f"beta does not depend on layer(s) {unused}: such a layer never moves; drop it.")
     return expr
-
-
-def _fits_float64(number) -> bool:
-    try:
-        value = float(number)
-        return bool(np.isfinite(value)) and (value != 0 or number == 0)  # 1e-400 would read as 0
-    except (OverflowError, TypeError):
-        return False
 
 
 class DiagonalNet(Parametrization):
@@ -167,6 +169,10 @@ class DiagonalNet(Parametrization):
             raise ValueError(f"depth must be an integer >= 1 (depth=1 is the linear model); got {depth!r}.")
         if form not in FORMS:
             raise ValueError(f"form must be one of {FORMS}; got {form!r}.")
+        if form == "product" and depth > MAX_LAYERS:
+            raise ValueError(f"depth must be at most {MAX_LAYERS} for form='product' (a layer per factor: derive "
+                             f"expands a formula per layer, and more do not finish); got {depth}. From equal layers "
+                             "(which stay equal) the product runs as form='tied', beta = w^depth in one layer.")
         depth = int(depth)
         if form == "difference":
             layers, beta = ("u", "v"), lambda u, v: u**depth - v**depth

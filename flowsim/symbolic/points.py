@@ -34,14 +34,23 @@ class PointSymbols(NamedTuple):
     sigma: sp.Symbol
 
 
+#: the least finite p taken: its dual exponent q = p/(p-1) is at most 51, and |g|^(q-1) stays within what the
+#: compiled field holds (p = 1.01, q = 101, overflows it; nearer 1 a solve does not finish)
+NORM_MIN = 1.02
+
+
 def check_norm(norm, what="norm") -> float:
-    """p > 1 or inf: the l_p ball, with a finite dual exponent q = p/(p-1) >= 1."""
+    """p >= NORM_MIN or inf: the l_p ball, with a finite dual exponent q = p/(p-1) >= 1."""
     try:
         p = float(norm)
     except (TypeError, ValueError):
         raise ValueError(f"{what} must be a number > 1 or float('inf'); got {norm!r}.") from None
     if not p > 1:
         raise ValueError(f"{what} must be > 1 (its dual exponent q = p/(p-1) must be finite) or float('inf'); "
+                         f"got {norm!r}.")
+    if p < NORM_MIN:
+        raise ValueError(f"{what} must be at least {NORM_MIN} (or float('inf')): its dual exponent q = p/(p-1) = "
+                         f"{p / (p - 1):.4g} raises |g| to the power q - 1, beyond what float64 holds above q = 51; "
                          f"got {norm!r}.")
     return p
 

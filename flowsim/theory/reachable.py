@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import mpmath
 import numpy as np
 import sympy as sp
 
@@ -83,17 +84,48 @@ def reachable_signs(model, theta0, flow) -> np.ndarray:
     if flow.follows_gradient:
         # every df/dw_k = 0 at the start (two zero layers of a depth-3 product): the coordinate's gradient is 0
         # at any data, its entries' perturbation too, so it never moves (its beta_j is free by the rules above)
-        partials, value = _partials(model)
-        frozen = np.all(np.asarray(np.broadcast_arrays(*partials(*theta0)), float) == 0, axis=0)
-        signs[frozen] = np.sign(np.broadcast_to(np.asarray(value(*theta0), float), (d,)))[frozen]
+        for j in np.flatnonzero(_rounded_frozen(model, theta0) & ~underflowing(model, theta0)):
+            signs[j] = float(mpmath.sign(_value_mp(model)(*_exact(theta0[:, j]))))
     return signs
+
+
+def underflowing(model, theta0) -> np.ndarray:
+    """Per coordinate of ``theta0`` (layers, d): every df/dw_k rounds to 0 in float64 while its exact value does
+    not (a depth-3 product from 1e-250: w^2 = 1e-500), so a float64 field holds the coordinate still where the
+    exact flow moves it."""
+    out = _rounded_frozen(model, theta0)
+    for j in np.flatnonzero(out):
+        out[j] = any(_partials_mp(model)(*_exact(theta0[:, j])))
+    return out
+
+
+def _exact(entries) -> list:
+    """A coordinate's layer entries as mpmath numbers, whose products do not underflow."""
+    return [mpmath.mpf(float(x)) for x in entries]
+
+
+def _rounded_frozen(model, theta0) -> np.ndarray:
+    """Per coordinate: every df/dw_k evaluates to 0 in float64 (exactly 0, or underflowed)."""
+    with np.errstate(under="ignore"):
+        partials = [np.broadcast_to(np.asarray(p, float), theta0.shape[1:]) for p in _partials(model)(*theta0)]
+    return np.all(np.array(partials) == 0, axis=0)
 
 
 @lru_cache(maxsize=None)
 def _partials(model):
-    """NumPy functions of the layers' entries: (df/dw_k for every k, f)."""
-    w = model.symbols
-    return (sp.lambdify(w, [sp.diff(model.beta, x) for x in w], "numpy"), sp.lambdify(w, model.beta, "numpy"))
+    """NumPy function of the layers' entries: df/dw_k for every k."""
+    return sp.lambdify(model.symbols, [sp.diff(model.beta, x) for x in model.symbols], "numpy")
+
+
+@lru_cache(maxsize=None)
+def _partials_mp(model):
+    """mpmath function of the layers' entries: df/dw_k for every k (an exponent range float64 lacks)."""
+    return sp.lambdify(model.symbols, [sp.diff(model.beta, x) for x in model.symbols], "mpmath")
+
+
+@lru_cache(maxsize=None)
+def _value_mp(model):
+    return sp.lambdify(model.symbols, model.beta, "mpmath")
 
 
 @lru_cache(maxsize=None)
@@ -122,7 +154,7 @@ def _layer_symmetry(theta0, flow, L, signs):
     same_size = np.all(np.abs(theta0) == np.abs(theta0[:1]), axis=0)
     signs = signs.copy()
     if flow.follows_gradient:
-        signs[same_size] = np.sign(np.prod(theta0, axis=0))[same_size]
+        signs[same_size] = np.prod(np.sign(theta0), axis=0)[same_size]  # (the product of 1e-170's underflows to 0)
     elif L % 2 == 0 and commutes_with_sign_flips(flow):  # (an entry at 0 need not stay there: l_inf-SAM)
         flips = np.where(np.sign(theta0) == np.sign(theta0[:1]), 1.0, -1.0)
         signs[same_size] = np.prod(flips, axis=0)[same_size]

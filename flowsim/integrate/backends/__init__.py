@@ -9,6 +9,8 @@ from flowsim.integrate.backends._scipy import ScipyBackend
 #: Beyond this log10 t1 ``backend="auto"`` switches to an implicit method: in either clock the
 #: relation between t and the loss relaxes at an O(1) rate, so explicit steps stay O(1) in log t.
 AUTO_IMPLICIT_LOG10_T1 = 1000.0
+#: scipy's implicit methods square error / atol in their error norms, which overflows below this atol
+ATOL_MIN_IMPLICIT = 1e-150
 
 
 def backend_for(spec: str, log10_t1: float):
