@@ -137,7 +137,7 @@ def test_gd_from_zero_on_the_linear_model_tends_to_the_l2_max_margin():
     max-margin, the angle shrinking like 1/log t (Soudry et al. 2018). It was refused as an equilibrium."""
     data = fs.Dataset(np.array([[1.0, 0.3], [0.5, 1.0], [-0.2, 0.8]]), [1, 1, 1])
     at = np.array([-6.0, 4, 8, 16, 30])
-    sol = fs.solve(fs.derive(fs.Linear(), "logistic", fs.GD()), data, 0.0, log10_t1=30, save_at=at, **TOL)
+    sol = fs.solve(fs.derive(fs.Linear(), "logistic", fs.GD()), data, 0.0, log10_t1=30, save_at_log10_t=at, **TOL)
     assert sol.status == "completed"
     np.testing.assert_allclose(sol.beta[0], 1e-6 * data.z.sum(axis=0) / (2 * data.n), rtol=1e-5)
     reference = fs.max_margin(data, 2).direction
