@@ -491,7 +491,7 @@ def own_field_peer(system, data, saves, t1):
 
 def part_d(sizes, repeat, saves=400, t1=1e30):
     print(f"\n## d) the save path: flowsim (diffrax:Tsit5, defaults, saves={saves}) vs raw diffrax on flowsim's own "
-          "f"field and save grid (stock Tsit5 + PIDController, same norm), GD, t1 = {t1:g}, rtol 1e-8, atol 1e-10")
+          f"field and save grid (stock Tsit5 + PIDController, same norm), GD, t1 = {t1:g}, rtol 1e-8, atol 1e-10")
     print("| case | flowsim ms | peer ms | ratio (median of pairs, rounds) | target | verdict | steps fs / peer "
           "| states along the grid, max rel. diff |\n|---|---|---|---|---|---|---|---|")
     system = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
