@@ -52,8 +52,9 @@ def _root(f, lo, hi):
 class _OneBlasThread:
     """``enter`` ... ``leave`` (or ``with``): BLAS on one thread in between, for the implicit methods' LU and
     a solve's own NumPy work (``flowsim.solve``): the matrices are small, and OpenBLAS threads competing with
-    XLA's for two cores made BDF 3x slower at n = d = 100 (benchmarks/bench_core.py). Counted: solves in several threads at once (a sweep's chunks) limit it
-    on entering first and restore it on leaving last (each restoring its own left it at one thread).
+    XLA's for two cores made BDF 3x slower at n = d = 100 (benchmarks/bench_core.py). Counted: solves in
+    several threads at once (a sweep's chunks) limit it on entering first and restore it on leaving last
+    (each restoring its own left it at one thread).
     The process's thread pools are found once (as ``threadpool_limits`` does on each call, 1 ms a
     segment: 5% of an LSODA solve at 20 x 10)."""
 
