@@ -41,6 +41,14 @@ c) a 1,024-point (alpha, rho) grid of l2-SAM (32 x 32: alpha log-spaced in [0.01
    peer with a collapse event
    (boolean: max|w| < 1e-7, flowsim's collapse floor here, 1000 atol), all 1,024 points in one vmap,
    and in chunks of 256 in the same order. Target <= 1.0.
+d) the save path: flowsim (diffrax:Tsit5, defaults, the default 400-point grid) against raw diffrax
+   integrating flowsim's own field: the JAX right-hand side flowsim builds for the tied system it runs
+   (``VectorField.rhs``, log-time clock), stock ``diffrax.Tsit5``, ``PIDController`` at the same rtol,
+   atol and step-error norm (``_diffrax.error_norm``), ``SaveAt(ts=...)`` on the grid flowsim saves on,
+   jit-compiled. Both take the same steps, so the ratio is what flowsim's saving, margins, losses and
+   bookkeeping add to the solve. GD 20x10, 100x100 (1000x1000 with --large), t1 = 1e30. Target <= 1.2.
+   Printed: the steps of each and the largest difference of the saved states along the grid, relative
+   to each save's largest entry (the row needs it below 1e-6: the same trajectory).
 
 Errors (printed for flowsim and for the peer): ``dir`` = ||b/|b| - b_ref/|b_ref| ||_2 of the final
 beta, ``loss`` = |log L - log L_ref| / |log L_ref| at t1, log L computed from the final beta by one
@@ -54,7 +62,7 @@ the reference is the same Dopri8 solve at 1e-12 on 64 grid points: statuses (col
 agree, and dir / loss are the maxima over the points that do not collapse.
 
     python benchmarks/bench_peers.py            # default: ~3-5 min on 2 busy cores
-    python benchmarks/bench_peers.py --large    # adds 1000x1000 (diffrax peers and their reference)
+    python benchmarks/bench_peers.py --large    # adds 1000x1000 (diffrax peers and their reference; d)
     python benchmarks/bench_peers.py --profile  # also cProfiles flowsim in each MISSED case, worst first
 """
 
@@ -446,6 +454,67 @@ def _raw(field, floor, solver=diffrax.Tsit5, rtol=RTOL, atol=ATOL, max_steps=16_
     return solve
 
 
+# ---------------------------------------------------------------- d) the save path, against flowsim's own field
+
+def own_field_peer(system, data, saves, t1):
+    """peer() -> (saved states, steps): a jitted raw diffrax solve of the field flowsim integrates for
+    ``system`` (the tied net of a balanced start) on the grid it saves on. The grid and the field come from
+    flowsim's internals, the solve from diffrax alone."""
+    from flowsim.integrate.backends._diffrax import error_norm
+    from flowsim.integrate.balanced import reduction
+    from flowsim.integrate.timeline import default_grid, u_of
+    from flowsim.integrate.vector_field import jax_field
+
+    theta0 = system.model.init_params(INIT, data.d)
+    tied, speedup, tied_data, _ = reduction(system, theta0, data)
+    L1 = math.log10(t1)
+    grid = u_of(default_grid(L1, saves) - math.log10(speedup))  # s = u in the log-time clock
+    rhs = jax_field(tied, 1, data.d).rhs("log_time", False)
+    controller = diffrax.PIDController(rtol=RTOL, atol=ATOL, norm=error_norm)
+
+    @jax.jit
+    def solve(y0, args, ts):
+        sol = diffrax.diffeqsolve(diffrax.ODETerm(rhs), diffrax.Tsit5(), 0.0, ts[-1], None, y0, args,
+                                  saveat=diffrax.SaveAt(ts=ts), stepsize_controller=controller,
+                                  max_steps=16_384, throw=False)
+        return sol.ys, sol.stats["num_steps"]
+
+    y0 = np.concatenate([theta0[0], [0.0]])
+    args = (tied_data.z, 0.0, np.ones((1, data.d)), np.zeros((1, data.d), bool))
+
+    def peer():
+        ys, steps = solve(y0, args, grid)
+        return np.asarray(ys), int(steps)
+
+    return peer
+
+
+def part_d(sizes, repeat, saves=400, t1=1e30):
+    print(f"\n## d) the save path: flowsim (diffrax:Tsit5, defaults, saves={saves}) vs raw diffrax on flowsim's own "
+          f"field and save grid (stock Tsit5 + PIDController, same norm), GD, t1 = {t1:g}, rtol 1e-8, atol 1e-10")
+    print("| case | flowsim ms | peer ms | ratio (median of pairs, rounds) | target | verdict | steps fs / peer "
+          "| states along the grid, max rel. diff |\n|---|---|---|---|---|---|---|---|")
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
+    for n, d in sizes:
+        data = dataset(n, d)
+        peer = own_field_peer(system, data, saves, t1)
+        fs_call = functools.partial(fs.solve, system, data, INIT, t1=t1, rtol=RTOL, atol=ATOL, saves=saves,
+                                    backend="diffrax:Tsit5")
+        fs_call(), peer()  # compiles: not timed
+        reps = max(1, repeat if n * d < 10**6 else repeat // 2)
+        t_fs, t_p, sol, (ys, steps) = interleaved(fs_call, peer, reps)
+        w_fs, w_peer = sol.params[:, 0, :], ys[:, :-1]
+        diff = float(np.max(np.abs(w_fs - w_peer) / np.abs(w_peer).max(axis=1, keepdims=True)))
+        same = diff <= 1e-6 and abs(sol.stats["steps"] - steps) <= 0.02 * steps
+        ratio, (med, k) = t_fs / t_p, PAIRED[0]
+        verdict = "met" if ratio <= 1.2 and same else "MISSED"
+        case = f"GD {n}x{d} t1={t1:g} saves={saves}"
+        print(f"| {case} | {t_fs * 1e3:.1f} | {t_p * 1e3:.1f} | {ratio:.2f} ({med:.2f}, {k}) | <= 1.2 | {verdict} | "
+              f"{sol.stats['steps']} / {steps} | {diff:.1e} |", flush=True)
+        ROWS.append(dict(case=case, peer="raw diffrax, flowsim's field", ratio=ratio, target=1.2, verdict=verdict,
+                         rerun=fs_call, steps=(sol.stats["steps"], steps), t=(t_fs, t_p), probe=None))
+
+
 # ---------------------------------------------------------------- summary and profile
 
 def summary():
@@ -503,10 +572,10 @@ def field_probe(system, data, clock, f_peer):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--large", action="store_true", help="add 1000x1000 to a)")
+    ap.add_argument("--large", action="store_true", help="add 1000x1000 to a) and d)")
     ap.add_argument("--profile", action="store_true", help="cProfile flowsim in every MISSED case, worst first")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--only", default="abc", help="parts to run, e.g. 'a' or 'bc'")
+    ap.add_argument("--only", default="abcd", help="parts to run, e.g. 'a' or 'bd'")
     args = ap.parse_args()
     print(f"jax {jax.__version__}, diffrax {diffrax.__version__}, devices {jax.devices()}, x64 "
           f"{jax.config.read('jax_enable_x64')}, flowsim compile cache {os.environ['FLOWSIM_JAX_CACHE']!r}")
@@ -518,6 +587,8 @@ def main():
         part_b(args.repeat)
     if "c" in args.only:
         part_c(args.repeat)
+    if "d" in args.only:
+        part_d(sizes, args.repeat)
     missed = summary()
     if args.profile and missed:
         profile(missed)

@@ -182,14 +182,14 @@ class DiffraxBackend:
         run, names = kernel(vf, key, clock, uses_sign, sliding, self.solver, max_steps, n_targets, track)
         targets = np.full(n_targets, np.inf)
         targets[: len(u_targets)] = u_targets
-        s_t, y_t, ok, s_end, y_end, (fired, maxed, failed), stats = run(*host_arguments(
-            y0, s0, s_max, args, targets, [rtol, atol]))
-        ok = np.asarray(ok) & np.isfinite(targets)
+        # every output in one transfer (read one by one, each waited on the device again)
+        s_t, y_t, ok, s_end, y_end, (fired, maxed, failed), stats = jax.device_get(run(*host_arguments(
+            y0, s0, s_max, args, targets, [rtol, atol])))
+        ok = ok & np.isfinite(targets)
         why = reason(names, fired, maxed, failed)
         n_steps, n_acc, n_rej = (int(x) for x in stats)
         return Segment(
-            s_saves=np.asarray(s_t)[ok], y_saves=np.asarray(y_t)[ok], s_end=float(s_end),
-            y_end=np.asarray(y_end), reason=why,
+            s_saves=s_t[ok], y_saves=y_t[ok], s_end=float(s_end), y_end=y_end, reason=why,
             message=FAILED_MESSAGE if why == "failed" else "",
             stats={"steps": n_steps, "accepted": n_acc, "rejected": n_rej},
         )

@@ -50,10 +50,11 @@ def _root(f, lo, hi):
 
 
 class _OneBlasThread:
-    """``enter`` ... ``leave``: BLAS on one thread in between, for the implicit methods' LU: the matrices
-    are small, and OpenBLAS threads competing with XLA's for two cores made BDF 3x slower at n = d = 100
-    (benchmarks/bench_core.py). Counted: solves in several threads at once (a sweep's chunks) limit it
-    on entering first and restore it on leaving last (each restoring its own left it at one thread).
+    """``enter`` ... ``leave`` (or ``with``): BLAS on one thread in between, for the implicit methods' LU and
+    a solve's own NumPy work (``flowsim.solve``): the matrices are small, and OpenBLAS threads competing with
+    XLA's for two cores made BDF 3x slower at n = d = 100 (benchmarks/bench_core.py). Counted: solves in
+    several threads at once (a sweep's chunks) limit it on entering first and restore it on leaving last
+    (each restoring its own left it at one thread).
     The process's thread pools are found once (as ``threadpool_limits`` does on each call, 1 ms a
     segment: 5% of an LSODA solve at 20 x 10)."""
 
@@ -72,13 +73,19 @@ class _OneBlasThread:
             if not self._inside:
                 self._limited.restore_original_limits()
 
+    def __enter__(self):
+        self.enter()
+
+    def __exit__(self, *exc):
+        self.leave()
+
 
 @functools.lru_cache(maxsize=None)
 def _pools() -> ThreadpoolController:
     return ThreadpoolController()
 
 
-_ONE_BLAS_THREAD = _OneBlasThread()
+ONE_BLAS_THREAD = _OneBlasThread()
 
 
 class ScipyBackend:
@@ -135,7 +142,7 @@ class ScipyBackend:
         # a leader can change and change back within one long step, positive at both its ends (DOP853 missed
         # three of four switches its saves showed): those events are probed inside each step too
         probed = [k for k in armed if events.names[k].startswith("lead_")]
-        _ONE_BLAS_THREAD.enter()
+        ONE_BLAS_THREAD.enter()
         try:
             while True:
                 if solver.status == "finished":
@@ -175,7 +182,7 @@ class ScipyBackend:
         except KeyboardInterrupt as err:
             reason, message = "interrupted", stopped_by(err)
         finally:
-            _ONE_BLAS_THREAD.leave()
+            ONE_BLAS_THREAD.leave()
         while tau_saves is not None and tau_saves.nbytes:  # (also those of an interrupted segment)
             try:
                 _take(tau_saves, s_saves, y_saves)
