@@ -101,7 +101,7 @@ def test_an_expression_model_and_a_callable_model_agree():
     (("x", ("r", "b"), lambda a, b: a * b), "distinct Python identifiers"),
     (("x", 2, lambda a, b: a**2), "does not depend on layer"),
     (("x", ("a",), sp.Symbol("a") * sp.Symbol("c")), "not layer names"),
-    (("x", 0, lambda: 1), "layers must be >= 1"),
+    (("x", 0, lambda: 1), r"layers must be a count in \[1, 16\]"),
 ])
 def test_bad_parametrizations_say_what_to_fix(args, match):
     with pytest.raises(ValueError, match=match):
