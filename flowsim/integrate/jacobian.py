@@ -30,7 +30,17 @@ import math
 
 import numpy as np
 
-from flowsim.integrate.vector_field import SCHEDULE, at_theta
+from flowsim.integrate.vector_field import SCHEDULE, at_theta, flushed
+
+#: entries of a Jacobian below this fraction of its largest are set to 0: a Newton matrix I - h J perturbed by
+#: them moves by less than d eps^2 of its norm, far below the LU's own rounding, while products of the tiny
+#: couplings between decaying coordinates (w_i w_j ~ 1e-320) made each LU of it up to 30x slower (subnormals)
+NEGLIGIBLE = float(np.finfo(np.float64).eps) ** 2
+
+
+def significant(xp, M):
+    """``M`` with its entries below NEGLIGIBLE of its largest set to 0 (see there)."""
+    return xp.where(xp.abs(M) < NEGLIGIBLE * xp.max(xp.abs(M)), 0.0, M)
 
 
 def _local(xp, block):
@@ -55,7 +65,8 @@ def _couplings(vf, W, Z):
     xp, K, d = vf.xp, vf.K, vf.d
     c = -vf.compiled.direction(W, xp.ones(d))
     _, m, S, p = vf.weights(W, Z)
-    pa = p * vf.compiled.partials["log_q_m"](m)
+    p = flushed(xp, p)
+    pa = flushed(xp, p * vf.compiled.partials["log_q_m"](m))
     v = Z.T @ pa  # dS/dbeta
     r = Z.T @ p
     M1 = Z.T @ (pa[:, None] * Z) - xp.outer(r, v)  # dr/dbeta = Z^T H Z
@@ -75,7 +86,8 @@ class FieldJacobian:
         point, where P vanishes with G; +-rho under sign(G)), whatever its derivative off the plane."""
         vf = self.vf
         xp, K, d, P = vf.xp, vf.K, vf.d, vf.compiled.partials
-        r, S, _, _, _, dr, dS = _couplings(vf, theta, Z)
+        here = _couplings(vf, theta, Z)
+        r, S, _, _, _, dr, dS = here
         q = vf.dual_exponent
         if q is None:
             N, dN = 1.0, xp.zeros(K * d)
@@ -96,7 +108,8 @@ class FieldJacobian:
         if held is not None:
             dwt = xp.where(xp.reshape(held, (-1, 1)), 0.0, dwt)
 
-        rt, St, pt, pat, ct, drt, dSt = _couplings(vf, theta_t, Z)
+        # (n d^2 each: at theta itself, once)
+        rt, St, pt, pat, ct, drt, dSt = here if at_theta(rho) else _couplings(vf, theta_t, Z)
         n = float(Z.shape[0])
         if vf.needs_P:
             # the field takes r~ and P~ scaled per coordinate by c (VectorField.scaled_moments), and is unchanged by
@@ -117,7 +130,8 @@ class FieldJacobian:
         dF_dwt = _local(xp, P["F_w"](*fargs)) + _through(xp, P["F_r"](*fargs) * inv, drt, K) \
             + _through(xp, P["F_P"](*fargs) * inv**2, dPt, K)
         # the direction may use N at theta (steepest descent): that term goes straight to theta
-        return F, St, dF_dwt @ dwt + _through(xp, P["F_N"](*fargs), dN, K), dSt @ dwt
+        dF = dF_dwt @ dwt + _through(xp, P["F_N"](*fargs), dN, K)
+        return F, St, significant(xp, dF), dSt @ dwt
 
     def sliding_field_and_scale(self, theta, Z, rho, sigma, pinned):
         """The Filippov average of :meth:`flowsim.integrate.vector_field.VectorField.sliding_field_and_scale` and its Jacobians."""
@@ -160,6 +174,6 @@ class FieldJacobian:
                 rate = xp.exp(S_t + s)
                 top = xp.concatenate([rate * (dF + F * dS[None, :]), zero], axis=1)
                 bottom = xp.concatenate([rate * dS, xp.zeros(1)])[None, :]
-            return xp.concatenate([top, bottom], axis=0)
+            return significant(xp, xp.concatenate([top, bottom], axis=0))
 
         return jac
