@@ -147,7 +147,8 @@ def log_loss(beta, z):
 
 def errors(beta, ref, z):
     """(direction error, relative log-loss error) of a final beta against the reference one."""
-    u = lambda b: b / np.linalg.norm(b)
+    def u(b):
+        return b / np.linalg.norm(b)
     ll, ll_ref = log_loss(beta, z), log_loss(ref, z)
     return float(np.linalg.norm(u(beta) - u(ref))), float(abs(ll - ll_ref) / abs(ll_ref))
 
@@ -305,7 +306,8 @@ def part_a(sizes, repeat):
             peers.append(("I product", product_field, False, np.full(2 * d, INIT)))
         for label, field, pi, y0 in peers:
             solve = diffrax_peer(field, pi=pi)
-            peer = lambda: run_peer(solve, y0, data.z, rho, ts)
+            def peer():
+                return run_peer(solve, y0, data.z, rho, ts)
             first_p, _ = first_call(peer)
             t_fs, t_p, sol, (ys, steps, _) = interleaved(fs_call, peer, reps)
             e_fs = errors(sol.beta[-1], ref, data.z)
@@ -391,7 +393,8 @@ def part_c(repeat):
             out[k] = (idx, np.asarray(ys), np.asarray(steps))
         return out
 
-    fs_call = lambda: fs.sweep(system, data, grid, t1=1e30, saves=200, rtol=RTOL, atol=ATOL, chunk_size=256)
+    def fs_call():
+        return fs.sweep(system, data, grid, t1=1e30, saves=200, rtol=RTOL, atol=ATOL, chunk_size=256)
     first_fs, _ = first_call(fs_call)
     first_all, _ = first_call(peer_all)
     first_ch, _ = first_call(peer_chunks)
@@ -408,7 +411,8 @@ def part_c(repeat):
     ref_end, peer_end = last_finite(np.asarray(ry)) ** 2, last_finite(ys) ** 2
     fs_end = ds["beta_end"].values.reshape(1024, 3)
     flat = ia * 32 + jr
-    end_s = lambda saved: np.nanmax(np.where(np.isfinite(saved), saved, np.nan), axis=1)
+    def end_s(saved):
+        return np.nanmax(np.where(np.isfinite(saved), saved, np.nan), axis=1)
     ref_coll, peer_coll = end_s(np.asarray(r_end)) < ts[-1], end_s(s_end) < ts[-1]  # the collapse event fired
     fs_coll = ds["status"].values.ravel() == "collapsed"
 

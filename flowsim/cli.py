@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import tomllib
 import warnings
-from typing import Optional
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import typer

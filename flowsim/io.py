@@ -15,7 +15,6 @@ import contextlib
 import glob
 import json
 import os
-import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass

@@ -5,10 +5,10 @@ import math
 
 import numpy as np
 import pytest
+from conftest import BACKENDS, separable
 from scipy.integrate import solve_ivp
 
 import flowsim as fs
-from conftest import BACKENDS, separable
 
 MU = np.array([1.0, 2.0])
 MU3 = np.array([1.0, 2.0, 3.0])

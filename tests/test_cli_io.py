@@ -697,8 +697,8 @@ def test_a_ctrl_c_stops_the_reproduction_and_keeps_the_finished_claims(tmp_path,
     verdict changed) and exited 0. Outside the suite the same Ctrl-C is still a result to keep."""
     import json
 
-    from flowsim.reproduce import report, sam
     from flowsim.integrate.run import Run
+    from flowsim.reproduce import report, sam
 
     said, real = [], Run.integrate
 

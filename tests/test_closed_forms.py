@@ -8,9 +8,9 @@ from functools import lru_cache
 import mpmath as mp
 import numpy as np
 import pytest
+from conftest import BACKENDS
 
 import flowsim as fs
-from conftest import BACKENDS
 
 X = np.array([1.0, 2.0])
 HORIZONS = [1e3, 1e30, 1e100]

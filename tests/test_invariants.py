@@ -5,9 +5,9 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import separable, separated_draw
 
 import flowsim as fs
-from conftest import separable, separated_draw
 
 
 @pytest.mark.parametrize("depth", [2, 3])

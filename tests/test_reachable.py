@@ -6,9 +6,9 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import separated_draw
 
 import flowsim as fs
-from conftest import separated_draw
 
 EVERY_BACKEND = ["diffrax:Tsit5", "diffrax:Dopri8", "scipy:RK45", "scipy:DOP853", "scipy:Radau", "scipy:BDF",
                  "scipy:LSODA", "auto"]

@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
+from conftest import separable
 
 import flowsim as fs
-from conftest import separable
 
 INF = float("inf")
 

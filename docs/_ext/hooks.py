@@ -16,7 +16,6 @@ import re
 from pathlib import Path
 
 import latex2mathml.converter
-
 import mkdocs.plugins
 from mkdocs.structure.files import File
 

@@ -7,11 +7,11 @@ import math
 import time
 from typing import NamedTuple
 
-from flowsim._jax import jax, jnp
 import numpy as np
 
 from flowsim._checks import is_whole
 from flowsim._interrupts import absorbed, stopped_by, terminable
+from flowsim._jax import jax, jnp
 from flowsim.discrete.optimizers import Optimizer
 from flowsim.integrate.vector_field import coordinate_weights
 
@@ -296,8 +296,8 @@ def flow_distance(make_optimizer, flow, model, loss, data, init, t_end: float, e
     itself only for a constant step that divides it) on the same problem; return (errors
     max|beta_eta - beta_flow|, fitted order in eta). For GD and SAM against their flows the order is 1. The
     order is NaN where every error is at round-off (1e-12 of |beta|): the discrete run is the flow there."""
-    from flowsim.symbolic.derive import derive
     from flowsim.integrate.solve import solve
+    from flowsim.symbolic.derive import derive
 
     try:
         etas = np.asarray(etas, dtype=np.float64).reshape(-1)

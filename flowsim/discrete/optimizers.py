@@ -28,10 +28,10 @@ from __future__ import annotations
 import math
 from typing import Callable, NamedTuple
 
-from flowsim._jax import jax, jnp
 import numpy as np
 
 from flowsim._checks import is_real_number, is_whole
+from flowsim._jax import jax, jnp
 
 
 class Optimizer(NamedTuple):

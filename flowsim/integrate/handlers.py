@@ -20,6 +20,7 @@ from flowsim.integrate.solution import log10_t_from_u
 from flowsim.integrate.timeline import tau_of
 from flowsim.symbolic.flow import rest_points_are_critical
 
+
 def _on_end(run, seg):
     """The horizon, a collapse or a blow-up. A flow that reaches the horizon on a plateau (the loss
     unchanged between the last two saves) is reported "converged" if it has, as other backends would."""

@@ -15,8 +15,15 @@ from flowsim.integrate.backends._scipy import ScipyBackend
 from flowsim.integrate.filippov import classify
 from flowsim.integrate.handlers import RATE_OVERFLOW
 from flowsim.integrate.solution import FAILURES, OUTCOMES, log10_t_from_u
-from flowsim.integrate.timeline import (LN10, assemble, at_rest, beta_margins_loss, clock_plan, close_records,
-                                        extend_constant)
+from flowsim.integrate.timeline import (
+    LN10,
+    assemble,
+    at_rest,
+    beta_margins_loss,
+    clock_plan,
+    close_records,
+    extend_constant,
+)
 from flowsim.integrate.vector_field import jax_field, numpy_field
 from flowsim.theory.reachable import invariant_planes, kept_entry_signs
 

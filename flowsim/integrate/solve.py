@@ -13,14 +13,23 @@ from flowsim._interrupts import absorbed, stopped_by, terminable
 from flowsim.data import Dataset, require_separable
 from flowsim.errors import IntegrationError, ReachabilityWarning
 from flowsim.integrate.backends import ATOL_MIN_IMPLICIT, backend_for
-from flowsim.integrate.balanced import lift, reduction
-from flowsim.integrate.handlers import HANDLERS, _on_failure
 from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.backends._scipy import ONE_BLAS_THREAD
+from flowsim.integrate.balanced import lift, reduction
+from flowsim.integrate.handlers import HANDLERS, _on_failure
 from flowsim.integrate.run import Run
 from flowsim.integrate.solution import FAILURES, Solution
-from flowsim.integrate.timeline import (RESOLVED, atol_for, log10_horizon, log_floor_of, positive, resolve_clock,
-                                        refuse_save_at, save_points, u_of)
+from flowsim.integrate.timeline import (
+    RESOLVED,
+    atol_for,
+    log10_horizon,
+    log_floor_of,
+    positive,
+    refuse_save_at,
+    resolve_clock,
+    save_points,
+    u_of,
+)
 from flowsim.integrate.vector_field import CLOCKS, SCHEDULE
 from flowsim.symbolic.derive import System
 from flowsim.symbolic.directions import AdamProxyDirection

@@ -27,19 +27,27 @@ import numpy as np
 
 from flowsim._checks import is_whole
 from flowsim._interrupts import absorbed, held, terminable
-from flowsim.symbolic.derive import System, derive
-from flowsim.symbolic.model import DiagonalNet
-from flowsim.io import annotate
-from flowsim.integrate.balanced import layer_flips, reduction
-from flowsim.theory.reachable import kept_entry_signs, reachable_signs
 from flowsim.integrate.backends import backend_for
+from flowsim.integrate.balanced import layer_flips, reduction
 from flowsim.integrate.critical import LOSS_STILL
 from flowsim.integrate.handlers import ENDINGS, end_status
 from flowsim.integrate.run import chunk_of, structure_key
-from flowsim.integrate.solve import check_common, check_scales, excluded_signs, initial_params, solve
 from flowsim.integrate.solution import FAILURES, log10_t_from_u
-from flowsim.integrate.timeline import (atol_for, clock_plan, log10_horizon, log_floor_of,
-                                        refuse_save_at, resolve_clock, save_points, u_of)
+from flowsim.integrate.solve import check_common, check_scales, excluded_signs, initial_params, solve
+from flowsim.integrate.timeline import (
+    atol_for,
+    clock_plan,
+    log10_horizon,
+    log_floor_of,
+    refuse_save_at,
+    resolve_clock,
+    save_points,
+    u_of,
+)
+from flowsim.io import annotate
+from flowsim.symbolic.derive import System, derive
+from flowsim.symbolic.model import DiagonalNet
+from flowsim.theory.reachable import kept_entry_signs, reachable_signs
 
 #: grid keys: "alpha" (every entry), "alpha_<j>" (coordinate j, 1-based as in the papers), "rho"
 ALPHA, RHO = "alpha", "rho"
@@ -434,7 +442,6 @@ def _with_rho(flow, rho):
 def _vmapped(system, data, inits, rhos, opts):
     """The per-point solves of :func:`flowsim.solve` for a smooth flow (one segment each), as one vmap."""
     from flowsim._jax import jax
-
     from flowsim.integrate.backends._diffrax import host_arguments, kernel
     from flowsim.integrate.vector_field import SCHEDULE, jax_field
 

@@ -8,8 +8,8 @@ toy sets each coincides with one of them, so those cannot tell per-sample from f
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 import functools
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np

@@ -7,8 +7,8 @@ SAM, depth 1 instead of 2, ...). Coordinates are 1-based in every text, as in th
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 import functools
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np

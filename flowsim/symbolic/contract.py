@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import sympy as sp
 
-
 JUMP_FIX = "use s.sigma, held per entry, and declare uses_sign = True (a Filippov system)"
 
 

@@ -36,10 +36,10 @@ import sympy as sp
 from flowsim.symbolic.contract import check_direction, check_point
 from flowsim.symbolic.directions import DirectionSymbols
 from flowsim.symbolic.flow import Flow
-from flowsim.symbolic.points import PointSymbols, dual_exponent
 from flowsim.symbolic.functions import jax_functions, numpy_functions
-from flowsim.symbolic.loss import M, Loss, get_loss
+from flowsim.symbolic.loss import Loss, M, get_loss
 from flowsim.symbolic.model import Parametrization
+from flowsim.symbolic.points import PointSymbols, dual_exponent
 
 
 @dataclass(frozen=True)

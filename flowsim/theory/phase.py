@@ -6,15 +6,15 @@ from __future__ import annotations
 import numpy as np
 
 from flowsim._checks import is_real_number, is_whole
-from flowsim.theory.analysis import linf_sam_prediction
 from flowsim.data import Dataset
+from flowsim.integrate.solution import FAILURES, HELD
+from flowsim.integrate.solve import solve
+from flowsim.integrate.sweep import sweep
+from flowsim.progress import progress_bar
 from flowsim.symbolic.derive import derive
 from flowsim.symbolic.flows import SAM
 from flowsim.symbolic.model import DiagonalNet
-from flowsim.integrate.solution import FAILURES, HELD
-from flowsim.progress import progress_bar
-from flowsim.integrate.solve import solve
-from flowsim.integrate.sweep import sweep
+from flowsim.theory.analysis import linf_sam_prediction
 
 
 def switch_log10_t(ds, max_switches: int | None = None):

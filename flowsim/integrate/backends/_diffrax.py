@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import threading
 
-from flowsim._jax import jax, jnp
-import numpy as np
-
 import diffrax
+import numpy as np
 import optimistix as optx
 
+from flowsim._jax import jax, jnp
 from flowsim.integrate.backends import _unrolled
 from flowsim.integrate.backends._base import Segment
 from flowsim.integrate.backends._events import event_functions, first_event

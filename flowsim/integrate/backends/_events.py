@@ -35,7 +35,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-
 SCORES = ("magnitude", "growth")
 #: an unwatched entry (sigma_k G_k ~ 0 at the segment's start) ends the segment once |G_k| exceeds this
 #: fraction of max |G|: its sign is then re-examined, and it is watched from there (or re-switched)

@@ -16,9 +16,9 @@ from threadpoolctl import ThreadpoolController
 
 from flowsim._interrupts import stopped_by
 from flowsim.integrate.backends._base import Segment
-from flowsim.integrate.jacobian import FieldJacobian
 from flowsim.integrate.backends._events import event_functions
 from flowsim.integrate.backends._tau_saves import MAX_BYTES, TauSaves
+from flowsim.integrate.jacobian import FieldJacobian
 
 METHODS = {"RK45": integrate.RK45, "DOP853": integrate.DOP853, "Radau": integrate.Radau, "BDF": integrate.BDF, "LSODA": integrate.LSODA}
 IMPLICIT = {"Radau", "BDF", "LSODA"}

@@ -23,8 +23,9 @@ import threading
 from importlib import metadata
 from pathlib import Path
 
-from flowsim._jax import jax
 import numpy as np
+
+from flowsim._jax import jax
 
 #: kernels kept at most (each ~100 KB): every change of flowsim's source or a shape makes new ones
 KEEP = 1000

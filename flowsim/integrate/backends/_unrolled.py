@@ -14,6 +14,7 @@ from typing import ClassVar
 
 import diffrax
 import equinox.internal as eqxi
+
 from flowsim._jax import jax, jnp
 
 
