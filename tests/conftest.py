@@ -1,7 +1,16 @@
+import os
+import tempfile
+
 import numpy as np
 import pytest
 
-import flowsim as fs
+# each test process (an xdist worker) compiles into a JAX cache of its own, kept between runs: reading an entry
+# another process had just written aborted a worker twice in a day of full runs (Fatal Python error inside XLA's
+# deserialize_executable, on a cache shared by several processes). An explicit FLOWSIM_JAX_CACHE is kept.
+os.environ.setdefault("FLOWSIM_JAX_CACHE", os.path.join(
+    tempfile.gettempdir(), f"flowsim-test-jax-cache-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"))
+
+import flowsim as fs  # noqa: E402 (after the cache folder is chosen)
 
 BACKENDS = ["diffrax:Tsit5", "scipy:DOP853"]
 

@@ -59,6 +59,12 @@ def test_save_at_t_saves_at_those_times_not_at_ten_to_them():
     np.testing.assert_allclose(sol.t[:4], times, rtol=1e-12)
     by_log = fs.solve(L2SAM, MU3, 0.05, t1=1e30, save_at_log10_t=np.log10(times))
     np.testing.assert_allclose(sol.beta, by_log.beta, rtol=1e-12)
+    # the saves read the asked points exactly (t = 1 read log10 t = -5.6e-17 and ds.sel(log10_t=0) failed),
+    # on the reduced balanced solve and on a direct one
+    for system, init in ((L2SAM, 0.05), (L2SAM, [[0.05, 0.05, 0.05], [0.05, 0.04, 0.05]])):
+        sol = fs.solve(system, MU3, np.array(init), t1=1e30, save_at_t=times)
+        assert sol.log10_t[:4].tolist() == np.log10(times).tolist() and sol.log10_t[-1] == 30.0
+        assert float(io.to_xarray(sol).sel(log10_t=0)["log10_t"]) == 0.0
 
 
 def test_sweeps_take_save_times_by_either_name_and_refuse_the_unitless_one():

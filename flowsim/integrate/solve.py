@@ -155,8 +155,20 @@ def solve(
                          atol, max_steps, floors, track, progress, config, speedup,
                          adaptive and atol >= ATOL_MIN_IMPLICIT)
     sol = lift(sol, system, speedup, data, flips) if reduced else sol
-    sol = _signs_kept(sol, kept)
+    sol = _signs_kept(_on_asked_points(sol, points), kept)
     return _raise_failure(sol) if throw else sol
+
+
+def _on_asked_points(sol, points):
+    """The saves at asked points read those points exactly: the clock's conversions (and a reduced solve's time
+    shift) left t = 1 at log10 t = -5.6e-17, which ``ds.sel(log10_t=0)`` did not find."""
+    log10_t = np.array(sol.log10_t, dtype=np.float64)
+    nearest = points[np.clip(np.searchsorted(points, log10_t), 0, len(points) - 1)]
+    below = points[np.clip(np.searchsorted(points, log10_t) - 1, 0, len(points) - 1)]
+    for candidate in (nearest, below):
+        on = np.isclose(log10_t, candidate, rtol=1e-12, atol=1e-12)
+        log10_t[on] = candidate[on]
+    return dataclasses.replace(sol, log10_t=log10_t)
 
 
 def _integrate(system, data, be, clock, theta0, L1, u1, points, rtol, atol, max_steps, floors, track, progress, config,

@@ -65,7 +65,7 @@ def fates_match(prediction: dict, beta_end, alpha, rho: float, depth: int) -> Ou
     numbers = (*(Number(f"beta_{j + 1}_end", float(v), "1") for j, v in enumerate(b)),
                Number("fates_predicted", list(prediction["fate"]), "per coordinate"),
                Number("limit", _limit_name(leader), "direction"), Number("limit_predicted", _limit_name(lead), "direction"))
-    return Outcome(not wrong, "; ".join(wrong) or f"fates {prediction['fate']} and limit {_limit_name(lead)} as predicted",
+    return Outcome(not wrong, "; ".join(wrong) or f"fates {', '.join(prediction['fate'])} and limit {_limit_name(lead)} as predicted",
                    numbers)
 
 
@@ -151,7 +151,7 @@ def leader_by_scale(leaders) -> Outcome:
     ok = (len(alive) > 1 and collapse_first and bool(np.all(np.diff(alive) >= 0)) and alive[0] == 0
           and alive[-1] == alive.max() > 0)
     shown = ["-" if np.isnan(v) else int(v) + 1 for v in lead]
-    return Outcome(bool(ok), f"leader along alpha (1-based, 0 collapsed, - not reached): {shown}",
+    return Outcome(bool(ok), f"leader along alpha (1-based, 0 collapsed, - not reached): {' '.join(map(str, shown))}",
                    (Number("leader_along_alpha", shown, "coordinate (0 collapsed, - not reached)"),))
 
 

@@ -34,7 +34,7 @@ SCHEMA_VERSION = 2
 
 def check_suite(suite: str) -> None:
     if suite not in (*SUITES, "all"):
-        raise ValueError(f"suite must be one of {sorted([*SUITES, 'all'])}; got {suite!r}.")
+        raise ValueError(f"suite must be one of {', '.join([*SUITES, 'all'])}; got {suite!r}.")
 
 
 class Interrupted(Exception):
