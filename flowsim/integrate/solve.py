@@ -14,7 +14,6 @@ from flowsim.data import Dataset, require_separable
 from flowsim.errors import IntegrationError, ReachabilityWarning
 from flowsim.integrate.backends import ATOL_MIN_IMPLICIT, backend_for
 from flowsim.integrate.backends._events import SCORES
-from flowsim.integrate.backends._scipy import ONE_BLAS_THREAD
 from flowsim.integrate.balanced import lift, reduction
 from flowsim.integrate.handlers import HANDLERS, _on_failure
 from flowsim.integrate.run import Run
@@ -147,13 +146,8 @@ def solve(
     # a balanced product network (up to signs) is integrated on its invariant manifold, as the tied net
     reduced = reduction(system, theta0, data)
     run_system, speedup, run_data, flips = reduced or (system, 1.0, data, None)
-    # BLAS on one thread for the solve's own NumPy work (the saves' margins and losses, the checks between
-    # segments): its threads, woken between compiled solves, waited for cores XLA's still held, and the
-    # margins of 400 saves took up to twice the solve itself at n = d = 100 (benchmarks/bench_peers.py, part d)
-    with ONE_BLAS_THREAD:
-        sol = _integrate(run_system, run_data, be, clock, theta0[: run_system.model.n_layers], L1, u1, points, rtol,
-                         atol, max_steps, floors, track, progress, config, speedup,
-                         adaptive and atol >= ATOL_MIN_IMPLICIT)
+    sol = _integrate(run_system, run_data, be, clock, theta0[: run_system.model.n_layers], L1, u1, points, rtol, atol,
+                     max_steps, floors, track, progress, config, speedup, adaptive and atol >= ATOL_MIN_IMPLICIT)
     sol = lift(sol, system, speedup, data, flips) if reduced else sol
     sol = _signs_kept(_on_asked_points(sol, points), kept)
     return _raise_failure(sol) if throw else sol
