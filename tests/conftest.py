@@ -4,9 +4,9 @@ import tempfile
 import numpy as np
 import pytest
 
-# each test process (an xdist worker) compiles into a JAX cache of its own, kept between runs: reading an entry
-# another process had just written aborted a worker twice in a day of full runs (Fatal Python error inside XLA's
-# deserialize_executable, on a cache shared by several processes). An explicit FLOWSIM_JAX_CACHE is kept.
+# each test process (an xdist worker) compiles into a JAX cache of its own, kept between runs and apart from the
+# user's (~/.cache/flowsim/jax): no test reads a kernel another process is writing. An explicit FLOWSIM_JAX_CACHE
+# is kept.
 os.environ.setdefault("FLOWSIM_JAX_CACHE", os.path.join(
     tempfile.gettempdir(), f"flowsim-test-jax-cache-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"))
 
