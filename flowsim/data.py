@@ -9,7 +9,8 @@ from scipy.linalg import cho_factor, cho_solve
 from scipy.linalg.blas import dsyrk
 from scipy.optimize import linprog, minimize
 from scipy.special import expit, log_expit
-from threadpoolctl import threadpool_limits
+
+from flowsim._blas import ONE_BLAS_THREAD
 
 #: a certificate's margins must exceed the worst-case rounding of a d-term dot product
 #: (Higham's gamma_d, plus the rounding of the normalisation), relative to sum_j |z_ij beta_j|
@@ -133,7 +134,7 @@ def separable(z, signs=None) -> bool:
     """
     # BLAS on one thread: OpenBLAS's threads, competing for busy cores, took 20 s where one took 0.6 s
     # (n = 2,000, d = 500); the products here are matrix-vector but for one Hessian
-    with threadpool_limits(limits=1, user_api="blas"):
+    with ONE_BLAS_THREAD:
         return _decide(np.asarray(z, float), signs)
 
 

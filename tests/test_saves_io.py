@@ -549,7 +549,7 @@ def test_blas_is_held_at_one_thread_while_any_solve_runs_and_restored_after_the_
     found left BLAS at one thread for good when two overlapped."""
     from threadpoolctl import threadpool_info, threadpool_limits
 
-    from flowsim.integrate.backends._scipy import _OneBlasThread
+    from flowsim._blas import _OneBlasThread
 
     def blas():
         return {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}

@@ -7,13 +7,11 @@ partial derivatives by the chain rule (:mod:`flowsim.integrate.jacobian`). Event
 from __future__ import annotations
 
 import bisect
-import functools
-import threading
 
 import numpy as np
 from scipy import integrate, optimize
-from threadpoolctl import ThreadpoolController
 
+from flowsim._blas import ONE_BLAS_THREAD
 from flowsim._interrupts import stopped_by
 from flowsim.integrate.backends._base import Segment
 from flowsim.integrate.backends._events import event_functions
@@ -49,43 +47,6 @@ def _root(f, lo, hi):
         return optimize.bisect(f, lo, hi, xtol=1e-14, rtol=1e-15, maxiter=2000)
 
 
-class _OneBlasThread:
-    """``enter`` ... ``leave`` (or ``with``): BLAS on one thread in between, for the implicit methods' LU and
-    a solve's own NumPy work (``flowsim.solve``): the matrices are small, and OpenBLAS threads competing with
-    XLA's for two cores made BDF 3x slower at n = d = 100 (benchmarks/bench_core.py). Counted: solves in
-    several threads at once (a sweep's chunks) limit it on entering first and restore it on leaving last
-    (each restoring its own left it at one thread).
-    The process's thread pools are found once (as ``threadpool_limits`` does on each call, 1 ms a
-    segment: 5% of an LSODA solve at 20 x 10)."""
-
-    def __init__(self):
-        self._lock, self._inside, self._limited = threading.Lock(), 0, None
-
-    def enter(self):
-        with self._lock:
-            if not self._inside:
-                self._limited = _pools().limit(limits=1, user_api="blas")
-            self._inside += 1
-
-    def leave(self):
-        with self._lock:
-            self._inside -= 1
-            if not self._inside:
-                self._limited.restore_original_limits()
-
-    def __enter__(self):
-        self.enter()
-
-    def __exit__(self, *exc):
-        self.leave()
-
-
-@functools.lru_cache(maxsize=None)
-def _pools() -> ThreadpoolController:
-    return ThreadpoolController()
-
-
-ONE_BLAS_THREAD = _OneBlasThread()
 
 
 class ScipyBackend:
