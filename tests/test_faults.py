@@ -174,28 +174,26 @@ def test_temporaries_of_dead_processes_are_removed_and_live_ones_kept(tmp_path):
 
 
 def test_ctrl_c_in_a_long_iterate_keeps_the_state_it_reached():
-    """A Ctrl-C waited for the next log-spaced record (28 s at 120 s into a 1e9-step run) and dropped the steps
-    since the last one; steps now run in short calls and the state the last call reached is the last record."""
+    """Records only at steps 0 and 1e9: a Ctrl-C a few seconds in must keep the state the last short call
+    reached (strictly between the two), not wait for the next record or fall back to the one before."""
     script = textwrap.dedent("""
-        import sys, numpy as np, flowsim as fs
-        from flowsim.discrete.iterate import _record_points
+        import numpy as np, flowsim as fs
         data = fs.Dataset([[1.0, 2.0], [0.5, -1.0]], [1, 1])
         print("ready", flush=True)
-        run = fs.iterate(fs.optimizers.gd(0.1), fs.DiagonalNet(2), "logistic", data, steps=10**9, records=20,
+        run = fs.iterate(fs.optimizers.gd(0.1), fs.DiagonalNet(2), "logistic", data, steps=10**9, records=2,
                          throw=False)
-        print(run.status, int(run.steps[-1]), int(run.steps[-1]) in set(_record_points(10**9, 20).tolist()),
-              np.isfinite(run.beta[-1]).all(), "|", run.message)
+        print(run.status, int(run.steps[-1]), np.isfinite(run.beta[-1]).all(), "|", run.message)
     """)
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert child.stdout.readline().strip() == "ready"
     import time
 
-    time.sleep(6)  # past compiling, into the long stretches between records
+    time.sleep(6)  # past compiling, into the stretch between the two records
     child.send_signal(signal.SIGINT)
     out, err = child.communicate(timeout=120)
     assert child.returncode == 0, err
-    status, last, on_grid, finite, _, message = out.split(maxsplit=5)
-    assert status == "interrupted" and on_grid == "False" and finite == "True", out
+    status, last, finite, _, message = out.split(maxsplit=4)
+    assert status == "interrupted" and 0 < int(last) < 10**9 and finite == "True", out
     assert f"after step {last}" in message, message
 
 
