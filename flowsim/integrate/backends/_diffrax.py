@@ -6,6 +6,8 @@ run-time arguments, so one compile serves every horizon, alpha, rho and toleranc
 
 from __future__ import annotations
 
+import collections
+import os
 import threading
 
 import diffrax
@@ -21,7 +23,11 @@ from flowsim.integrate.backends._stored import StoredKernel
 #: Tsit5 and Dopri5 are diffrax's, with the stages unrolled (see ``_unrolled``)
 SOLVERS = {"Tsit5": _unrolled.Tsit5, "Dopri5": _unrolled.Dopri5, "Dopri8": diffrax.Dopri8, "Kvaerno5": diffrax.Kvaerno5}
 
-_CACHE: dict = {}
+#: compiled kernels kept in a process (the least recently used beyond it are released): each holds ~450 memory
+#: mappings of its machine code, and a process past the kernel's limit (vm.max_map_count, 65,530 by default) crashes
+#: in XLA at its next compile; FLOWSIM_KERNELS_KEPT sets another number
+KERNELS_KEPT = int(os.environ.get("FLOWSIM_KERNELS_KEPT", "32"))
+_CACHE: collections.OrderedDict = collections.OrderedDict()
 _BUILDING = threading.Lock()
 #: step-size controller gains: diffrax's default (integral) controller. Its PI suggestion for mildly stiff
 #: problems (pcoeff 0.4, icoeff 0.3) rejects fewer steps where long horizons make explicit steps
@@ -136,6 +142,9 @@ def kernel(vf, key, clock, uses_sign, sliding, solver, max_steps, n_targets, tra
                 run = jax.vmap(_observing(run, vf), in_axes=(0, None, None, axes, None, 0))
             structure = (clock.name, uses_sign, sliding, solver, max_steps, n_targets, track, batched)
             _CACHE[ck] = StoredKernel(jax.jit(run), vf, structure), names
+            while len(_CACHE) > max(KERNELS_KEPT, 1):
+                _CACHE.popitem(last=False)
+        _CACHE.move_to_end(ck)
         return _CACHE[ck]
 
 
