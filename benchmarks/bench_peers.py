@@ -466,6 +466,7 @@ def own_field_peer(system, data, saves, t1):
     flowsim's internals, the solve from diffrax alone."""
     from flowsim.integrate.backends._diffrax import error_norm
     from flowsim.integrate.balanced import reduction
+    from flowsim.integrate.clock import named
     from flowsim.integrate.timeline import default_grid, u_of
     from flowsim.integrate.vector_field import jax_field
 
@@ -473,7 +474,7 @@ def own_field_peer(system, data, saves, t1):
     tied, speedup, tied_data, _ = reduction(system, theta0, data)
     L1 = math.log10(t1)
     grid = u_of(default_grid(L1, saves) - math.log10(speedup))  # s = u in the log-time clock
-    rhs = jax_field(tied, 1, data.d).rhs("log_time", False)
+    rhs = jax_field(tied, 1, data.d).rhs(named("log_time"), False)
     controller = diffrax.PIDController(rtol=RTOL, atol=ATOL, norm=error_norm)
 
     @jax.jit
@@ -562,11 +563,12 @@ def field_probe(system, data, clock, f_peer):
     import timeit
 
     from flowsim.integrate.balanced import reduction
+    from flowsim.integrate.clock import named
     from flowsim.integrate.vector_field import numpy_field
 
     d = data.d
     tied, _ = reduction(system, system.model.init_params(INIT, d))
-    rhs = numpy_field(tied, 1, d).rhs(clock, False)
+    rhs = numpy_field(tied, 1, d).rhs(named(clock), False)
     y, w = np.r_[np.full(d, 0.3), 0.0], np.full(d, 0.3)
     args = (data.z, 0.0, np.ones((1, d)), np.zeros((1, d), bool))
     a = min(timeit.repeat(lambda: rhs(2.0, y, args), number=200, repeat=5)) / 200

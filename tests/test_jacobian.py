@@ -15,13 +15,19 @@ from hypothesis import strategies as st
 from test_derive import LOSSES, MODELS, reference_beta, reference_field, reference_point
 
 import flowsim as fs
+from flowsim.integrate.clock import Schedule, named
 from flowsim.integrate.jacobian import FieldJacobian
 from flowsim.integrate.vector_field import jax_field, numpy_field
 
 
+def clock_of(name):
+    """The clock of that name (a schedule's lr and decay do not enter the field)."""
+    return Schedule(1.0, 1.0) if name == "schedule" else named(name)
+
+
 def symbolic_jacobian(system, K, d, clock, sliding, s, y, args):
     vf = numpy_field(system, K, d)
-    return FieldJacobian(vf).rhs_jacobian(clock, sliding)(s, y, args)
+    return FieldJacobian(vf).rhs_jacobian(clock_of(clock), sliding)(s, y, args)
 
 
 @pytest.mark.parametrize("model", MODELS, ids=str)
@@ -104,7 +110,7 @@ def test_every_clock_and_the_sliding_field_equal_autodiff_of_the_compiled_field(
     y = np.concatenate([theta.ravel(), [0.7]])
     args = (Z, flow.rho, sigma, pinned)
     J = symbolic_jacobian(system, K, d, clock, sliding, 1.3, y, args)
-    rhs = jax_field(system, K, d).rhs(clock, sliding)
+    rhs = jax_field(system, K, d).rhs(clock_of(clock), sliding)
     ref = np.asarray(jax.jacfwd(rhs, argnums=1)(1.3, jnp.asarray(y), tuple(jnp.asarray(a) for a in args)))
     # a held entry never moves, so its column is left out (0): the field may vanish on its plane like
     # |w|^(1/2), with an infinite derivative there (flowsim.integrate.arrival)
@@ -165,10 +171,10 @@ def test_decaying_coordinates_give_no_subnormal_entries_and_the_same_field(model
     J = symbolic_jacobian(system, K, d, "tau", False, 0.0, y, args)
     tiny = np.finfo(np.float64).tiny
     assert np.all((J == 0) | (np.abs(J) >= tiny))
-    rhs = jax_field(system, K, d).rhs("tau", False)
+    rhs = jax_field(system, K, d).rhs(named("tau"), False)
     jargs = tuple(jnp.asarray(a) for a in args)
     ref = np.asarray(jax.jacfwd(rhs, argnums=1)(0.0, jnp.asarray(y), jargs))
     np.testing.assert_allclose(J, ref, rtol=1e-10, atol=1e-14 * np.abs(ref).max())
-    field = numpy_field(system, K, d).rhs("tau", False)(0.0, y, args)
+    field = numpy_field(system, K, d).rhs(named("tau"), False)(0.0, y, args)
     np.testing.assert_array_equal(field == 0, np.asarray(rhs(0.0, jnp.asarray(y), jargs)) == 0)
     np.testing.assert_allclose(field, np.asarray(rhs(0.0, jnp.asarray(y), jargs)), rtol=1e-13, atol=0)

@@ -88,3 +88,30 @@ def test_the_longest_unused_kernels_are_pruned(tmp_path):
     (tmp_path / "other.txt").write_bytes(b"x")
     _prune(tmp_path, keep=3)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["2.jaxexport", "3.jaxexport", "4.jaxexport", "other.txt"]
+
+
+RELEASING = textwrap.dedent("""
+    import json
+    import numpy as np, flowsim as fs
+    maps = lambda: sum(1 for _ in open("/proc/self/maps"))
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
+    data = fs.Dataset(np.array([[1.0, 2.0], [0.5, -1.0]]), [1, 1])
+    solve = lambda steps: fs.solve(system, data, 0.1, t1=1e6, backend="diffrax:Tsit5", max_steps=steps).beta[-1]
+    first = solve(1000)
+    after_one = maps()
+    for steps in range(1001, 1013):  # a step budget of its own: a kernel of its own each
+        solve(steps)
+    print(json.dumps({"grown": maps() - after_one, "again": (solve(1000) - first).tolist()}))
+""")
+
+
+def test_a_process_keeps_a_bounded_number_of_compiled_kernels(tmp_path):
+    """Each compiled kernel holds ~450 memory mappings: a test worker that kept every kernel it compiled passed
+    Linux's 65,530 and crashed inside XLA's next compile. Beyond FLOWSIM_KERNELS_KEPT the least recently used
+    are released (their mappings with them), and a released kernel compiles again with the same numbers."""
+    env = {**os.environ, "FLOWSIM_JAX_CACHE": str(tmp_path), "FLOWSIM_KERNELS_KEPT": "3"}
+    done = subprocess.run([sys.executable, "-c", RELEASING], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["grown"] < 6 * 450, out  # 12 more kernels kept would be ~5,400 mappings more
+    assert out["again"] == [0.0, 0.0], out

@@ -13,11 +13,11 @@ from flowsim.integrate import critical
 from flowsim.integrate.arrival import ORDER, arrivals, reached, sliding
 from flowsim.integrate.backends import ATOL_MIN_IMPLICIT, backend_for
 from flowsim.integrate.backends._events import SCORES
+from flowsim.integrate.clock import TAU
 from flowsim.integrate.critical import LOSS_STILL
 from flowsim.integrate.filippov import classify, entry_name
 from flowsim.integrate.jacobian import FieldJacobian
 from flowsim.integrate.solution import log10_t_from_u
-from flowsim.integrate.timeline import tau_of
 from flowsim.symbolic.flow import rest_points_are_critical
 
 
@@ -60,7 +60,7 @@ def weight_entries(run, mask) -> list[dict]:
 def _on_switch(run, seg):
     """A sign switch or a change of a tracked leader. Events can coincide (a coordinate sliding to 0
     ties with another at 0): the signs and every tracked leader are re-examined whatever fired."""
-    tau_now, lt_now = tau_of(run.clock, run.s, run.y), float(log10_t_from_u(run.u_now))
+    tau_now, lt_now = run.tau_now, float(log10_t_from_u(run.u_now))
     theta = run.theta
     if run.uses_sign:
         was, signs = run.pinned.copy(), run.sigma.copy()
@@ -136,7 +136,7 @@ def _stability_limited(run):
     if radius * abs(run.mean_step) >= 1.0:
         # backend="auto" hands over in the log-time clock only, not on a schedule's clock, for sign flows or below
         # the atol scipy:BDF takes
-        hands_over = run.clock == "log_time" and not run.system.flow.uses_sign and run.atol >= ATOL_MIN_IMPLICIT
+        hands_over = run.clock.hands_over and not run.system.flow.uses_sign and run.atol >= ATOL_MIN_IMPLICIT
         auto = AUTO_HANDS_OVER if hands_over else ""
         run.message = STIFF.format(backend=run.be.name, log10_t=run.log10_t_asked, h=abs(run.mean_step),
                                    radius=radius, product=radius * abs(run.mean_step), auto=auto)
@@ -155,7 +155,7 @@ def _put_on_planes(run) -> bool:
     run.resume, run.segment_steps = None, 0
     run.restarts += 1
     run.events.append({"kind": "arrival", "log10_t": float(log10_t_from_u(run.u_now)),
-                       "tau": tau_of(run.clock, run.s, run.y),
+                       "tau": run.tau_now,
                        "entries": weight_entries(run, on)})
     return True
 
@@ -185,13 +185,12 @@ IMPLICIT_FALLBACK = "scipy:BDF"
 def _hand_over(run, spec):
     """Continue with ``spec`` in the tau clock from the current state: under log-time the records are
     (s = u, y = [theta, tau]), under tau (s = tau, y = [theta, u]), so the clocks swap places."""
-    swap = lambda s, y: (float(y[-1]), np.concatenate([y[:-1], [s]]))  # noqa: E731
-    pairs = [swap(s, y) for s, y in zip(run.rec_s, run.rec_y)]
+    pairs = [run.clock.swapped(s, y) for s, y in zip(run.rec_s, run.rec_y)]
     run.rec_s, run.rec_y = [p[0] for p in pairs], [p[1] for p in pairs]
-    run.s, run.y = swap(run.s, run.y)
+    run.s, run.y = run.clock.swapped(run.s, run.y)
     run.events.append({"kind": "backend", "log10_t": float(log10_t_from_u(run.y[-1])), "tau": run.s,
                        "from_backend": run.be.name, "to_backend": spec})
-    run.be, run.clock, run.adaptive, run.resume = backend_for(spec, 0.0), "tau", False, None
+    run.be, run.clock, run.adaptive, run.resume = backend_for(spec, 0.0), TAU, False, None
     run.vf_run, run.s_max, run.segment_steps = run.vf, 1e300, 0
 
 
@@ -289,7 +288,7 @@ def _earlier_rest_point(run) -> bool:
         cp = critical.rest_point(run.vf, theta, run.Z, run.rtol, run.atol, run.rho, sigma=sigma)
         if cp is not None:
             # the dropped saves' targets come back (values of u: under the tau clock u is the state's last entry)
-            dropped = [y[-1] for y in run.rec_y[i + 1:]] if run.clock == "tau" else run.rec_s[i + 1:]
+            dropped = [run.clock.reading(s, y[-1]) for s, y in zip(run.rec_s[i + 1:], run.rec_y[i + 1:])]
             # (a horizon that a solver's dense output did not bracket was taken at a step end past t1)
             run.remaining = np.unique(np.minimum(np.concatenate([np.asarray(dropped, float), run.remaining]), run.u1))
             run.rec_s, run.rec_y, run.rec_loss = run.rec_s[:i + 1], run.rec_y[:i + 1], run.rec_loss[:i + 1]
@@ -360,9 +359,9 @@ SHORT_OF_HORIZON = ("the solver's horizon event ended the run at log10 t = {log1
 
 
 def end_status(reason, clock):
-    """Status and message of a segment that ended with ``reason`` (a key of ``ENDINGS``): the tau clock
-    ends at its horizon event, so running out of tau is a failure."""
-    if reason == "end" and clock == "tau":
+    """Status and message of a segment that ended with ``reason`` (a key of ``ENDINGS``): a clock that counts u in
+    its state ends at its horizon event, so running out of its integration variable is a failure."""
+    if reason == "end" and clock.u_in_state:
         return "failed", TAU_EXHAUSTED
     return ENDINGS[reason], ""
 

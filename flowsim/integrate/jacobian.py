@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from flowsim.integrate.vector_field import SCHEDULE, at_theta, flushed
+from flowsim.integrate.vector_field import at_theta, flushed
 
 #: entries of a Jacobian below this fraction of its largest are set to 0: a Newton matrix I - h J perturbed by
 #: them moves by less than d eps^2 of its norm, far below the LU's own rounding, while products of the tiny
@@ -152,7 +152,7 @@ class FieldJacobian:
         dF = lam * dFp + (1 - lam) * dFm + lam * (1 - lam) * xp.reshape(Fp - Fm, (-1, 1)) * (dSp - dSm)[None, :]
         return xp.where(pinned, 0.0, F), S, xp.where(keep, dF, 0.0), xp.where(free, lam * dSp + (1 - lam) * dSm, 0.0)
 
-    def rhs_jacobian(self, clock: str, sliding: bool):
+    def rhs_jacobian(self, clock, sliding: bool):
         """d(rhs)/dy for :meth:`flowsim.integrate.vector_field.VectorField.rhs` under ``clock``; same arguments ``(s, y, args)``."""
         vf = self.vf
         xp, K, d = vf.xp, vf.K, vf.d
@@ -162,18 +162,7 @@ class FieldJacobian:
             Z, rho, sigma, pinned = args[:4]
             theta = xp.reshape(y[:-1], (K, d))
             F, S_t, dF, dS = fs(theta, Z, rho, sigma, pinned)
-            F = xp.reshape(F, (-1, 1))
-            zero = xp.zeros((K * d, 1))
-            if clock == SCHEDULE:
-                top, bottom = xp.concatenate([dF, zero], axis=1), xp.zeros((1, K * d + 1))
-            elif clock == "tau":
-                rate = xp.exp(-S_t - y[-1])  # du/dtau
-                top = xp.concatenate([dF, zero], axis=1)
-                bottom = xp.concatenate([-rate * dS, -rate * xp.ones(1)])[None, :]
-            else:
-                rate = xp.exp(S_t + s)
-                top = xp.concatenate([rate * (dF + F * dS[None, :]), zero], axis=1)
-                bottom = xp.concatenate([rate * dS, xp.zeros(1)])[None, :]
+            top, bottom = clock.jacobian(xp, xp.reshape(F, (-1, 1)), S_t, dF, dS, s, y[-1])
             return significant(xp, xp.concatenate([top, bottom], axis=0))
 
         return jac

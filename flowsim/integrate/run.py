@@ -22,7 +22,7 @@ from flowsim.integrate.timeline import (
     beta_margins_loss,
     clock_plan,
     close_records,
-    extend_constant,
+    held_records,
 )
 from flowsim.integrate.vector_field import jax_field, numpy_field
 from flowsim.theory.reachable import invariant_planes, kept_entry_signs
@@ -56,7 +56,7 @@ class Run:
         self.vf_run = jax_field(system, self.K, self.d) if isinstance(be, DiffraxBackend) else self.vf
         self.shift = shift = math.log10(speedup)
         self.Z, self.rho, self.u1 = data.z, float(system.flow.rho), u1
-        _, self.to_u, self.targets, run_targets, self.s_max = clock_plan(clock, system.flow, u1, points, shift)
+        self.targets, run_targets, self.s_max = clock_plan(clock, u1, points, shift)
         self.log_floor, self.log_ceiling = log_floor, log_ceiling
         # smooth flows: sigma holds the sign each entry keeps (the crossing event); sign flows: sign(G)
         self.sigma = kept_entry_signs(system.model, theta0, system.flow)
@@ -110,8 +110,10 @@ class Run:
         self.status, self.message = status, message
         if self.bar:
             self.bar.to_u(self.u1)  # the rest of the way is held
-        extend_constant(self.vf, self.clock, self.s, self.y, self.Z, self.rho, self.sigma, self.pinned,
-                         self.remaining, self.rec_s, self.rec_y, self.to_u)
+        for s, y in held_records(self.vf, self.clock, self.s, self.y, self.Z, self.rho, self.sigma, self.pinned,
+                                 self.remaining):
+            self.rec_s.append(s)
+            self.rec_y.append(y)
         self.remaining = self.remaining[:0]
 
     def integrate(self):
@@ -160,16 +162,20 @@ class Run:
         return float(log10_t_from_u(self.u_now)) + self.shift
 
     @property
+    def tau_now(self):
+        return float(self.clock.tau(self.s, self.y[-1]))
+
+    @property
     def u_now(self):
-        return self.y[-1] if self.clock == "tau" else float(self.to_u(self.s))
+        return float(self.clock.u(self.s, self.y[-1]))
 
     def log_rate(self):
-        """log of the log-time rate t e^{S~} (-inf in other clocks): past 700 it leaves float range."""
-        if self.clock != "log_time":
+        """log of the rate the clock's field carries (-inf where none): past 700 it leaves float range."""
+        if not self.clock.carries_rate:
             return -math.inf
         with np.errstate(all="ignore"):
             _, S_end = self.vf.sliding_field_and_scale(self.theta, self.Z, self.rho, self.sigma, self.pinned)
-        return float(S_end + self.s)
+        return self.clock.log_rate(S_end, self.s)
 
     def solution(self, config):
         close_records(self.status, self.clock, self.remaining, self.s, self.y, self.rec_s, self.rec_y)
@@ -178,7 +184,7 @@ class Run:
         if rate > 700:  # e^rate overflows: no step size helps
             self.message = RATE_OVERFLOW.format(log10_t=self.log10_t_asked, rate=rate / LN10)
         message = self.message or (OUTCOMES.get(self.status) or FAILURES.get(self.status, ""))
-        return assemble(self.system, self.data, self.clock, self.to_u, np.asarray(self.rec_s), np.asarray(self.rec_y),
+        return assemble(self.system, self.data, self.clock, np.asarray(self.rec_s), np.asarray(self.rec_y),
                          self.K, self.d, self.status, message, self.stats, self.events,
                          dict(config, first_leaders=self.first_leaders), self.rec_loss)
 

@@ -15,6 +15,7 @@ from flowsim.errors import IntegrationError, ReachabilityWarning
 from flowsim.integrate.backends import ATOL_MIN_IMPLICIT, backend_for
 from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.balanced import lift, reduction
+from flowsim.integrate.clock import clock_for
 from flowsim.integrate.handlers import HANDLERS, _on_failure
 from flowsim.integrate.run import Run
 from flowsim.integrate.solution import FAILURES, Solution
@@ -25,11 +26,9 @@ from flowsim.integrate.timeline import (
     log_floor_of,
     positive,
     refuse_save_at,
-    resolve_clock,
     save_points,
     u_of,
 )
-from flowsim.integrate.vector_field import CLOCKS, SCHEDULE
 from flowsim.symbolic.derive import System
 from flowsim.symbolic.directions import AdamProxyDirection
 from flowsim.theory.reachable import reachable_signs, underflowing
@@ -140,7 +139,7 @@ def solve(
     # (JSON's types throughout: a saved run reads back equal, so no tuple here); the default grid by its size
     given = save_at_log10_t is not None or save_at_t is not None
     asked_saves = {"save_at_log10_t": points.tolist()} if given else {"saves": len(points)}
-    config = dict(arguments, clock=clock, saves=len(points), rho=float(system.flow.rho), track=list(track),
+    config = dict(arguments, clock=clock.name, saves=len(points), rho=float(system.flow.rho), track=list(track),
                   arguments=dict(arguments, **asked_saves))
     floors = (float(log_floor_of(theta0, collapse_tol, atol)), math.log(blowup_size))
     # a balanced product network (up to signs) is integrated on its invariant manifold, as the tied net
@@ -172,8 +171,9 @@ def _integrate(system, data, be, clock, theta0, L1, u1, points, rtol, atol, max_
     horizon and the save points are scaled to match. ``adaptive``: backend and clock were "auto", so
     an explicit method that spends a whole chunk of steps hands over to an implicit one."""
     u1 = u1 if speedup == 1.0 else float(u_of(L1 - math.log10(speedup)))
+    clock = clock.for_flow(system.flow)
     run = Run(system, data, be, clock, theta0, L1, u1, points, rtol, atol, int(max_steps), *floors, track, progress,
-               speedup, adaptive and clock == "log_time" and not system.flow.uses_sign)
+               speedup, adaptive and clock.hands_over and not system.flow.uses_sign)
     try:
         with terminable():  # SIGTERM as a Ctrl-C: the trajectory so far is kept
             while run.status is None and not run.settled():
@@ -188,7 +188,7 @@ def _integrate(system, data, be, clock, theta0, L1, u1, points, rtol, atol, max_
         absorbed()
     # the backends and clocks that ran (an "auto" solve may hand over); ``arguments`` keeps what was asked
     ran = " -> ".join([be.name] + [e["to_backend"] for e in run.events if e["kind"] == "backend"])
-    return run.solution(dict(config, rho=run.rho, backend=ran, clock=" -> ".join(dict.fromkeys([clock, run.clock]))))
+    return run.solution(dict(config, rho=run.rho, backend=ran, clock=" -> ".join(dict.fromkeys([clock.name, run.clock.name]))))
 
 
 #: a saved beta_j against the sign its start keeps for ever fails the solve past this fraction of max_j |beta_j|
@@ -261,18 +261,11 @@ def check_common(system, data, clock, be, rtol, atol, max_steps, allow_nonsepara
     if not isinstance(allow_nonseparable, (bool, np.bool_)):  # "no" is truthy
         raise ValueError(f"allow_nonseparable must be True or False; got {allow_nonseparable!r}.")
     require_separable(data, allow_nonseparable)
-    if clock != "auto" and getattr(system.flow, "clock", None) == SCHEDULE:
-        raise ValueError(f"{system.flow} runs on its learning-rate schedule's clock; clock={clock!r} would be ignored: "
-                         "leave clock='auto'.")
-    clock = resolve_clock(clock, be)
-    if clock not in CLOCKS:
-        raise ValueError(f"clock must be one of {(*CLOCKS, 'auto')}; got {clock!r}.")
+    clock = clock_for(system.flow, clock, be.default_clock)
     if isinstance(system.flow.direction, AdamProxyDirection) and system.flow.direction.batch >= data.n:
         raise ValueError(f"AdamProxy(batch={system.flow.direction.batch}) on n={data.n} sample(s): batch must be < n "
                          "(batch = n is the sign flow, a discontinuous field: use flowsim.SignFlow(); past n the "
                          "proxy's field is 0/0).")
-    if getattr(system.flow, "clock", None) == SCHEDULE:
-        clock = SCHEDULE  # the learning-rate schedule is the clock of sign and Adam-proxy flows
     rtol = positive("rtol", rtol)
     atol = None if atol is None else positive("atol", atol)
     if not RTOL_MIN <= rtol < 1:  # (1e-300 was taken, and failed as "array must not contain infs or NaNs")

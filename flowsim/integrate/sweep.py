@@ -29,6 +29,7 @@ from flowsim._checks import is_whole
 from flowsim._interrupts import absorbed, held, terminable
 from flowsim.integrate.backends import backend_for
 from flowsim.integrate.balanced import layer_flips, reduction
+from flowsim.integrate.clock import clock_for
 from flowsim.integrate.critical import LOSS_STILL
 from flowsim.integrate.handlers import ENDINGS, end_status
 from flowsim.integrate.run import chunk_of, structure_key
@@ -40,7 +41,6 @@ from flowsim.integrate.timeline import (
     log10_horizon,
     log_floor_of,
     refuse_save_at,
-    resolve_clock,
     save_points,
     u_of,
 )
@@ -228,7 +228,7 @@ def sweep(
             "system": named, "chunk_size": int(chunk_size),
             "method": ("vmap" + (f" ({again} points solved again one by one: 'solver')" if again else ""))
             if vmapped else "solve per point",
-            "chunks": len(chunks), "executor": where, "wall_s": wall, "rtol": rtol, "clock": run_clock,
+            "chunks": len(chunks), "executor": where, "wall_s": wall, "rtol": rtol, "clock": run_clock.name,
             "atol": "per point (1e-10, or rtol x the init's size where smaller)" if atol is None else atol,
             "backend": "diffrax:" + be.solver if vmapped else backend, "log10_t1": L1,
             "init": "alpha swept" if ALPHA in axes else f"{', '.join(swept)} swept, the others from "
@@ -443,13 +443,13 @@ def _vmapped(system, data, inits, rhos, opts):
     """The per-point solves of :func:`flowsim.solve` for a smooth flow (one segment each), as one vmap."""
     from flowsim._jax import jax
     from flowsim.integrate.backends._diffrax import host_arguments, kernel
-    from flowsim.integrate.vector_field import SCHEDULE, jax_field
+    from flowsim.integrate.vector_field import jax_field
 
     flow = system.flow
     L1, u1 = log10_horizon(opts["t1"], opts["log10_t1"])
     be = backend_for(opts["backend"], L1)
     # (opts hold the clock asked for: a point solved again by solve may then hand over, as solve's would)
-    clock = SCHEDULE if getattr(flow, "clock", None) == SCHEDULE else resolve_clock(opts["clock"], be)
+    clock = clock_for(flow, opts["clock"], be.default_clock)
     theta0 = np.stack(inits)  # parameters, validated by sweep
     speedup = 1.0
     reduced = reduction(system, theta0[0], data) if np.all(theta0 == theta0[:, :1]) else None
@@ -461,8 +461,8 @@ def _vmapped(system, data, inits, rhos, opts):
         flow, theta0 = system.flow, theta0[:, :1]
         u1 = float(u_of(L1 - math.log10(speedup)))
     m, K, d = theta0.shape
-    to_s, to_u, targets, run_targets, s_max = clock_plan(clock, flow, u1, opts["save_at_log10_t"],
-                                                         math.log10(speedup))
+    clock = clock.for_flow(flow)
+    targets, run_targets, s_max = clock_plan(clock, u1, opts["save_at_log10_t"], math.log10(speedup))
     Z = data.z
     atol = np.array([atol_for(th, opts["rtol"], opts["atol"]) for th in theta0])
     floors = log_floor_of(theta0, opts["collapse_tol"], atol)
@@ -482,10 +482,10 @@ def _vmapped(system, data, inits, rhos, opts):
     ends = {e: _status(names, *e, clock) for e in set(zip(fired.tolist(), maxed.tolist(), failed.tolist()))}
     status = np.array([ends[e] for e in zip(fired.tolist(), maxed.tolist(), failed.tolist())], dtype=object)
     # a completed point saves its end at the targets within the horizon event's precision of it (close_records)
-    end = y_end[:, -1] if clock == "tau" else s_end
+    end = clock.reading(s_end, y_end[:, -1])
     at_end = ~ok & (status == "completed")[:, None] & (run_targets[None, :] <= (end + 1e-9 * (1.0 + np.abs(end)))[:, None])
     saved = ok | at_end
-    u_end = end if clock == "tau" else to_u(s_end)
+    u_end = clock.u(s_end, y_end[:, -1])
     return {
         "beta": np.where(at_end[..., None], beta_end[:, None, :], np.where(saved[..., None], beta, np.nan)),
         "log_loss": np.where(at_end, loss_end[:, None], np.where(saved, log_loss, np.nan)),

@@ -9,9 +9,8 @@ import math
 import numpy as np
 
 from flowsim._checks import is_whole
-from flowsim.integrate.backends._scipy import IMPLICIT, ScipyBackend
 from flowsim.integrate.solution import HELD, Solution, log10_t_from_u
-from flowsim.integrate.vector_field import SCHEDULE, numpy_field
+from flowsim.integrate.vector_field import numpy_field
 
 #: upper bound on the number of saves (each holds the whole state)
 MAX_SAVES = 1_000_000
@@ -136,13 +135,6 @@ def u_of(log10_t):
     return np.logaddexp(0.0, np.asarray(log10_t, float) * LN10)
 
 
-def resolve_clock(clock, be):
-    """``clock="auto"``: the tau clock for the implicit scipy methods, log-time for the rest."""
-    if clock == "auto":
-        return "tau" if isinstance(be, ScipyBackend) and be.method in IMPLICIT else "log_time"
-    return clock
-
-
 #: the absolute tolerance on the state when none is given, for an init of size >= 1e-2 (at rtol 1e-8)
 ATOL = 1e-10
 
@@ -167,32 +159,12 @@ def log_floor_of(theta0, collapse_tol, atol):
     return np.log(np.maximum(collapse_tol * np.abs(theta0).max(axis=(-2, -1)), RESOLVED * atol))
 
 
-def clock_plan(clock, flow, u1, points, shift=0.0):
-    """Clock maps, the save targets (in u and in the integration variable) and the end of the clock,
-    for save points ``points`` (log10 t) of a system ``10**shift`` times faster than the one asked for."""
-    to_s, to_u = clock_maps(clock, flow, u1)
+def clock_plan(clock, u1, points, shift=0.0):
+    """The save targets in u and in the clock's own units, and the integration variable's end, for save points
+    ``points`` (log10 t) of a system ``10**shift`` times faster than the one asked for."""
+    clock.check_horizon(u1)
     targets = u_of(np.asarray(points, float) - shift)
-    s_max = 1e300 if clock == "tau" else float(to_s(u1))
-    return to_s, to_u, targets, (targets if clock == "tau" else to_s(targets)), s_max
-
-
-def tau_of(clock, s, y):
-    return float(s if clock == "tau" else y[-1])
-
-
-def clock_maps(clock, flow, u1):
-    """s(u) and u(s) for the integration variable s, u = log(1+t). Schedule clock ds = eta dt with
-    eta = lr (t+1)^-a: s = lr expm1((1-a) u)/(1-a) (a < 1), lr u (a = 1)."""
-    if clock != SCHEDULE:
-        return (lambda u: np.asarray(u, float)), (lambda s: np.asarray(s, float))
-    lr, a = flow.lr, flow.decay
-    if a == 1.0:
-        return (lambda u: lr * np.asarray(u, float)), (lambda s: np.asarray(s, float) / lr)
-    if (1 - a) * u1 > 700:
-        raise ValueError(f"with decay={a} the schedule clock s ~ t^(1-a) overflows before t1; use decay=1 "
-                         "(s = lr log(1+t)) for horizons beyond t ~ 10^(300/(1-a)).")
-    return (lambda u: lr * np.expm1((1 - a) * np.asarray(u, float)) / (1 - a),
-            lambda s: np.log1p((1 - a) * np.asarray(s, float) / lr) / (1 - a))
+    return targets, clock.own(targets), clock.end(u1)
 
 
 def at_rest(vf, y, Z, rho, sigma, pinned) -> bool:
@@ -206,27 +178,11 @@ def at_rest(vf, y, Z, rho, sigma, pinned) -> bool:
     return not np.any(F)
 
 
-def extend_constant(vf, clock, s, y, Z, rho, sigma, pinned, remaining, rec_s, rec_y, to_u):
-    """At rest (see ``at_rest``) the state is constant; only the clocks move (dt/dtau = e^{-S})."""
-    K, d = vf.K, vf.d
-    if clock == SCHEDULE:  # remaining targets are values of s; the last entry counts s
-        rec_s.extend(remaining.tolist())
-        rec_y.extend(np.concatenate([y[:-1], [sk]]) for sk in remaining)
-        return
-    _, S = vf.sliding_field_and_scale(y[:-1].reshape(K, d), Z, rho, sigma, pinned)
-    u_now = y[-1] if clock == "tau" else s
-    tau_now = tau_of(clock, s, y)
-    with np.errstate(over="ignore"):
-        for u in remaining:
-            # t_k - t_now = e^u - e^{u_now}
-            dtau = np.exp(S + u + np.log1p(-np.exp(min(u_now - u, 0.0)))) if u > u_now else 0.0
-            tau = tau_now + dtau
-            if clock == "tau":
-                rec_s.append(tau)
-                rec_y.append(np.concatenate([y[:-1], [u]]))
-            else:
-                rec_s.append(u)
-                rec_y.append(np.concatenate([y[:-1], [tau]]))
+def held_records(vf, clock, s, y, Z, rho, sigma, pinned, targets):
+    """At rest (see ``at_rest``) the state is constant; only the clocks move: its records through ``targets``."""
+    theta = y[:-1].reshape(vf.K, vf.d)
+    _, S = vf.sliding_field_and_scale(theta, Z, rho, sigma, pinned)
+    return clock.held(theta, s, y[-1], S, targets)
 
 
 def close_records(status, clock, remaining, s, y, rec_s, rec_y):
@@ -235,7 +191,7 @@ def close_records(status, clock, remaining, s, y, rec_s, rec_y):
         # the horizon event is located to ~1e-13 in u; targets within that of the end are the end point. Where a
         # solver's dense output did not bracket it (BDF: 1.4e-9 short in u) the end is short of the last target:
         # it is kept, at its own time (the last row was a save before it: log10 t = 99.31 for a run to 1e100)
-        end = y[-1] if clock == "tau" else s  # remaining targets are in the integration's own units
+        end = clock.reading(s, y[-1])
         close = max(int((remaining <= end + 1e-9 * (1.0 + abs(end))).sum()), 1)
         rec_s.extend([s] * close)
         rec_y.extend([y] * close)
@@ -244,14 +200,9 @@ def close_records(status, clock, remaining, s, y, rec_s, rec_y):
         rec_y.append(y)
 
 
-def assemble(system, data, clock, to_u, s, Y, K, d, status, message, stats, events, config, known=()):
+def assemble(system, data, clock, s, Y, K, d, status, message, stats, events, config, known=()):
     params = Y[:, :-1].reshape(-1, K, d)
-    if clock == "tau":
-        u, tau = Y[:, -1], s
-    elif clock == SCHEDULE:  # tau holds the schedule clock s for these flows
-        u, tau = to_u(s), s
-    else:
-        u, tau = s, Y[:, -1]
+    u, tau = clock.u(s, Y[:, -1]), clock.tau(s, Y[:, -1])
     beta, margins, log_loss = beta_margins_loss(system, data, params, known)
     return Solution(system=system, data=data, log10_t=log10_t_from_u(u), tau=np.asarray(tau, float), params=params,
                     beta=beta, log_loss=log_loss, margins=margins, status=status, message=message, stats=stats,

@@ -22,9 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-CLOCKS = ("tau", "log_time")
-#: flows with a learning-rate schedule (sign flow, Adam proxy) run in ds = eta(t) dt instead
-SCHEDULE = "schedule"
 #: the smallest normal float64: below it NumPy computes with subnormals, at up to 30x the cost (a matrix-vector
 #: product with subnormal entries; the LU of a matrix holding them), where XLA on CPU flushes them to 0
 TINY = float(np.finfo(np.float64).tiny)
@@ -163,8 +160,9 @@ class VectorField:
             log_loss = xp.concatenate([xp.asarray(known, dtype=xp.float64), log_loss])
         return beta, margins, log_loss
 
-    def rhs(self, clock: str, sliding: bool):
-        """dy/ds for the flat state under ``clock``; ``args = (Z, rho, sigma, pinned)``."""
+    def rhs(self, clock, sliding: bool):
+        """dy/ds for the flat state under ``clock`` (a :class:`flowsim.integrate.clock.Clock`); ``args = (Z, rho,
+        sigma, pinned)``."""
         xp, K, d = self.xp, self.K, self.d
         fs = self.sliding_field_and_scale if sliding else self.field_and_scale
         flat = _flat_numpy if xp is np else functools.partial(_flat, xp)
@@ -173,12 +171,8 @@ class VectorField:
             Z, rho, sigma, pinned = args[:4]
             theta = y[:-1].reshape(K, d)
             F, S_t = fs(theta, Z, rho, sigma, pinned)
-            if clock == "tau":
-                return flat(F, xp.exp(-S_t - y[-1]))
-            if clock == SCHEDULE:  # s itself is the clock; the last state entry counts s
-                return flat(F, 1.0)
-            rate = xp.exp(S_t + s)
-            return flat(F, rate, rate)
+            scale, last = clock.rates(xp, S_t, s, y[-1])
+            return flat(F, last) if scale is None else flat(F, last, scale)
 
         return f
 

@@ -6,6 +6,8 @@ run-time arguments, so one compile serves every horizon, alpha, rho and toleranc
 
 from __future__ import annotations
 
+import collections
+import os
 import threading
 
 import diffrax
@@ -21,7 +23,11 @@ from flowsim.integrate.backends._stored import StoredKernel
 #: Tsit5 and Dopri5 are diffrax's, with the stages unrolled (see ``_unrolled``)
 SOLVERS = {"Tsit5": _unrolled.Tsit5, "Dopri5": _unrolled.Dopri5, "Dopri8": diffrax.Dopri8, "Kvaerno5": diffrax.Kvaerno5}
 
-_CACHE: dict = {}
+#: compiled kernels kept in a process (the least recently used beyond it are released): each holds ~450 memory
+#: mappings of its machine code, and a process past the kernel's limit (vm.max_map_count, 65,530 by default) crashes
+#: in XLA at its next compile; FLOWSIM_KERNELS_KEPT sets another number
+KERNELS_KEPT = int(os.environ.get("FLOWSIM_KERNELS_KEPT", "32"))
+_CACHE: collections.OrderedDict = collections.OrderedDict()
 _BUILDING = threading.Lock()
 #: step-size controller gains: diffrax's default (integral) controller. Its PI suggestion for mildly stiff
 #: problems (pcoeff 0.4, icoeff 0.3) rejects fewer steps where long horizons make explicit steps
@@ -58,7 +64,7 @@ def _build(vf, clock, uses_sign, sliding, solver_name, max_steps, n_targets, tra
         # members are armed each from its own start
         values = events.at(args)
         armed = values(s0, y0) > 0
-        if clock == "tau":  # targets are values of u, a state: found on the dense output
+        if clock.u_in_state:  # targets are values of u, a state: found on the dense output
             saveat = diffrax.SaveAt(t1=True, dense=True)
         else:  # targets are values of s itself: saved as the solver passes them (no dense buffer)
             saveat = diffrax.SaveAt(ts=jnp.clip(u_targets, s0, s_max), t1=True)
@@ -74,7 +80,7 @@ def _build(vf, clock, uses_sign, sliding, solver_name, max_steps, n_targets, tra
         # an event ends the saves early: the end state follows the last target reached, inf after it
         last = jnp.sum(jnp.isfinite(sol.ts)) - 1
         s_end, y_end = sol.ts[last], sol.ys[last]
-        if clock != "tau":
+        if not clock.u_in_state:
             u_end = s_end
             s_t, y_t = jnp.clip(u_targets, s0, s_end), sol.ys[:-1]
         else:
@@ -126,15 +132,19 @@ def kernel(vf, key, clock, uses_sign, sliding, solver, max_steps, n_targets, tra
     once per structure. ``batched=True``: vmapped over y0, the per-member arguments rho (``args[1]``) and
     log_floor (``args[5]``) and the tolerances (rtol, atol per member), the rest shared, and returning beta
     and the log-loss at the saves and at the end, not the states (``_observing``; for :func:`flowsim.sweep`)."""
-    ck = (key, clock, uses_sign, sliding, solver, max_steps, n_targets, vf.K, vf.d, track, batched)
+    # a clock's compiled field depends on its name alone (a schedule's lr and decay only map its s to t)
+    ck = (key, clock.name, uses_sign, sliding, solver, max_steps, n_targets, vf.K, vf.d, track, batched)
     with _BUILDING:  # a sweep's chunks ask for it together, from threads: one kernel (compiled once)
         if ck not in _CACHE:
             run, names = _build(vf, clock, uses_sign, sliding, solver, max_steps, n_targets, track)
             if batched:
                 axes = (None, 0, None, None, None, 0, None, None)
                 run = jax.vmap(_observing(run, vf), in_axes=(0, None, None, axes, None, 0))
-            structure = (clock, uses_sign, sliding, solver, max_steps, n_targets, track, batched)
+            structure = (clock.name, uses_sign, sliding, solver, max_steps, n_targets, track, batched)
             _CACHE[ck] = StoredKernel(jax.jit(run), vf, structure), names
+            while len(_CACHE) > max(KERNELS_KEPT, 1):
+                _CACHE.popitem(last=False)
+        _CACHE.move_to_end(ck)
         return _CACHE[ck]
 
 
@@ -172,6 +182,7 @@ class DiffraxBackend:
         self.solver = solver
         self.name = f"diffrax:{solver}"
         self.implicit = solver == "Kvaerno5"
+        self.default_clock = "log_time"
 
     def integrate(self, vf, key, clock, uses_sign, sliding, y0, s0, s_max, args, u_targets, rtol, atol, max_steps,
                   n_targets=None, track=(), resume=None):

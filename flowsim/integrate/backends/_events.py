@@ -80,7 +80,7 @@ def event_functions(vf, clock: str, uses_sign: bool, track=()) -> Events:
             return lambda s, y, size: (sigma * y[:-1] + free).min() + floor
 
         fns["crossing"] = crossing
-    if clock == "tau":
+    if clock.u_in_state:  # the horizon is a value of the state's u
         fns["horizon"] = lambda args: lambda s, y, size: args[4] - y[-1]
     if uses_sign:
 

@@ -58,6 +58,8 @@ class ScipyBackend:
         self.method = method
         self.name = f"scipy:{method}"
         self.implicit = method in IMPLICIT
+        # the tau clock: in log-time Newton iterates overflow the rate e^{S~+s} at long horizons (``flowsim.solve``)
+        self.default_clock = "tau" if self.implicit else "log_time"
 
     def integrate(self, vf, key, clock, uses_sign, sliding, y0, s0, s_max, args, u_targets, rtol, atol,
                   max_steps, progress=None, track=(), resume=None):
@@ -86,9 +88,7 @@ class ScipyBackend:
         """Step ``solver`` (already at (s0, y0)) for at most ``max_steps`` steps. ``armed``: the indices of
         the events armed in the last segment, which this one resumes; None: the solver was made for this
         segment (its start-up evaluations count here, and its events are armed here)."""
-        # log-time and schedule clocks: targets are values of s itself; tau: of the state u
-        u_of = (lambda s, y: y[-1]) if clock == "tau" else (lambda s, y: s)
-        tau_saves = TauSaves() if clock == "tau" else None
+        tau_saves = TauSaves() if clock.u_in_state else None
         values = events.at(args)
         targets = np.asarray(u_targets, float)
         ordered = targets.tolist()  # for bisect: a third of np.searchsorted's cost a step
@@ -119,7 +119,7 @@ class ScipyBackend:
                     break
                 hit, s_stop, dense = _first_event(events.names, values, armed, s_old, solver, probed)
                 y_stop = solver.y if hit is None else dense(s_stop)
-                u_stop = u_of(s_stop, y_stop)
+                u_stop = clock.reading(s_stop, y_stop[-1])
                 k = bisect.bisect_right(ordered, u_stop, ti)
                 # the end state first: a Ctrl-C while this step's saves are taken may drop some, never
                 # leave saves past the state the segment reports it ended at
@@ -172,7 +172,7 @@ class ScipyBackend:
         if not np.isfinite(solver.y).all():  # LSODA can accept such a step
             return True, (f"scipy {self.method}: the state became non-finite in the step from s = {s_old:.6g} to "
                           f"{solver.t:.6g}")
-        if clock == "log_time":
+        if clock.carries_rate:
             # the rate is the field's last entry; RK45, DOP853 and Radau keep the field at the new point
             f_new = solver.f if hasattr(solver, "f") else solver.fun(solver.t, solver.y)
             if not f_new[-1] > RATE_FLOOR:
