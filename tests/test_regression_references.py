@@ -61,8 +61,9 @@ def test_large_alpha_gives_the_min_l2_interpolator(depth):
 def test_small_alpha_gives_the_min_l1_interpolator():
     X, y = random_problem(1)
     min_l1 = min_l1_interpolator(X, y)
-    gaps = [np.abs(fs.implicit_regularizer_limit(X, y, alpha, 2) - min_l1).max() for alpha in (1e-2, 1e-4, 1e-10, 1e-30)]
-    assert np.all(np.diff(gaps) < 0) and gaps[-1] < 5e-3  # depth 2 approaches l1 like 1/log(1/alpha)
+    alphas = (1e-2, 1e-4, 1e-10, 1e-30, 1e-300)
+    gaps = [np.abs(fs.implicit_regularizer_limit(X, y, alpha, 2) - min_l1).max() for alpha in alphas]
+    assert np.all(np.diff(gaps) < 0) and gaps[-2] < 5e-3 and gaps[-1] < 1e-12  # depth 2: slowly, then exactly
     assert np.abs(fs.implicit_regularizer_limit(X, y, 1e-4, 3) - min_l1).max() < 1e-6  # depth 3: like alpha
 
 
@@ -213,6 +214,29 @@ def test_the_flow_converges_to_the_path_as_alpha_shrinks():
 def test_saddle_to_saddle_refuses_bad_input(arguments, match):
     with pytest.raises(ValueError, match=match):
         fs.saddle_to_saddle(*arguments)
+
+
+def ill_conditioned_problem(smallest_singular_value):
+    rng = np.random.default_rng(0)
+    left, right = np.linalg.qr(rng.standard_normal((4, 4)))[0], np.linalg.qr(rng.standard_normal((8, 4)))[0]
+    return left @ np.diag([1, 1, 1, smallest_singular_value]) @ right.T, rng.standard_normal(4)
+
+
+def test_ill_conditioned_data_are_solved_to_rounding_or_refused():
+    X, y = ill_conditioned_problem(1e-6)  # y is in range(X) for any X of full row rank: no false refusal
+    for beta in (fs.implicit_regularizer_limit(X, y, 0.1), fs.saddle_to_saddle(X, y).plateaus[-1]):
+        assert np.linalg.norm(X @ beta - y) < 1e-9 * np.linalg.norm(beta)
+    X, y = ill_conditioned_problem(1e-10)
+    with pytest.raises(ValueError, match=r"out of float64's reach for these data.*cond\(X\) = 1e\+10"):
+        fs.implicit_regularizer_limit(X, y, 0.1)
+    with pytest.raises(ValueError, match="X is too ill-conditioned"):
+        fs.saddle_to_saddle(X, y)
+
+
+def test_a_path_longer_than_max_jumps_is_refused():
+    with pytest.raises(ValueError, match="more than max_jumps = 5 jumps"):
+        fs.saddle_to_saddle(*random_problem(0), max_jumps=5)  # it has 6
+    assert len(fs.saddle_to_saddle(*random_problem(0), max_jumps=6).jump_times) == 6
 
 
 def test_path_evaluation_refuses_negative_times():

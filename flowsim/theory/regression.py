@@ -19,7 +19,8 @@ from scipy.optimize import nnls
 
 from flowsim._checks import is_real_number, is_whole
 
-#: ||X beta - y|| / ||y|| the limit must reach, and the relative distance of y from range(X) accepted as 0
+#: ||X beta - y|| / (||X|| ||beta|| + ||y||) the limit must reach (the scale of float64's rounding in X beta - y), and
+#: the relative distance of y from range(X) accepted as 0
 INTERPOLATION_TOLERANCE = 1e-11
 #: |s_i| where a coordinate of the saddle-to-saddle path may leave 0 (the flow's beta_i = 2 alpha^2 sinh(4 q_i))
 THRESHOLD = 0.5
@@ -39,14 +40,22 @@ def regression_data(X, y) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"y must have shape (n,) = ({X.shape[0]},), one target per row of X; got shape {y.shape}.")
     if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
         raise ValueError("X and y must be finite (no NaN or inf entries).")
-    fitted = X @ np.linalg.lstsq(X, y, rcond=None)[0]
-    gap = np.linalg.norm(y - fitted)
+    U, S, _ = np.linalg.svd(X, full_matrices=False)
+    span = U[:, :_rank(S, X.shape)]  # projected with orthonormal columns, the gap is rounding-free of cond(X)
+    gap = np.linalg.norm(y - span @ (span.T @ y))
     if gap > INTERPOLATION_TOLERANCE * max(np.linalg.norm(y), 1e-300):
         raise ValueError(f"y must lie in the range of X (some beta with X beta = y): it is {gap:.3g} away "
                          f"({gap / np.linalg.norm(y):.3g} of ||y||). These references describe interpolating limits; "
                          "use d >= n features with X of full row rank, or pass y projected onto range(X) "
                          "(X @ lstsq(X, y)) if that is the problem you mean.")
     return X, y
+
+
+def _rank(singular_values, shape) -> int:
+    """The numerical rank: singular values above max(n, d) eps times the largest (numpy's matrix_rank rule)."""
+    if singular_values[0] == 0:
+        return 0
+    return int(np.sum(singular_values > singular_values[0] * max(shape) * np.finfo(float).eps))
 
 
 def _positive_alpha(alpha) -> float:
@@ -93,11 +102,6 @@ class _LinkFunction:
         k = self.depth / (self.depth - 2)  # (1-w)^-k - (1+w)^-k = (1+w)^-k (e^(2k artanh w) - 1)
         return self.alpha**self.depth * (1 + w) ** -k * np.expm1(2 * k * np.arctanh(w))
 
-    def warm_start(self, c, alpha_before):
-        """The dual point for this alpha from the one found at ``alpha_before``: at depth 2 the support's w grows
-        like log(1/alpha^2), at depth >= 3 w stays in (-1, 1) and is kept."""
-        return c * np.log(self.alpha) / np.log(alpha_before) if self.depth == 2 else c
-
     def slope(self, w):
         """F'(w) > 0."""
         if self.depth == 2:  # 2 alpha^2 cosh(w)
@@ -129,7 +133,7 @@ def implicit_regularizer_limit(X, y, alpha, depth=2) -> np.ndarray:
         depth: D >= 2.
 
     Returns:
-        beta (d,), with ||X beta - y|| <= 1e-11 ||y||.
+        beta (d,), with ||X beta - y|| <= 1e-11 (||X||_2 ||beta|| + ||y||).
 
     Raises:
         ValueError: for a bad argument (named), and when float64 cannot reach that interpolation accuracy (a
@@ -141,27 +145,27 @@ def implicit_regularizer_limit(X, y, alpha, depth=2) -> np.ndarray:
         raise ValueError(f"alpha must have alpha^depth <= 1e150; got alpha = {alpha:g} at depth {depth}. The limit "
                          "there is the minimum-l2 interpolator, np.linalg.pinv(X) @ y, to float64 precision.")
     U, S, Vt = np.linalg.svd(X, full_matrices=False)
-    rank = int(np.sum(S > S[0] * max(X.shape) * np.finfo(float).eps)) if S[0] > 0 else 0
+    rank = _rank(S, X.shape)
     if rank == 0 or not np.any(y):
         return np.zeros(X.shape[1])
     A = Vt[:rank].T * S[:rank]  # w = X^T nu = A c for nu = U_r c
     b = U[:, :rank].T @ y
-    c, previous = np.zeros(rank), None
+    c = np.zeros(rank)
     for stage in _alpha_ladder(link.alpha):  # from 0, Newton loses its way below alpha ~ 1e-20 at depth 2
         stage_link = _LinkFunction(stage, link.depth)
-        start = c if previous is None else stage_link.warm_start(c, previous)
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # overshooting trials: inf, rejected
             c, message = _newton(lambda c, f=stage_link: f.phi(A @ c).sum() - b @ c,
                                  lambda c, f=stage_link: A.T @ f.beta(A @ c) - b,
-                                 lambda c, f=stage_link: (A.T * f.slope(A @ c)) @ A, start,
+                                 lambda c, f=stage_link: (A.T * f.slope(A @ c)) @ A, c,
                                  0.1 * INTERPOLATION_TOLERANCE * np.linalg.norm(y))
-        previous = stage
     beta = link.beta(A @ c)
-    miss = np.linalg.norm(X @ beta - y) / np.linalg.norm(y)
+    miss = _relative_miss(X, y, beta)
     if not miss <= INTERPOLATION_TOLERANCE:
-        raise ValueError(f"alpha = {alpha:g} at depth {depth} is out of float64's reach: the dual solve ended with "
-                         f"||X beta - y|| = {miss:.2g} ||y|| ({message}). Use a {'larger' if alpha < 1 else 'smaller'} "
-                         "alpha.")
+        direction = "larger" if alpha < 1 else "smaller"
+        raise ValueError(f"alpha = {alpha:g} at depth {depth} is out of float64's reach for these data: the dual solve "
+                         f"ended with ||X beta - y|| = {miss:.2g} (||X|| ||beta|| + ||y||) ({message}). A tiny alpha at "
+                         f"depth >= 3 or an ill-conditioned X (here cond(X) = {S[0] / S[rank - 1]:.2g}) does this; use "
+                         f"a {direction} alpha or better-conditioned data.")
     return beta
 
 
@@ -281,6 +285,7 @@ def saddle_to_saddle(X, y, max_jumps=1000) -> SaddleToSaddle:
         slopes.append(slope)
         moving = (slope != 0) & (signs != np.sign(slope))  # at the threshold, only inward motion is possible
         if not moving.any():
+            _check_interpolates(X, y, plateaus[-1])
             return SaddleToSaddle(np.array(times), np.array(plateaus), np.array(s_starts), np.array(slopes), THRESHOLD)
         reach = np.full(d, np.inf)
         reach[moving] = (THRESHOLD - np.sign(slope[moving]) * s[moving]) / np.abs(slope[moving])
@@ -293,6 +298,21 @@ def saddle_to_saddle(X, y, max_jumps=1000) -> SaddleToSaddle:
         plateaus.append(_sign_constrained_least_squares(X, y, signs))
         s_starts.append(s)
     raise ValueError(f"the path has more than max_jumps = {max_jumps} jumps; pass a larger max_jumps.")
+
+
+def _relative_miss(X, y, beta) -> float:
+    """||X beta - y|| on the scale of its rounding, ||X||_2 ||beta|| + ||y||."""
+    return float(np.linalg.norm(X @ beta - y) / (np.linalg.norm(X, 2) * np.linalg.norm(beta) + np.linalg.norm(y)))
+
+
+def _check_interpolates(X, y, beta):
+    """The path ends where grad L is 0 to rounding, which for y in range(X) is an interpolator: a ValueError if the
+    gradient's rounding threshold hid a residual (X so ill-conditioned that a small gradient is a large miss)."""
+    miss = _relative_miss(X, y, beta)
+    if miss > 1e-8:
+        raise ValueError(f"the path stopped where the gradient is below rounding but ||X beta - y|| = {miss:.2g} "
+                         "(||X|| ||beta|| + ||y||): X is too ill-conditioned (condition number "
+                         f"{np.linalg.cond(X):.2g}) for this reference; rescale or drop nearly dependent rows.")
 
 
 def _sign_constrained_least_squares(X, y, signs) -> np.ndarray:
