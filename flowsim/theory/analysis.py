@@ -310,9 +310,12 @@ def linf_sam_prediction(mu, alpha, rho: float, depth: int) -> dict:
     j* = argmax_{alpha_j > rho} mu_j (alpha_j - rho)^(L-2), or None: where beta stays bounded, and where
     growing coordinates tie in that score (``tied`` lists them; the limit is then not a basis vector: at
     L = 2 with mu_j = mu_k it is proportional to (alpha_j - rho)^2 on them). Depth 1 is Thm 3.1 (the l2
-    max-margin, not a basis vector), refused here. ``limit``: beta_j at the end. At L >= 3 a growing
-    coordinate blows up at tau = 1 / ((L-2) max score): a collapsing one stops where it is then (dw/dtau =
-    mu_j (w - rho)^(L-1) in closed form; 6.3e-4, not rho^3, for mu = (1, 2), alpha = (0.05, 0.11), rho = 0.1)."""
+    max-margin, not a basis vector), refused here. ``limit``: beta_j as t -> infinity. At L >= 3 the leader
+    blows up at tau* = 1 / ((L-2) max score), where t -> infinity: every other coordinate stops where it is then
+    (dw/dtau = mu_j (w - rho)^(L-1) in closed form), a collapsing one short of rho^L (6.3e-4, not rho^3, for
+    mu = (1, 2), alpha = (0.05, 0.11), rho = 0.1) and a growing one at a finite value (0.125^3, not infinity,
+    for beta_2 at mu = (1, 2, 3), alpha = (0.3, 0.12, 0.11), rho = 0.1, L = 3: the stated "alpha_j > rho
+    diverges" holds at L >= 3 for the leader only, docs/theory.md)."""
     mu = _finite_vector("mu", mu)
     if mu.ndim != 1 or np.any(mu <= 0):
         raise ValueError(f"mu must be a vector of positive features (Thm 3.2 is for mu > 0); got {mu.tolist()}.")
@@ -339,18 +342,42 @@ def linf_sam_prediction(mu, alpha, rho: float, depth: int) -> dict:
             limit.append(np.inf)
     score = {j: mu[j] * (alpha[j] - rho) ** (depth - 2) for j, f in enumerate(fate) if f == "grow"}
     best = max(score.values(), default=None)
+    top = [j for j, v in score.items() if v >= best * (1 - 1e-12)] if score else []
     if depth >= 3 and score:
         blow_up = 1.0 / ((depth - 2) * best)
-        limit = [_collapsed_by(mu[j], alpha[j], rho, depth, blow_up) if f == "collapse" else limit[j]
+        limit = [limit[j] if f == "stay" or j in top else _at_tau(mu[j], alpha[j], rho, depth, blow_up)
                  for j, f in enumerate(fate)]
-    top = [j for j, v in score.items() if v >= best * (1 - 1e-12)] if score else []
     return {"fate": fate, "limit": limit, "leader": top[0] if len(top) == 1 else None,
             "tied": top if len(top) > 1 else []}
 
 
-def _collapsed_by(mu_j, alpha_j, rho, L, tau):
-    """beta_j = w^L at ``tau`` under dw/dtau = mu_j (w - rho)^(L-1) from alpha_j < rho: |w - rho|^(2-L) moves
-    by -+(L-2) mu_j tau, up to rho at odd L, down to w = 0 (where it stays) at even L."""
+def linf_sam_beta_at_tau(mu, alpha, rho: float, depth: int, tau: float) -> np.ndarray:
+    """beta at the paper's clock ``tau`` under l_inf-SAM at depth >= 3 on one example (the coordinates decouple,
+    dw_j/dtau = mu_j (w_j - rho)^(L-1), solved in closed form per coordinate): inf for a coordinate that has blown
+    up by ``tau``. With :func:`linf_sam_leader_tau` it places a run's coordinates against the closed form."""
+    mu, alpha = _finite_vector("mu", mu), np.broadcast_to(_finite_vector("alpha", alpha), np.shape(mu))
+    if not is_whole(depth) or depth < 3:
+        raise ValueError(f"depth must be an integer >= 3 (a finite blow-up time); got {depth!r}.")
+    out = []
+    for m, a in zip(mu, alpha):
+        blown = a > rho and (a - rho) ** (2 - depth) <= (depth - 2) * m * tau
+        out.append(np.inf if blown else (rho**depth if a == rho else _at_tau(m, a, rho, depth, tau)))
+    return np.array(out)
+
+
+def linf_sam_leader_tau(mu_j: float, alpha_j: float, rho: float, depth: int, beta_j: float) -> float:
+    """The clock tau at which a growing coordinate (alpha_j > rho) of l_inf-SAM at depth >= 3 has reached
+    ``beta_j``: the inverse of its closed form, (w - rho)^(2-L) = (alpha_j - rho)^(2-L) - (L-2) mu_j tau."""
+    w = beta_j ** (1.0 / depth)
+    return float(((alpha_j - rho) ** (2 - depth) - (w - rho) ** (2 - depth)) / ((depth - 2) * mu_j))
+
+
+def _at_tau(mu_j, alpha_j, rho, L, tau):
+    """beta_j = w^L at ``tau`` under dw/dtau = mu_j (w - rho)^(L-1) (L >= 3) from alpha_j != rho, a coordinate
+    that has not blown up by ``tau``. Above rho, (w - rho)^(2-L) falls by (L-2) mu_j tau; below it |w - rho|^(2-L)
+    moves by -+(L-2) mu_j tau, up to rho at odd L, down to w = 0 (where it stays) at even L."""
+    if alpha_j > rho:
+        return float((rho + ((alpha_j - rho) ** (2 - L) - (L - 2) * mu_j * tau) ** (1.0 / (2 - L))) ** L)
     gap = (rho - alpha_j) ** (2 - L) + (1 if L % 2 else -1) * (L - 2) * mu_j * tau
     if L % 2 == 0 and gap <= rho ** (2 - L):  # (w reached 0 before tau)
         return 0.0
