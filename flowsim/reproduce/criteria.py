@@ -29,12 +29,16 @@ def ran(sol, outcome: Outcome) -> Outcome:
 
 
 def converges_to(sol, refs: dict, want: str) -> Outcome:
-    """beta(t) converges in direction to ``refs[want]`` by flowsim's fitted-gap verdict."""
+    """beta(t) converges in direction to ``refs[want]`` by flowsim's fitted-gap verdict (its limit extrapolated
+    under both decay laws of ``flowsim.theory.analysis.LAWS``: undecided where they disagree by more than the
+    references are apart)."""
     v = fs.verdict(sol, refs, want)
     fit = v.fits[want]
     numbers = (Number("log10_t_end", float(sol.log10_t[-1]), "log10 t"), Number(f"gap_{want}", fit.final_gap, "1"),
                Number(f"rate_{want}", fit.rate, "1 (k in gap ~ (log t)^-k)"), Number(f"r2_{want}", fit.r2, "1"),
-               Number(f"angle_{want}", fit.final_angle, "deg"))
+               Number(f"angle_{want}", fit.final_angle, "deg"),
+               *(Number(f"limit_angle_{law.replace(' ', '_')}", deg, "deg (extrapolated limit from the claim)")
+                 for law, deg in v.extrapolated.items()))
     return Outcome(v.holds, v.why, numbers)
 
 
