@@ -366,3 +366,29 @@ def test_growth_order_without_a_switch_starts_at_the_growth_leader():
     assert fs.switch_times(sol, "growth") == []
     assert fs.sequential_amplification(sol, "growth")["order"] == [1]
     assert fs.sequential_amplification(sol, "magnitude")["order"] == [0, 1]
+
+
+def test_a_verdict_extrapolates_under_two_decay_laws_and_is_undecided_where_they_disagree():
+    """The limit is extrapolated as a power of 1/log t and of 1/log log t. Depth-2 l2-SAM (u^2 - v^2) on Gaussian
+    data to t = 1e100 fits both about as well, and they put its limit 42 deg apart, more than l1 is from l2 (28 deg):
+    undecided. To log10 t = 1e6 the 1/log log t law fits 15 times worse (rejected) and the verdict says l1; judged
+    against l2 it fails. On one sample (depth-2 GD from 0.05) both laws fit and agree: converges."""
+    from flowsim.reproduce.sam import _gaussian
+    from flowsim.theory.analysis import LAWS
+
+    data = _gaussian(10, 4, 104)
+    refs = {"l1": fs.max_margin(data, 1), "l2": fs.max_margin(data, 2), "linf": fs.max_margin(data, float("inf"))}
+    sam = fs.derive(fs.DiagonalNet(2, "difference"), "logistic", fs.SAM(0.1, 2))
+    early = fs.verdict(fs.solve(sam, data, 0.1, t1=1e100), refs, "l1")
+    assert early.holds is None and "undecided by the extrapolation law" in early.why, early.why
+    assert abs(early.extrapolated["log t"] - early.extrapolated["log log t"]) > 28.0
+    late_run = fs.solve(sam, data, 0.1, log10_t1=1e6)
+    late = fs.verdict(late_run, refs, "l1")
+    assert late.holds is True and "rejected" in late.why and set(late.extrapolated) == set(LAWS), late.why
+    assert fs.verdict(late_run, refs, "l2").holds is False
+    one = fs.Dataset(MU3[None], [1])
+    one_refs = {"l1": fs.max_margin(one, 1), "l2": fs.max_margin(one, 2), "linf": fs.max_margin(one, float("inf"))}
+    agree = fs.verdict(fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.GD()), one, 0.05, t1=1e100), one_refs, "l1")
+    assert agree.holds is True and "rejected" not in agree.why and max(agree.extrapolated.values()) < 0.05, agree.why
+    with pytest.raises(ValueError, match="law must be one of"):
+        fs.limit_direction(late_run, law="log t squared")

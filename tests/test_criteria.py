@@ -8,9 +8,20 @@ import pytest
 
 import flowsim as fs
 from flowsim.reproduce import criteria as cr
-from flowsim.reproduce._claim import Control, Measured, Number, Outcome, claim, every, judge
+from flowsim.reproduce._claim import (
+    Control,
+    Counterexample,
+    Measured,
+    Number,
+    Outcome,
+    Statement,
+    claim,
+    every,
+    judge,
+)
 
 YES, NO, UNDECIDED = Outcome(True, "y"), Outcome(False, "n"), Outcome(None, "?")
+STATED = Statement("paper", "checked", "as stated")
 
 
 def test_judge_needs_failing_controls():
@@ -204,7 +215,7 @@ def test_report_json_gives_each_number_a_key_value_and_unit():
     row = Measured("beta_1 -> beta_2 at log10 t = 0.816135 (tau 3.16038)",
                    (Number("switch_1_log10_t", np.float64(0.816135), "log10 t"), Number("switch_1_tau", 3.16038, "tau"),
                     Number("leaders", np.array([1, 2]), "coordinate"), Number("gap", float("nan"), "1")))
-    c = claim("x", "000", "s", "setting", main, [Control("c", cr.crossover_law(1.0, 1.0, 2.0, 0.1))],
+    c = claim("x", "000", STATED, "setting", main, [Control("c", cr.crossover_law(1.0, 1.0, 2.0, 0.1))],
               {"switches": row, "crossover": main}).as_dict()
     json.dumps(c, allow_nan=False)
     (switches, crossover) = c["measured"]
@@ -215,4 +226,80 @@ def test_report_json_gives_each_number_a_key_value_and_unit():
     assert {n["key"]: n["value"] for n in crossover["numbers"]}["N_predicted"] == pytest.approx(want, rel=1e-15)
     assert [n["key"] for n in c["controls"][0]["numbers"]] == ["N", "N_predicted", "relative_error"]
     with pytest.raises(TypeError, match="Measured rows or Outcomes"):
-        claim("x", "000", "s", "setting", main, [], {"prose": "1.5 s"}).as_dict()
+        claim("x", "000", STATED, "setting", main, [], {"prose": "1.5 s"}).as_dict()
+
+
+def test_each_claim_says_how_strong_its_check_is():
+    """report.json carries the paper's statement, the one checked and how they relate; a strength outside the
+    list, or "corrected" without saying what, is refused."""
+    c = claim("x", "000", Statement("p", "c", "corrected: only the leader"), "s", YES, [Control("c", NO)], {"r": YES})
+    d = c.as_dict()
+    assert (d["paper_statement"], d["checked_statement"], d["strength"]) == ("p", "c", "corrected: only the leader")
+    assert "statement" not in d and d["counterexamples"] == []
+    for bad in ("stronger", "corrected", "corrected:", "weaker: a little"):
+        with pytest.raises(ValueError, match="strength must be one of"):
+            Statement("p", "c", bad)
+
+
+def test_a_corrected_claim_needs_its_counterexample_to_refute_the_stated_form():
+    refuted, standing = Counterexample("diverges", "case", NO), Counterexample("diverges", "case", UNDECIDED)
+    assert judge(YES, [Control("c", NO)], [refuted])[0] == "holds"
+    verdict, why = judge(YES, [Control("c", NO)], [refuted, standing])
+    assert verdict == "inconclusive" and "counterexample 'case'" in why
+    assert judge(YES, [Control("c", NO)], [Counterexample("diverges", "case", YES)])[0] == "inconclusive"
+    d = claim("x", "000", STATED, "s", YES, [Control("c", NO)], {}, counterexamples=[refuted]).as_dict()
+    assert d["counterexamples"] == [{"statement": "diverges", "setting": "case", "verdict": "fails", "why": "n",
+                                     "numbers": []}]
+
+
+LT = np.linspace(1.0, 100.0, 60)
+
+
+def test_settles_at_tells_a_bounded_coordinate_from_a_diverging_one():
+    """beta_2 of the L = 3 counterexample approaches 0.125^3 like (log t)^(-1/3); (log t)^0.5 diverges; a path off its
+    closed form, or a value above its limit, fails."""
+    limit = 0.125**3
+    bounded = limit * (1 - 0.05 * (LT * np.log(10)) ** (-1 / 3))
+    assert cr.settles_at(LT, bounded, limit, bounded[-1], "b").holds is True
+    assert cr.settles_at(LT, bounded * (1 + 1e-2), limit, bounded[-1], "b").holds is False  # off its closed form
+    assert cr.settles_at(LT, bounded, limit, None, "b").holds is None  # no path to compare with, does not grow
+    assert cr.settles_at(LT, 1e-3 * LT**0.5, np.inf, None, "b").holds is False
+    over = np.full_like(LT, 1.01 * limit)
+    assert cr.settles_at(LT, over, limit, over[-1], "b").holds is False
+    assert cr.settles_at(LT, np.full_like(LT, np.nan), limit, limit, "b").holds is None
+
+
+def test_diverges_fails_only_on_a_coordinate_held_below_its_bound():
+    limit = 0.125**3
+    bounded = limit * (1 - 0.05 * (LT * np.log(10)) ** (-1 / 3))
+    assert cr.diverges(LT, bounded, limit, "b").holds is False
+    assert cr.diverges(LT, 1e-3 * LT**0.5, limit, "b").holds is True
+    assert cr.diverges(LT, np.full_like(LT, 2 * limit), limit, "b").holds is True  # past the bound
+    assert cr.diverges(LT, limit * 0.5 * (1 + 0.05 * LT / 100), limit, "b").holds is None  # 2.5% rise: neither
+
+
+@pytest.mark.parametrize("depth", [3, 4])
+def test_a_growing_coordinate_beside_a_faster_one_has_a_finite_limit(depth):
+    """At L >= 3, mu = (1, 2, 3), alpha = (0.3, 0.12, 0.11), rho = 0.1: coordinate 1 blows up at tau* = 1/((L-2)
+    mu_1 (alpha_1 - rho)^(L-2)); coordinates 2 and 3 (alpha_j > rho) end at their values then, integrated here by
+    scipy from dw/dtau = mu_j (w - rho)^(L-1) (0.125^3 for beta_2 at L = 3), not at infinity."""
+    from scipy.integrate import solve_ivp
+
+    from flowsim.theory.analysis import linf_sam_beta_at_tau, linf_sam_leader_tau
+
+    mu, alpha, rho = np.array([1.0, 2.0, 3.0]), np.array([0.3, 0.12, 0.11]), 0.1
+    pred = fs.linf_sam_prediction(mu, alpha, rho, depth)
+    assert pred["leader"] == 0 and pred["fate"] == ["grow"] * 3 and pred["limit"][0] == np.inf
+    tau_star = 1 / ((depth - 2) * mu[0] * (alpha[0] - rho) ** (depth - 2))
+    for j in (1, 2):
+        w = solve_ivp(lambda t, w: mu[j] * (w - rho) ** (depth - 1), (0, tau_star), [alpha[j]], rtol=1e-12,
+                      atol=1e-15).y[0, -1]
+        assert pred["limit"][j] == pytest.approx(w**depth, rel=1e-9)
+    if depth == 3:
+        assert pred["limit"][1] == pytest.approx(0.125**3, rel=1e-12)
+    # the leader's clock read back from its own value, and the closed form there
+    at = linf_sam_beta_at_tau(mu, alpha, rho, depth, 0.5 * tau_star)
+    assert linf_sam_leader_tau(mu[0], alpha[0], rho, depth, at[0]) == pytest.approx(0.5 * tau_star, rel=1e-12)
+    assert np.isinf(linf_sam_beta_at_tau(mu, alpha, rho, depth, tau_star)[0])
+    with pytest.raises(ValueError, match="depth must be an integer >= 3"):
+        linf_sam_beta_at_tau(mu, alpha, rho, 2, 1.0)

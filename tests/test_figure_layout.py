@@ -159,7 +159,7 @@ def _figures_of(check, tmp_path, monkeypatch):
     return saved
 
 
-DRAWING = [c for c in sam.CHECKS if c is not sam.depth3_switches] + [adam.per_sample_vs_full, adam.signum_batches,
+DRAWING = [c for c in sam.CHECKS if c not in (sam.depth3_switches, sam.crossover_identity)] + [adam.per_sample_vs_full, adam.signum_batches,
                                                                     adam.proxy_flow_limit]
 
 

@@ -97,3 +97,42 @@ def test_a_feature_no_sample_has_carries_no_weight_and_other_input_is_checked():
     for c in ([np.nan] * 12, [1.0, 2.0], "a"):
         with pytest.raises(ValueError, match="c must be 12"):
             fs.adam_metric(data, c)
+
+
+def _is_fixed_point(data, fp):
+    """T(c) = c checked independently: the normalised duals of the Mahalanobis max-margin under M(c), summed over
+    each group of equal samples (their split within a group is not determined), against c summed the same way."""
+    sol = fs.max_margin(data, "mahalanobis", metric=fs.adam_metric(data, fp.c))
+    groups = np.unique(data.z, axis=0, return_inverse=True)[1].ravel()
+    duals = np.bincount(groups, sol.duals / sol.duals.sum())
+    np.testing.assert_allclose(duals, np.bincount(groups, fp.c), atol=1e-7)
+    np.testing.assert_allclose(sol.direction / np.linalg.norm(sol.direction), fp.direction, atol=1e-6)
+
+
+def test_the_shifted_diagonal_has_several_fixed_points_and_the_search_finds_them():
+    """shifted_diagonal(10, 5): uniform weights reach the l_inf-like fixed point (1, ..., 1)/sqrt 5, weights
+    concentrated on one sample reach others: at least three distinct ones, each T(c) = c by its own QP."""
+    data = DS.shifted_diagonal(10, 5)
+    found = fs.adam_fixed_points(data)
+    assert len(found.points) >= 3 and found.starts == 21 and sum(found.reached) + len(found.failed) == 21
+    for fp in found.points:
+        assert fp.residual <= 1e-9
+        _is_fixed_point(data, fp)
+    apart = [np.linalg.norm(a.direction - b.direction) for i, a in enumerate(found.points) for b in found.points[i + 1:]]
+    assert min(apart) > 1e-3
+    # the single-start API still gives the one from uniform weights, among those found
+    one = fs.adam_fixed_point(data)
+    assert min(np.linalg.norm(one.direction - fp.direction) for fp in found.points) < 1e-6
+    np.testing.assert_allclose(one.direction, np.full(5, 5**-0.5), atol=1e-6)
+
+
+def test_a_data_set_with_one_fixed_point_gives_one():
+    """On scaled-Rademacher data M(c) is a multiple of I for every c, so T(c) is the l2 problem's duals whatever c:
+    one fixed point, reached from every start."""
+    data = DS.scaled_rademacher(10, 4, seed=0)
+    found = fs.adam_fixed_points(data, random_starts=4, seed=1)
+    assert len(found.points) == 1 and found.reached == (found.starts,) and not found.failed
+    _is_fixed_point(data, found.points[0])
+    np.testing.assert_allclose(found.points[0].direction, fs.max_margin(data, 2).direction, atol=1e-7)
+    with pytest.raises(ValueError, match="random_starts must be an integer >= 0"):
+        fs.adam_fixed_points(data, random_starts=-1)

@@ -5,6 +5,10 @@ criterion (a function of :mod:`flowsim.reproduce.criteria`) on the setting the t
 the same criterion, on at least one control setting where the conclusion must NOT hold. The claim
 "holds" only when the criterion holds on the claim and fails on every control; a control that also
 "holds" makes the claim "inconclusive" (the criterion cannot tell the two apart).
+
+Every claim also says how what was checked relates to what the paper states (:class:`Statement`): a
+corrected form is reported as such, with the measured counterexamples to the stated form
+(:class:`Counterexample`), which must fail the stated form's criterion for the claim to hold.
 """
 
 from __future__ import annotations
@@ -16,6 +20,29 @@ from dataclasses import dataclass, field
 import numpy as np
 
 VERDICTS = ("holds", "fails", "inconclusive", "open", "descriptive")
+#: how the checked statement relates to the paper's; "corrected" is written "corrected: <what was corrected>"
+STRENGTHS = ("as stated", "weaker", "corrected", "identity of the model", "beyond the available text")
+
+
+@dataclass(frozen=True)
+class Statement:
+    """What a claim is about: ``paper`` (the paper's statement as far as the available text gives it, quoted or
+    paraphrased from the abstracts and the notes of docs/theory.md 5b and 8), ``checked`` (the statement the
+    criterion actually tests) and ``strength``, how the two relate: "as stated" (the paper's statement, tested on
+    instances), "weaker" (a consequence of it; what is left out is said in ``checked``), "corrected: <what>" (the
+    stated form is false; ``checked`` is the corrected one), "identity of the model" (it follows algebraically
+    from the flow's equations: it tests the integrator, not a theorem) or "beyond the available text" (flowsim's
+    own question or extension; the text states nothing to compare)."""
+
+    paper: str
+    checked: str
+    strength: str
+
+    def __post_init__(self):
+        corrected = self.strength.startswith("corrected: ") and self.strength[len("corrected: "):].strip()
+        if not (corrected or self.strength in STRENGTHS and self.strength != "corrected"):
+            raise ValueError(f"strength must be one of {STRENGTHS} ('corrected: <what>' for a correction); "
+                             f"got {self.strength!r}.")
 
 
 @dataclass(frozen=True)
@@ -94,17 +121,36 @@ class Control:
         return self.outcome.word
 
 
+@dataclass(frozen=True)
+class Counterexample:
+    """A measured case refuting the paper's stated form of a corrected claim: the stated form's criterion
+    (``statement``) judged on ``setting`` must say "fails"."""
+
+    statement: str
+    setting: str
+    outcome: Outcome
+
+    @property
+    def verdict(self) -> str:
+        return self.outcome.word
+
+    def as_dict(self) -> dict:
+        return {"statement": self.statement, "setting": self.setting, "verdict": self.verdict,
+                "why": self.outcome.why, "numbers": [n.as_dict() for n in self.outcome.numbers]}
+
+
 @dataclass
 class Claim:
     id: str
     seed: str  # "000" or "002"
-    statement: str
+    statement: Statement
     setting: str
     verdict: str
     why: str
     numbers: dict = field(default_factory=dict)  # run -> Measured (an Outcome: its ``measured``)
     controls: list = field(default_factory=list)  # list[Control]
     figure: str | None = None
+    counterexamples: list = field(default_factory=list)  # list[Counterexample]
     seconds: float = 0.0
     cpu_seconds: float = 0.0
 
@@ -113,11 +159,13 @@ class Claim:
             raise ValueError(f"verdict must be one of {VERDICTS}; got {self.verdict!r}.")
 
     def as_dict(self) -> dict:
-        return {"id": self.id, "seed": self.seed, "statement": self.statement, "setting": self.setting,
-                "verdict": self.verdict, "why": self.why,
+        return {"id": self.id, "seed": self.seed, "paper_statement": self.statement.paper,
+                "checked_statement": self.statement.checked, "strength": self.statement.strength,
+                "setting": self.setting, "verdict": self.verdict, "why": self.why,
                 "measured": [_row(v).as_dict(run) for run, v in self.numbers.items()],
                 "controls": [{"setting": c.setting, "verdict": c.verdict, "why": c.outcome.why,
                               "numbers": [n.as_dict() for n in c.outcome.numbers]} for c in self.controls],
+                "counterexamples": [k.as_dict() for k in self.counterexamples],
                 "figure": self.figure, "wall_s": round(self.seconds, 2), "cpu_s": round(self.cpu_seconds, 2)}
 
 
@@ -129,10 +177,16 @@ def _row(value) -> Measured:
     return value
 
 
-def judge(main: Outcome, controls: list[Control]) -> tuple[str, str]:
-    """The verdict of a claim from its criterion's outcome and its controls' outcomes."""
+def judge(main: Outcome, controls: list[Control], counterexamples=()) -> tuple[str, str]:
+    """The verdict of a claim from its criterion's outcome, its controls' outcomes and, for a corrected claim,
+    the stated form's outcomes on its counterexamples (each must fail: a stated form that holds there was
+    not refuted, and the correction is not shown)."""
     if main.holds is not True:
         return main.word, main.why
+    standing = [k for k in counterexamples if k.outcome.holds is not False]
+    if standing:
+        return "inconclusive", (f"{main.why}; but the stated form says {standing[0].verdict!r} on its counterexample "
+                                f"'{standing[0].setting}', where it must fail")
     if not controls:
         return "inconclusive", main.why + "; no negative control was run, so the check could not have failed"
     leaky = [c for c in controls if c.outcome.holds is not False]
@@ -140,13 +194,14 @@ def judge(main: Outcome, controls: list[Control]) -> tuple[str, str]:
         c = leaky[0]
         return "inconclusive", (f"{main.why}; but the criterion also says {c.verdict!r} on the control "
                                 f"'{c.setting}', where the claim must not hold")
-    return "holds", f"{main.why}; {len(controls)} control(s) fail as they must"
+    refuted = f"; the stated form fails on {len(counterexamples)} counterexample(s)" if counterexamples else ""
+    return "holds", f"{main.why}; {len(controls)} control(s) fail as they must{refuted}"
 
 
-def claim(id: str, seed: str, statement: str, setting: str, main: Outcome, controls: list[Control],
-          numbers: dict, figure: str | None = None) -> Claim:
-    verdict, why = judge(main, controls)
-    return Claim(id, seed, statement, setting, verdict, why, numbers, controls, figure)
+def claim(id: str, seed: str, statement: Statement, setting: str, main: Outcome, controls: list[Control],
+          numbers: dict, figure: str | None = None, counterexamples=()) -> Claim:
+    verdict, why = judge(main, controls, counterexamples)
+    return Claim(id, seed, statement, setting, verdict, why, numbers, controls, figure, list(counterexamples))
 
 
 def run_checks(checks, out, quick: bool, progress=print):

@@ -29,12 +29,16 @@ def ran(sol, outcome: Outcome) -> Outcome:
 
 
 def converges_to(sol, refs: dict, want: str) -> Outcome:
-    """beta(t) converges in direction to ``refs[want]`` by flowsim's fitted-gap verdict."""
+    """beta(t) converges in direction to ``refs[want]`` by flowsim's fitted-gap verdict (its limit extrapolated
+    under both decay laws of ``flowsim.theory.analysis.LAWS``: undecided where they disagree by more than the
+    references are apart)."""
     v = fs.verdict(sol, refs, want)
     fit = v.fits[want]
     numbers = (Number("log10_t_end", float(sol.log10_t[-1]), "log10 t"), Number(f"gap_{want}", fit.final_gap, "1"),
                Number(f"rate_{want}", fit.rate, "1 (k in gap ~ (log t)^-k)"), Number(f"r2_{want}", fit.r2, "1"),
-               Number(f"angle_{want}", fit.final_angle, "deg"))
+               Number(f"angle_{want}", fit.final_angle, "deg"),
+               *(Number(f"limit_angle_{law.replace(' ', '_')}", deg, "deg (extrapolated limit from the claim)")
+                 for law, deg in v.extrapolated.items()))
     return Outcome(v.holds, v.why, numbers)
 
 
@@ -233,3 +237,51 @@ def share_above(share: float, baseline: float, what: str) -> Outcome:
         return bad
     return Outcome(bool(share > baseline), f"{what}: {share:.4g} against {baseline:.4g} for the baseline",
                    (Number("share", float(share), "1"), Number("baseline", float(baseline), "1")))
+
+
+#: over the last half of a run in log10 t (log t doubles), a coordinate converging to a finite limit rises by at most
+#: RISE (relative); one diverging rises by more than GROWS ((log t)^p does by 2^p - 1: 11% at p = 0.15)
+RISE, GROWS = 0.01, 0.1
+
+
+def _tail_rise(log10_t, values) -> tuple:
+    """(relative rise of ``values`` over the last half of the run in log10 t, its value there, at the end)."""
+    lt, v = np.asarray(log10_t, float), np.asarray(values, float)
+    half = int(np.searchsorted(lt, lt[-1] / 2))
+    return float(v[-1] / v[half] - 1.0), float(v[half]), float(v[-1])
+
+
+def settles_at(log10_t, values, limit: float, now: float | None, what: str, rtol: float = 1e-6) -> Outcome:
+    """A coordinate converges to the finite ``limit`` as t -> infinity along a known path: over the last half of the
+    run (in log10 t) it rises by at most ``RISE`` (relative), ends within ``rtol`` (relative) of ``now`` (the
+    path's value at the run's end, from a closed form) and not above ``limit``. Fails when it rises by more than
+    ``GROWS`` (as a diverging coordinate does), ends more than 1e3 ``rtol`` off ``now`` or above ``limit``;
+    undecided in between, and when no path is predicted (``now`` None) and it does not grow."""
+    if (bad := _undecided_if_not_finite(values)) is not None:
+        return bad
+    rise, mid, end = _tail_rise(log10_t, values)
+    off = abs(end / now - 1.0) if now else np.inf
+    numbers = (Number("value_half_way", mid, "1"), Number("value_end", end, "1"), Number("rise", rise, "1"),
+               Number("closed_form_end", float("nan") if now is None else float(now), "1"),
+               Number("relative_error", off, "1"), Number("limit_predicted", float(limit), "1"))
+    text = (f"{what}: {mid:.6g} -> {end:.6g} over the last half of log10 t (rise {rise:.2g}), "
+            + (f"closed form there {now:.6g} (relative error {off:.2g}), " if now else "no closed form, ")
+            + f"limit {limit:.6g}")
+    if rise > GROWS or (now and off > 1e3 * rtol) or end > limit * (1 + rtol):
+        return Outcome(False, text, numbers)
+    return Outcome(True if abs(rise) <= RISE and off <= rtol else None, text, numbers)
+
+
+def diverges(log10_t, values, bound: float, what: str) -> Outcome:
+    """A coordinate grows without bound: over the last half of the run (in log10 t) it rises by more than ``GROWS``
+    (relative) or passes ``bound``. Fails when it rises by at most ``RISE`` and stays below ``bound`` (a bound
+    the flow's equations give it for all t); undecided in between."""
+    if (bad := _undecided_if_not_finite(values)) is not None:
+        return bad
+    rise, mid, end = _tail_rise(log10_t, values)
+    numbers = (Number("value_half_way", mid, "1"), Number("value_end", end, "1"), Number("rise", rise, "1"),
+               Number("bound", float(bound), "1"))
+    text = f"{what}: {mid:.6g} -> {end:.6g} over the last half of log10 t (rise {rise:.2g}), bound {bound:.6g}"
+    if rise > GROWS or end > bound:
+        return Outcome(True, text, numbers)
+    return Outcome(False if rise <= RISE else None, text, numbers)

@@ -1,14 +1,20 @@
 """Run a reproduction suite and write ``report.md``, ``report.json`` and ``report.html`` (figures embedded).
 
-``report.json`` schema (``SCHEMA_VERSION`` 2; docs/cli.md describes it)::
+``report.json`` schema (``SCHEMA_VERSION`` 3; docs/cli.md describes it)::
 
-    {"schema_version": 2, "suite": str, "quick": bool, "complete": bool (false: stopped early, by a Ctrl-C or
+    {"schema_version": 3, "suite": str, "quick": bool, "complete": bool (false: stopped early, by a Ctrl-C or
      still running; the claims that finished are listed), "flowsim_version": str, "python": str,
      "wall_s": float, "cpu_s": float,
-     "claims": [{"id": str, "seed": "000" | "002", "statement": str, "setting": str,
+     "claims": [{"id": str, "seed": "000" | "002",
+                 "paper_statement": str, "checked_statement": str,
+                 "strength": "as stated" | "weaker" | "corrected: <what>" | "identity of the model"
+                             | "beyond the available text",
+                 "setting": str,
                  "verdict": "holds" | "fails" | "inconclusive" | "open" | "descriptive", "why": str,
                  "measured": [{"run": str, "sentence": str, "numbers": [NUMBER]}],
                  "controls": [{"setting": str, "verdict": str, "why": str, "numbers": [NUMBER]}],
+                 "counterexamples": [{"statement": str, "setting": str, "verdict": str, "why": str,
+                                      "numbers": [NUMBER]}],
                  "figure": str | null (a PNG next to the report), "wall_s": float, "cpu_s": float}]}
 
     NUMBER: {"key": str, "value": number | str | bool | list, "unit": str ("1": dimensionless)}
@@ -29,7 +35,7 @@ from flowsim._interrupts import propagating, stopped_by
 from . import adam, sam
 
 SUITES = {"sam": sam.run, "adam": adam.run}
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def check_suite(suite: str) -> None:
@@ -93,6 +99,14 @@ PROVENANCE = ("The claims are the papers' statements as docs/theory.md (5b, 8) g
               "notes only.")
 
 
+#: what the strength column says (docs/reproduction.md)
+STRENGTH = ("Strength: how the statement checked relates to the paper's: 'as stated' (tested on instances), 'weaker' "
+            "(a consequence; what is left out is said), 'corrected: ...' (the stated form is false: the corrected form "
+            "is checked and the stated one must fail on a measured counterexample), 'identity of the model' (follows "
+            "algebraically from the flow's equations: it tests the integrator, not a theorem), 'beyond the available "
+            "text' (flowsim's own question).")
+
+
 def _incomplete(s) -> list:
     if s["complete"]:
         return []
@@ -122,16 +136,24 @@ def _markdown(s) -> str:
              ("A claim **holds** only when its criterion holds on the claim's setting and *fails* on every negative "
               "control (a setting where the conclusion must not hold); a control that also holds makes it "
               "**inconclusive**. **open**: measured, no prediction to test; **descriptive**: a figure, no test."), "",
-             PROVENANCE, "", *_incomplete(s),
-             "| claim | verdict | controls | why | s |", "|---|---|---|---|---|"]
-    lines += [f"| {c['id']} | **{c['verdict']}** | {_controls(c)} | {_cell(c['why'])} | {c['wall_s']:.1f} |" for c in s["claims"]]
+             PROVENANCE, "", STRENGTH, "", *_incomplete(s),
+             "| claim | verdict | strength | controls | why | s |", "|---|---|---|---|---|---|"]
+    lines += [f"| {c['id']} | **{c['verdict']}** | {_cell(c['strength'])} | {_controls(c)} | {_cell(c['why'])} | "
+              f"{c['wall_s']:.1f} |" for c in s["claims"]]
     for c in s["claims"]:
-        lines += ["", f"## {c['id']}: {c['verdict']}", "", c["statement"], "", f"Setting: {c['setting']}.", "",
+        lines += ["", f"## {c['id']}: {c['verdict']}", "", f"Paper: {c['paper_statement']}", "",
+                  f"Checked: {c['checked_statement']}", "", f"Strength: **{c['strength']}**.", "",
+                  f"Setting: {c['setting']}.", "",
                   f"Verdict: **{c['verdict']}** ({c['why']}).", "", "| run | measured |", "|---|---|"]
         lines += [f"| {_cell(m['run'])} | {_cell(m['sentence'])} |" for m in c["measured"]]
         if c["controls"]:
             lines += ["", "| negative control | verdict (must be fails) | measured |", "|---|---|---|"]
             lines += [f"| {_cell(k['setting'])} | **{k['verdict']}** | {_cell(k['why'])} |" for k in c["controls"]]
+        if c["counterexamples"]:
+            lines += ["", "| counterexample to the stated form | stated form | its verdict (must be fails) | measured |",
+                      "|---|---|---|---|"]
+            lines += [f"| {_cell(k['setting'])} | {_cell(k['statement'])} | **{k['verdict']}** | {_cell(k['why'])} |"
+                      for k in c["counterexamples"]]
         if c["figure"]:
             lines += ["", f"![{c['id']}]({c['figure']})"]
     return "\n".join(lines) + "\n"
@@ -145,14 +167,22 @@ def _table(rows, head) -> str:
 
 def _html(s, out: Path) -> str:
     parts = [f"<h1>{html.escape(_title(s))}</h1><p>{html.escape(_timing(s))}</p><p>{html.escape(PROVENANCE)}</p>"
-             + "".join(f"<p><b>{html.escape(x)}</b></p>" for x in _incomplete(s) if x),
-             _table([(c["id"], c["verdict"], _controls(c), c["why"]) for c in s["claims"]], ["claim", "verdict", "controls", "why"])]
+             f"<p>{html.escape(STRENGTH)}</p>" + "".join(f"<p><b>{html.escape(x)}</b></p>" for x in _incomplete(s) if x),
+             _table([(c["id"], c["verdict"], c["strength"], _controls(c), c["why"]) for c in s["claims"]],
+                    ["claim", "verdict", "strength", "controls", "why"])]
     for c in s["claims"]:
-        parts += [f"<h2 id='{c['id']}'>{html.escape(c['id'])}: {c['verdict']}</h2>", f"<p>{html.escape(c['statement'])}</p>",
+        parts += [f"<h2 id='{c['id']}'>{html.escape(c['id'])}: {c['verdict']}</h2>",
+                  f"<p><i>Paper:</i> {html.escape(c['paper_statement'])}</p>",
+                  f"<p><i>Checked:</i> {html.escape(c['checked_statement'])}</p>",
+                  f"<p><i>Strength:</i> <b>{html.escape(c['strength'])}</b></p>",
                   f"<p><i>Setting:</i> {html.escape(c['setting'])}</p>", _table([(m["run"], m["sentence"]) for m in c["measured"]], ["run", "measured"])]
         if c["controls"]:
             parts.append(_table([(k["setting"], k["verdict"], k["why"]) for k in c["controls"]],
                                 ["negative control", "verdict (must be fails)", "measured"]))
+        if c["counterexamples"]:
+            parts.append(_table([(k["setting"], k["statement"], k["verdict"], k["why"]) for k in c["counterexamples"]],
+                                ["counterexample to the stated form", "stated form", "its verdict (must be fails)",
+                                 "measured"]))
         if c["figure"] and (out / c["figure"]).exists():
             data = base64.b64encode((out / c["figure"]).read_bytes()).decode()
             parts.append(f"<img alt='{c['id']}' src='data:image/png;base64,{data}' style='max-width:100%'>")

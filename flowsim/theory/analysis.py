@@ -10,7 +10,7 @@ gap to one reference decays (k > 0, a good fit, still decreasing) while the othe
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -139,12 +139,15 @@ def convergence(sol, ref: MaxMargin, name: str = "", tail: float = 0.5) -> Conve
 @dataclass(frozen=True)
 class Verdict:
     """``holds``: True (converges to ``reference``), False (converges elsewhere) or None
-    (inconclusive); ``why``: the evidence in words; ``fits``: one :class:`Convergence` per reference."""
+    (inconclusive); ``why``: the evidence in words; ``fits``: one :class:`Convergence` per reference;
+    ``extrapolated``: the angle (degrees) from the claim of the limit extrapolated under each law of ``LAWS``
+    that was fitted (empty where the verdict was reached before extrapolating)."""
 
     reference: str
     holds: bool | None
     why: str
     fits: dict
+    extrapolated: dict = field(default_factory=dict)
 
 
 def verdict(sol, refs: dict, claim: str, min_r2: float = 0.9) -> Verdict:
@@ -153,7 +156,9 @@ def verdict(sol, refs: dict, claim: str, min_r2: float = 0.9) -> Verdict:
     within 15%, still decreasing at the end); beta(t) is closer in angle to it than to every other
     reference farther from it than the run is (at most ``MIN_APART_DEG`` apart they are one direction); and the limit extrapolated from the tail (:func:`limit_direction`)
     is closer to it than to those others and at most half as far from it as beta at the horizon (within
-    0.05 degrees where that is less). False when another reference is closer by more than a factor
+    0.05 degrees where that is less), extrapolated as a power of 1/log t; extrapolated as a power of 1/log log t
+    too (``LAWS``), the two limits at most as far apart as the claim is from the nearest other reference (else
+    None, "undecided by the extrapolation law": the data at this horizon do not say which it is). False when another reference is closer by more than a factor
     2 in angle, when the gap to a unique optimum levels off above 0 without decaying (fitted |k| < 0.05, not
     k > 0 and decreasing: no rival needed),
     or when the run's margin is above a KKT point's (depth >= 3: a local optimum; the run is at another);
@@ -189,14 +194,14 @@ def verdict(sol, refs: dict, claim: str, min_r2: float = 0.9) -> Verdict:
         return Verdict(claim, False, f"its margin is above this KKT point's, {c.final_angle:.3g} deg from it: the run "
                                      "is at another point (a local optimum is not the only limit): " + text, fits)
     if decays and not beaten:
-        settled, why = _settled_on(sol, unit, claim, rivals, c, at_margin)
+        settled, why, extrapolated = _settled_on(sol, unit, claim, rivals, c, at_margin)
         if settled and coincide:
             return Verdict(claim, None, "undecided: references coincide ("
                            + ", ".join(f"{k} {apart[k]:.3g} deg" for k in coincide)
                            + f" from {claim}, no farther apart than the run's {c.final_angle:.3g} deg from it: it "
-                           "converges to all of them or none): " + text + why, fits)
-        return Verdict(claim, True, "converges: " + text + why, fits) if settled else \
-            Verdict(claim, None, "inconclusive: " + text + why, fits)
+                           "converges to all of them or none): " + text + why, fits, extrapolated)
+        return Verdict(claim, True, "converges: " + text + why, fits, extrapolated) if settled else \
+            Verdict(claim, None, "inconclusive: " + text + why, fits, extrapolated)
     if any(fits[k].final_angle < 0.5 * c.final_angle for k in beaten):
         return Verdict(claim, False, "closer to another reference: " + text, fits)
     # a unique optimum's margin gap not decaying and levelling off above 0 (|k| < LEVEL) is a run going elsewhere,
@@ -277,30 +282,57 @@ def _degrees(u, v) -> float:
 
 
 def _settled_on(sol, unit, claim, rivals, fit, at_margin) -> tuple:
-    """(whether the tail follows one power law and extrapolates nearest to ``claim``, the evidence in words)."""
+    """(whether the tail follows one power law and extrapolates nearest to ``claim`` under every decay law it fits,
+    the evidence in words, {law: degrees of its extrapolated limit from the claim})."""
     if at_margin or fit.final_angle < 1e-6:
-        return True, ""
+        return True, "", {}
     early, late = fit.halves
     if np.isnan(early):
-        return False, "; too few saves in the tail to compare its halves (8 needed; solve with more saves)"
+        return False, "; too few saves in the tail to compare its halves (8 needed; solve with more saves)", {}
     text = f"; rate {early:.3g} then {late:.3g} over the tail's halves"
     if not fit.steady:
         return False, text + (" (not one power law: still in a transient, the limit not yet in sight; "
-                              f"within {STEADY:.0%} needed)")
+                              f"within {STEADY:.0%} needed)"), {}
     try:
-        limit = limit_direction(sol)
+        limit, slower = (limit_direction(sol, law=law) for law in LAWS)
     except ValueError as err:
-        return False, text + f"; no extrapolated limit: {err}"
+        return False, text + f"; no extrapolated limit: {err}", {}
     off = {k: _degrees(limit.direction, unit[k]) for k in [claim, *rivals]}
+    extrapolated = {law: _degrees(e.direction, unit[claim]) for law, e in zip(LAWS, (limit, slower))}
     nearest = min(off, key=off.get)
-    text += f"; extrapolated limit {off[claim]:.3g} deg from it"
+    text += f"; extrapolated limit {off[claim]:.3g} deg from it as a power of 1/log t"
+    undecided, why = _law_decides(limit, slower, unit, claim, rivals)
+    text += why
+    if undecided:
+        return False, text, extrapolated
     if nearest != claim:
-        return False, text + f", nearer {nearest} ({off[nearest]:.3g} deg)"
+        return False, text + f", nearer {nearest} ({off[nearest]:.3g} deg)", extrapolated
     # a run converging elsewhere extrapolates to about where it is; towards the claim, to much nearer it
     bound = max(APPROACH * fit.final_angle, CLOSE_DEG)
     if off[claim] > bound:
-        return False, text + f" (must be within {bound:.3g}: the run is not heading for it)"
-    return True, text
+        return False, text + f" (must be within {bound:.3g}: the run is not heading for it)", extrapolated
+    return True, text, extrapolated
+
+
+#: a decay law whose best fit's rms residual exceeds this multiple of the other's is rejected by the data (the
+#: factor by which fits count as equally good in ``LimitEstimate.spread``)
+LAW_FIT = 2.0
+
+
+def _law_decides(limit, slower, unit, claim, rivals) -> tuple:
+    """(whether the limit depends on the decay law: the 1/log log t law fits the tail about as well as the 1/log t
+    one, within ``LAW_FIT``, and their limits are farther apart than ``claim`` is from the nearest other reference;
+    the evidence in words). A (log t)^-0.05 gap law puts depth-2 l2-SAM's limit on Gaussian data at l1, a
+    1/log log t one 0.4 degrees off: far less than l1 is from l2, so the law does not decide there."""
+    between = _degrees(limit.direction, slower.direction)
+    apart = min((_degrees(unit[k], unit[claim]) for k in rivals), default=np.inf)
+    text = f"; as a power of 1/log log t {_degrees(slower.direction, unit[claim]):.3g} deg"
+    if slower.residual > LAW_FIT * limit.residual + 1e-14:
+        return False, text + f" (a {slower.residual / limit.residual:.3g} times worse fit: rejected)"
+    if between > apart:
+        return True, text + (f"; undecided by the extrapolation law: the two limits are {between:.3g} deg apart, more "
+                             f"than the {apart:.3g} deg between {claim} and the nearest other reference")
+    return False, text
 
 
 def linf_sam_prediction(mu, alpha, rho: float, depth: int) -> dict:
@@ -310,9 +342,12 @@ def linf_sam_prediction(mu, alpha, rho: float, depth: int) -> dict:
     j* = argmax_{alpha_j > rho} mu_j (alpha_j - rho)^(L-2), or None: where beta stays bounded, and where
     growing coordinates tie in that score (``tied`` lists them; the limit is then not a basis vector: at
     L = 2 with mu_j = mu_k it is proportional to (alpha_j - rho)^2 on them). Depth 1 is Thm 3.1 (the l2
-    max-margin, not a basis vector), refused here. ``limit``: beta_j at the end. At L >= 3 a growing
-    coordinate blows up at tau = 1 / ((L-2) max score): a collapsing one stops where it is then (dw/dtau =
-    mu_j (w - rho)^(L-1) in closed form; 6.3e-4, not rho^3, for mu = (1, 2), alpha = (0.05, 0.11), rho = 0.1)."""
+    max-margin, not a basis vector), refused here. ``limit``: beta_j as t -> infinity. At L >= 3 the leader
+    blows up at tau* = 1 / ((L-2) max score), where t -> infinity: every other coordinate stops where it is then
+    (dw/dtau = mu_j (w - rho)^(L-1) in closed form), a collapsing one short of rho^L (6.3e-4, not rho^3, for
+    mu = (1, 2), alpha = (0.05, 0.11), rho = 0.1) and a growing one at a finite value (0.125^3, not infinity,
+    for beta_2 at mu = (1, 2, 3), alpha = (0.3, 0.12, 0.11), rho = 0.1, L = 3: the stated "alpha_j > rho
+    diverges" holds at L >= 3 for the leader only, docs/theory.md)."""
     mu = _finite_vector("mu", mu)
     if mu.ndim != 1 or np.any(mu <= 0):
         raise ValueError(f"mu must be a vector of positive features (Thm 3.2 is for mu > 0); got {mu.tolist()}.")
@@ -339,18 +374,42 @@ def linf_sam_prediction(mu, alpha, rho: float, depth: int) -> dict:
             limit.append(np.inf)
     score = {j: mu[j] * (alpha[j] - rho) ** (depth - 2) for j, f in enumerate(fate) if f == "grow"}
     best = max(score.values(), default=None)
+    top = [j for j, v in score.items() if v >= best * (1 - 1e-12)] if score else []
     if depth >= 3 and score:
         blow_up = 1.0 / ((depth - 2) * best)
-        limit = [_collapsed_by(mu[j], alpha[j], rho, depth, blow_up) if f == "collapse" else limit[j]
+        limit = [limit[j] if f == "stay" or j in top else _at_tau(mu[j], alpha[j], rho, depth, blow_up)
                  for j, f in enumerate(fate)]
-    top = [j for j, v in score.items() if v >= best * (1 - 1e-12)] if score else []
     return {"fate": fate, "limit": limit, "leader": top[0] if len(top) == 1 else None,
             "tied": top if len(top) > 1 else []}
 
 
-def _collapsed_by(mu_j, alpha_j, rho, L, tau):
-    """beta_j = w^L at ``tau`` under dw/dtau = mu_j (w - rho)^(L-1) from alpha_j < rho: |w - rho|^(2-L) moves
-    by -+(L-2) mu_j tau, up to rho at odd L, down to w = 0 (where it stays) at even L."""
+def linf_sam_beta_at_tau(mu, alpha, rho: float, depth: int, tau: float) -> np.ndarray:
+    """beta at the paper's clock ``tau`` under l_inf-SAM at depth >= 3 on one example (the coordinates decouple,
+    dw_j/dtau = mu_j (w_j - rho)^(L-1), solved in closed form per coordinate): inf for a coordinate that has blown
+    up by ``tau``. With :func:`linf_sam_leader_tau` it places a run's coordinates against the closed form."""
+    mu, alpha = _finite_vector("mu", mu), np.broadcast_to(_finite_vector("alpha", alpha), np.shape(mu))
+    if not is_whole(depth) or depth < 3:
+        raise ValueError(f"depth must be an integer >= 3 (a finite blow-up time); got {depth!r}.")
+    out = []
+    for m, a in zip(mu, alpha):
+        blown = a > rho and (a - rho) ** (2 - depth) <= (depth - 2) * m * tau
+        out.append(np.inf if blown else (rho**depth if a == rho else _at_tau(m, a, rho, depth, tau)))
+    return np.array(out)
+
+
+def linf_sam_leader_tau(mu_j: float, alpha_j: float, rho: float, depth: int, beta_j: float) -> float:
+    """The clock tau at which a growing coordinate (alpha_j > rho) of l_inf-SAM at depth >= 3 has reached
+    ``beta_j``: the inverse of its closed form, (w - rho)^(2-L) = (alpha_j - rho)^(2-L) - (L-2) mu_j tau."""
+    w = beta_j ** (1.0 / depth)
+    return float(((alpha_j - rho) ** (2 - depth) - (w - rho) ** (2 - depth)) / ((depth - 2) * mu_j))
+
+
+def _at_tau(mu_j, alpha_j, rho, L, tau):
+    """beta_j = w^L at ``tau`` under dw/dtau = mu_j (w - rho)^(L-1) (L >= 3) from alpha_j != rho, a coordinate
+    that has not blown up by ``tau``. Above rho, (w - rho)^(2-L) falls by (L-2) mu_j tau; below it |w - rho|^(2-L)
+    moves by -+(L-2) mu_j tau, up to rho at odd L, down to w = 0 (where it stays) at even L."""
+    if alpha_j > rho:
+        return float((rho + ((alpha_j - rho) ** (2 - L) - (L - 2) * mu_j * tau) ** (1.0 / (2 - L))) ** L)
     gap = (rho - alpha_j) ** (2 - L) + (1 if L % 2 else -1) * (L - 2) * mu_j * tau
     if L % 2 == 0 and gap <= rho ** (2 - L):  # (w reached 0 before tau)
         return 0.0
@@ -395,8 +454,8 @@ def distance(sol, ref: MaxMargin) -> np.ndarray:
 
 @dataclass(frozen=True)
 class LimitEstimate:
-    """Extrapolated limit direction (unit l2) of beta(t), assuming beta/|beta| = d + c (log t)^(-k)
-    over the last decades; ``rate`` is the k that fits best, ``residual`` the fit's rms error,
+    """Extrapolated limit direction (unit l2) of beta(t), assuming beta/|beta| = d + c x^(-k) over the last
+    decades with x = log t or log log t (``law``); ``rate`` is the k that fits best, ``residual`` the fit's rms error,
     ``moved`` how far the extrapolation is from the last saved direction (small: converged) and
     ``spread`` how far apart the extrapolations of every rate that fits within twice the best
     residual lie (large: the horizon cannot pin the limit down; slow power laws in log t are nearly
@@ -407,15 +466,25 @@ class LimitEstimate:
     residual: float
     moved: float
     spread: float
+    law: str = "log t"
 
 
-def limit_direction(sol, tail: float = 0.5, rates=np.linspace(0.05, 2.0, 40)) -> LimitEstimate:
-    """Estimate the limit direction by fitting the unit direction against x = (log t)^(-k) (the
-    clock in which depth-L convergence is a straight line, docs/theory.md 4) and reading it at x = 0.
+#: the decay families a limit is extrapolated with: a power of 1/log t (depth-L convergence, docs/theory.md 4) and
+#: the slower power of 1/log log t; where they disagree by more than the references are apart, the data at this
+#: horizon do not pin the limit down
+LAWS = ("log t", "log log t")
+
+
+def limit_direction(sol, tail: float = 0.5, rates=np.linspace(0.05, 2.0, 40), law: str = "log t") -> LimitEstimate:
+    """Estimate the limit direction by fitting the unit direction against x^(-k), x = log t (the clock in which
+    depth-L convergence is a straight line, docs/theory.md 4; the default) or x = log log t (``law``, a slower
+    family: :func:`verdict` asks both) and reading it at x^(-k) = 0.
     Only for a run that reached its horizon (status "completed"): one that stopped short, or came to rest,
     has no tail to extrapolate (a failed run's fit pointed 0.9 away from where it ended). Each fit is read within
     the signs beta keeps from the run's start (``reachable_signs``): a fit at t1 = 1e10 of a depth-3 net with
     beta >= 0 crossed to beta_1 = -0.034."""
+    if law not in LAWS:
+        raise ValueError(f"law must be one of {LAWS}; got {law!r}.")
     if sol.status != "completed":
         raise ValueError(f"limit_direction extrapolates a run to t -> infinity; this one ended {sol.status!r} at "
                          f"log10 t = {sol.log10_t[-1]:.6g} ({sol.message[:120]}). Use sol.direction[-1] for where it "
@@ -423,21 +492,25 @@ def limit_direction(sol, tail: float = 0.5, rates=np.linspace(0.05, 2.0, 40)) ->
     lt = sol.log10_t
     ok = np.isfinite(lt) & (lt > 0)
     keep = ok & (lt >= lt[-1] - tail * (lt[-1] - lt[ok][0]))
+    if law == "log log t":
+        keep &= lt * np.log(10.0) > 1.0  # (log log t > 0)
     D = sol.direction[keep]
-    logt = lt[keep] * np.log(10.0)
+    x = lt[keep] * np.log(10.0)
+    x = np.log(x) if law == "log log t" else x
     if keep.sum() < 4:
-        raise ValueError("need at least 4 save points with t > 1 in the tail to estimate a limit.")
+        raise ValueError(f"need at least 4 save points with {'t > e' if law == 'log log t' else 't > 1'} in the tail "
+                         "to estimate a limit.")
     signs = _kept_signs(sol)
     fits = []
     for k in rates:
-        A = np.vstack([np.ones_like(logt), logt ** (-k)]).T
+        A = np.vstack([np.ones_like(x), x ** (-k)]).T
         coef, *_ = np.linalg.lstsq(A, D, rcond=None)
         fits.append((float(np.sqrt(np.mean((A @ coef - D) ** 2))), k, _within(coef[0], signs)))
     res, k, d0 = min(fits, key=lambda f: f[0])
     good = [f[2] for f in fits if f[0] <= 2 * res + 1e-14]
     spread = max(float(np.linalg.norm(a - b)) for a in good for b in good)
     return LimitEstimate(direction=d0, rate=float(k), residual=res, moved=float(np.linalg.norm(d0 - sol.direction[-1])),
-                         spread=spread)
+                         spread=spread, law=law)
 
 
 def _kept_signs(sol) -> np.ndarray:

@@ -3,7 +3,8 @@ r"""The data-adaptive Mahalanobis max-margin of per-sample Adam (seed 002, Thm 4
 For c on the simplex, :math:`M(c) = \mathrm{diag}(\sqrt{\sum_i c_i^2 x_i[k]^2})`; :math:`T(c)` is the
 normalised vector of dual multipliers of :math:`\min w^\top M(c) w` s.t. :math:`Zw \ge 1`. The limit
 direction of the beta_2 -> 1 proxy solves the Mahalanobis problem at a fixed point c* = T(c*),
-found here by damped fixed-point iteration.
+found here by damped fixed-point iteration: :func:`adam_fixed_point` from one start,
+:func:`adam_fixed_points` from several, returning every distinct fixed point they reach (it need not be unique).
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ def adam_fixed_point(data: Dataset, *, damping: float = 0.5, tol: float = 1e-9, 
                      c0=None) -> AdamFixedPoint:
     """Solve c* = T(c*) by damped iteration c <- (1 - damping) c + damping T(c), from ``c0`` (n weights >= 0,
     normalised here; uniform by default). The fixed point need not be unique: on some data two starts end
-    at two of them, each with residual < 1e-9, and which one the flow reaches is not decided here. Samples
+    at two of them, each with residual < 1e-9, and which one the flow reaches is not decided here
+    (:func:`adam_fixed_points` searches from several starts and returns them all). Samples
     with the same z = y x keep the same margin, hence the same loss weight, under the flow: T(c) shares their
     dual weight equally (the QP's duals may split it any way; one copy took it all, a fixed point 8 degrees
     from the flow's limit). A feature no sample has (a column of zeros) carries no constraint: its entry of
@@ -108,3 +110,57 @@ def _weights(name, c, n):
     if c.shape != (n,) or not np.all(np.isfinite(c)) or np.any(c < 0) or not c.sum() > 0:
         raise ValueError(f"{name} must be {n} finite weights >= 0, not all 0 (one per sample); got {c.tolist()}.")
     return c
+
+
+@dataclass(frozen=True)
+class FixedPointSearch:
+    """What :func:`adam_fixed_points` found: ``points``, the distinct fixed points (each an :class:`AdamFixedPoint`,
+    the one reached from the most starts first), ``reached`` (how many starts ended at each, in the same order),
+    ``starts`` (how many were tried) and ``failed`` (why each start that found none stopped: no convergence, or
+    M(c) singular)."""
+
+    points: tuple
+    reached: tuple
+    starts: int
+    failed: tuple
+
+
+#: two fixed points whose unit directions are closer than this (l2) are one (the iteration stops at ||T(c) - c||_1
+#: <= 1e-9; distinct fixed points of ``shifted_diagonal(10, 5)`` are 0.01-0.1 apart)
+SAME_DIRECTION = 1e-6
+
+
+def adam_fixed_points(data: Dataset, *, random_starts: int = 10, seed: int = 0, damping: float = 0.5,
+                      tol: float = 1e-9, max_iter: int = 2000) -> FixedPointSearch:
+    """Every fixed point c* = T(c*) that damped iteration (:func:`adam_fixed_point`, with ``damping``, ``tol`` and
+    ``max_iter``) reaches from: uniform weights, each sample's weight concentrated (0.9 on it, the rest shared),
+    and ``random_starts`` uniform draws from the simplex (``seed``). Fixed points whose directions agree within
+    ``SAME_DIRECTION`` are one. Finding one point from every start is evidence of uniqueness, not a proof: a fixed
+    point no start's iteration is attracted to is not found. ``NonSeparableError`` for data no direction separates;
+    a ``RuntimeError`` naming the reasons if no start converges."""
+    check_separable(data)
+    if not is_whole(random_starts, least=0):
+        raise ValueError(f"random_starts must be an integer >= 0; got {random_starts!r}.")
+    if not is_whole(seed, least=0):
+        raise ValueError(f"seed must be an integer >= 0; got {seed!r}.")
+    n = data.n
+    starts = [np.full(n, 1.0 / n), *(0.9 * np.eye(n)[i] + 0.1 / n for i in range(n)),
+              *np.random.default_rng(seed).dirichlet(np.ones(n), size=random_starts)]
+    points, reached, failed = [], [], []
+    for c0 in starts:
+        try:
+            fp = adam_fixed_point(data, damping=damping, tol=tol, max_iter=max_iter, c0=c0)
+        except RuntimeError as err:
+            failed.append(str(err))
+            continue
+        same = [i for i, p in enumerate(points) if np.linalg.norm(p.direction - fp.direction) < SAME_DIRECTION]
+        if same:
+            reached[same[0]] += 1
+        else:
+            points.append(fp)
+            reached.append(1)
+    if not points:
+        raise RuntimeError(f"adam_fixed_points: none of {len(starts)} starts converged; first reason: {failed[0]}")
+    order = np.argsort(-np.array(reached), kind="stable")
+    return FixedPointSearch(points=tuple(points[i] for i in order), reached=tuple(reached[i] for i in order),
+                            starts=len(starts), failed=tuple(failed))
