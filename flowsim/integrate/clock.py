@@ -171,8 +171,13 @@ class Schedule(Clock):
             return self.lr * u
         return self.lr * np.expm1((1 - self.decay) * u) / (1 - self.decay)
 
+    @classmethod
+    def of(cls, flow) -> Schedule:
+        """The schedule clock of ``flow`` (its ``lr`` and ``decay``)."""
+        return cls(float(flow.lr), float(flow.decay))
+
     def for_flow(self, flow):
-        return Schedule(float(flow.lr), float(flow.decay))
+        return Schedule.of(flow)
 
     def check_horizon(self, u1):
         if self.decay != 1.0 and (1 - self.decay) * u1 > 700:
@@ -200,7 +205,7 @@ def clock_for(flow, asked: str, default: str) -> Clock:
         if asked != "auto":
             raise ValueError(f"{flow} runs on its learning-rate schedule's clock; clock={asked!r} would be ignored: "
                              "leave clock='auto'.")
-        return Schedule(0.0, 0.0).for_flow(flow)
+        return Schedule.of(flow)
     return named(default if asked == "auto" else asked)
 
 
