@@ -111,7 +111,7 @@ _EXPORTS = {
     'normalised_margin': ('flowsim.theory.references', 'normalised_margin'),
     'SaddleToSaddle': ('flowsim.theory.regression', 'SaddleToSaddle'),
     'implicit_regularizer_limit': ('flowsim.theory.regression', 'implicit_regularizer_limit'),
-    'plot_saddle_to_saddle': ('flowsim.theory.regression', 'plot_saddle_to_saddle'),
+    'plot_saddle_to_saddle': ('flowsim.plot', 'plot_saddle_to_saddle'),
     'saddle_to_saddle': ('flowsim.theory.regression', 'saddle_to_saddle'),
     'solve': ('flowsim.integrate.solve', 'solve'),
     'sweep': ('flowsim.integrate.sweep', 'sweep'),

@@ -677,3 +677,47 @@ def switch_time_map(da, ax=None, title=None):
         legend_beside(ax, handles=handles)
     ax.set_title(title or f"{label} over ({xk}, {yk})", fontsize=9)
     return ax
+
+
+def plot_saddle_to_saddle(path, ax=None, *, flow_times=None, flow_beta=None, flow_label="flow"):
+    """The path's plateaus against rescaled time t~ = t / log(1/alpha), dashed steps, one colour per coordinate
+    that is ever nonzero, with dotted lines at the jumps; optionally a flow's beta (``flow_beta``, (k, d), at the
+    rescaled times ``flow_times``) solid in the same colours (its other coordinates grey).
+
+    Args:
+        path: a :class:`flowsim.SaddleToSaddle`, from :func:`flowsim.saddle_to_saddle`.
+        ax: matplotlib axes to draw on; a new figure's when None.
+        flow_times: (k,) rescaled times of a flow's saves.
+        flow_beta: (k, d) the flow's beta there.
+        flow_label: what the legend calls the flow.
+
+    Returns:
+        The axes.
+    """
+    if (flow_times is None) != (flow_beta is None):
+        raise ValueError("flow_times and flow_beta go together: pass both (a flow's rescaled times and its beta) or "
+                         "neither.")
+    ax = _axes(ax)
+    end = 1.25 * path.jump_times[-1] if len(path.jump_times) else 1.0
+    times = np.concatenate([[0.0], path.jump_times, [end]])
+    steps = np.vstack([path.plateaus, path.plateaus[-1:]])
+    active = np.flatnonzero(np.any(path.plateaus != 0, axis=0))
+    if flow_times is not None:
+        flow_times, flow_beta = np.asarray(flow_times, float), np.asarray(flow_beta, float)
+        if flow_beta.shape != (len(flow_times), path.plateaus.shape[1]):
+            raise ValueError(f"flow_beta must have shape (len(flow_times), d) = ({len(flow_times)}, "
+                             f"{path.plateaus.shape[1]}); got {flow_beta.shape}.")
+        for j in np.setdiff1d(np.arange(path.plateaus.shape[1]), active):
+            ax.plot(flow_times, flow_beta[:, j], color="0.75", lw=0.6)
+        for colour, j in enumerate(active):
+            ax.plot(flow_times, flow_beta[:, j], color=f"C{colour % 10}", lw=1.2)
+        ax.plot([], [], color="0.3", lw=1.2, label=flow_label)
+    for colour, j in enumerate(active):
+        ax.plot(times, steps[:, j], drawstyle="steps-post", ls=(0, (4, 2)), color=f"C{colour % 10}", lw=1.6,
+                label=f"beta_{j + 1}")
+    for jump in path.jump_times:
+        ax.axvline(jump, color="0.6", ls=":", lw=0.8)
+    ax.set_xlabel("rescaled time t / log(1/alpha)")
+    ax.set_ylabel("beta_j (dashed: the alpha -> 0 path)")
+    legend_beside(ax)
+    return ax
