@@ -467,6 +467,7 @@ def own_field_peer(system, data, saves, t1):
     from flowsim.integrate.backends._diffrax import error_norm
     from flowsim.integrate.balanced import reduction
     from flowsim.integrate.clock import named
+    from flowsim.integrate.segment_args import SegmentArgs
     from flowsim.integrate.timeline import default_grid, u_of
     from flowsim.integrate.vector_field import jax_field
 
@@ -485,7 +486,7 @@ def own_field_peer(system, data, saves, t1):
         return sol.ys, sol.stats["num_steps"]
 
     y0 = np.concatenate([theta0[0], [0.0]])
-    args = (tied_data.z, 0.0, np.ones((1, data.d)), np.zeros((1, data.d), bool))
+    args = SegmentArgs(tied_data.z, 0.0, np.ones((1, data.d)), np.zeros((1, data.d), bool))
 
     def peer():
         ys, steps = solve(y0, args, grid)
@@ -564,13 +565,14 @@ def field_probe(system, data, clock, f_peer):
 
     from flowsim.integrate.balanced import reduction
     from flowsim.integrate.clock import named
+    from flowsim.integrate.segment_args import SegmentArgs
     from flowsim.integrate.vector_field import numpy_field
 
     d = data.d
     tied, _ = reduction(system, system.model.init_params(INIT, d))
     rhs = numpy_field(tied, 1, d).rhs(named(clock), False)
     y, w = np.r_[np.full(d, 0.3), 0.0], np.full(d, 0.3)
-    args = (data.z, 0.0, np.ones((1, d)), np.zeros((1, d), bool))
+    args = SegmentArgs(data.z, 0.0, np.ones((1, d)), np.zeros((1, d), bool))
     a = min(timeit.repeat(lambda: rhs(2.0, y, args), number=200, repeat=5)) / 200
     b = min(timeit.repeat(lambda: f_peer(2.0, w), number=200, repeat=5)) / 200
     return f"one field evaluation: flowsim ({clock}) {a * 1e6:.1f} us, hand NumPy field {b * 1e6:.1f} us"

@@ -19,6 +19,8 @@ from typing import Optional
 import numpy as np
 import typer
 
+from flowsim.integrate.status import Status
+
 app = typer.Typer(help="Simulate optimizer flows on diagonal linear networks and check implicit-bias theorems.",
                   no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 
@@ -166,7 +168,7 @@ def _save(result, out: Path):
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         typer.echo(f"flowsim: interrupted; {out} " + ("saved" if saved is not None else "not written"), err=True)
-        raise typer.Exit(_failure_code("interrupted")) from None
+        raise typer.Exit(_failure_code(Status.INTERRUPTED)) from None
 
 
 def _why_not_written(err, out: Path) -> str:
@@ -205,7 +207,7 @@ def _failure_code(status) -> int:
     own), else 1."""
     from flowsim._interrupts import exit_code
 
-    return exit_code() if status == "interrupted" else 1
+    return exit_code() if status == Status.INTERRUPTED else 1
 
 
 @app.command()
@@ -266,7 +268,7 @@ def sweep(config: Path = CONFIG,
     if failed:  # saved, but a script must not take a partial grid for a whole one
         typer.echo(f"{sum(failed.values())} of {ds['status'].size} points did not reach an outcome ({failed}); "
                    "the status of each point is in the file", err=True)
-        raise typer.Exit(_failure_code("interrupted" if "interrupted" in failed else "failed"))
+        raise typer.Exit(_failure_code(fs.Status.INTERRUPTED if fs.Status.INTERRUPTED in failed else fs.Status.FAILED))
 
 
 @app.command()
@@ -291,7 +293,7 @@ def iterate(config: Path = CONFIG,
                            seed=exp.seed, allow_nonseparable=exp.allow_nonseparable, progress=True, throw=False)
     _save(res, out)
     typer.echo(f"{res.status}: {res.message or 'ran every step'}; {int(res.steps[-1])} steps; saved {out}")
-    if res.status != "completed":
+    if res.status != fs.Status.COMPLETED:
         raise typer.Exit(_failure_code(res.status))
 
 

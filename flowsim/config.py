@@ -242,16 +242,17 @@ class Experiment(_Problem):
     """``flowsim run``: one flow to a horizon."""
 
     flow: Flow = Flow()
-    t1: float | None = Field(None, gt=0.0, allow_inf_nan=False)
+    # the ranges of these are checked by flowsim.integrate.options.Options, as for solve and sweep
+    t1: float | None = Field(None, allow_inf_nan=False)
     log10_t1: float | None = Field(None, allow_inf_nan=False)
     backend: str = "auto"
     clock: Literal["auto", "log_time", "tau"] = "auto"
-    rtol: float = Field(1e-8, gt=0.0, lt=1.0)
-    atol: float | None = Field(None, gt=0.0)  # None: solve's default (1e-10, smaller for a small init)
-    saves: int | None = Field(None, ge=2, le=100_000)
+    rtol: float = 1e-8
+    atol: float | None = None  # None: solve's default (1e-10, smaller for a small init)
+    saves: int | None = None
     save_at_log10_t: list[float] | None = None  # log10 t of each save, instead of saves
     save_at_t: list[float] | None = None  # the time t of each save, instead of saves
-    max_steps: int | None = Field(None, ge=1)  # None: solve's budget per segment (a failure message says raise it)
+    max_steps: int | None = None  # None: solve's budget per segment (a failure message says raise it)
     allow_nonseparable: bool = False
     # leader switches located by events (fs.switch_times of the saved run; flowsim plot marks them)
     track: list[Literal["magnitude", "growth"]] = []
@@ -265,13 +266,12 @@ class Experiment(_Problem):
         return given
 
     @model_validator(mode="after")
-    def log10_horizon(self):
-        if (self.t1 is None) == (self.log10_t1 is None):
-            raise ValueError("give one of t1 (e.g. t1 = 1e100) or log10_t1 (e.g. log10_t1 = 1e6)")
-        given = [k for k in ("saves", "save_at_log10_t", "save_at_t") if getattr(self, k) is not None]
-        if len(given) > 1:
-            raise ValueError("give only one of saves (a number of default save points), save_at_log10_t (the log10 t "
-                             f"of each save) or save_at_t (the time t of each); got {' and '.join(given)}")
+    def _options(self):
+        """The horizon, saves, tolerances and budget, checked as solve and sweep check them."""
+        from flowsim.integrate.options import Options
+
+        given = self.solve_options()
+        Options.checked(**{k: v for k, v in given.items() if k not in ("track", "allow_nonseparable")})
         return self
 
     def flow_params(self) -> dict:

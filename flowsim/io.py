@@ -351,7 +351,7 @@ def _system_of(ds, system, path):
 
 def _check_contents(ds, path):
     """The run's status is one flowsim has, and a run that ended normally has finite times and states."""
-    from flowsim.integrate.solution import OUTCOMES, STATUSES
+    from flowsim.integrate.status import OUTCOMES, STATUSES
 
     status = ds.attrs["status"]
     if status not in STATUSES:

@@ -526,12 +526,12 @@ GRID_TICKS = 8
 def _mark_unfinished(ax, ds, xk, yk):
     """A marker per status at each grid point that did not run to the horizon nor come to rest (collapsed,
     failed, ...), named in the legend: a map's colour alone does not say why a point has no switch."""
-    from flowsim.integrate.solution import HELD
+    from flowsim.integrate.status import HELD, Status
 
     status = ds["status"].transpose(yk, xk).values
     X, Y = np.meshgrid(ds[xk].values, ds[yk].values)
     marks = [ax.plot(X[status == name], Y[status == name], "xo+sv^"[k % 6], color="w", mec="k", ms=7, mew=1.2, ls="",
-                     label=name)[0] for k, name in enumerate(sorted(set(status.ravel()) - {"completed", *HELD}))]
+                     label=name)[0] for k, name in enumerate(sorted(set(status.ravel()) - {Status.COMPLETED, *HELD}))]
     if marks:  # beside what the map's legend already names ("no switch"), below the map: on it, it hid markers
         before = ax.get_legend()
         handles = (list(before.legend_handles) if before else []) + marks
@@ -579,7 +579,7 @@ def end_direction(ds, ax=None):
     """The direction each point of a one-dimensional sweep reached, beta_end_j / ||beta_end||_2 against the
     grid key, where it completed or was held at a limit (converged, stalled); the points that ended
     otherwise (collapsed, failed, ...) are marked on the axis by status."""
-    from flowsim.integrate.solution import HELD
+    from flowsim.integrate.status import HELD, Status
 
     keys = _grid_keys(ds)
     if len(keys) != 1:
@@ -588,7 +588,7 @@ def end_direction(ds, ax=None):
     key = keys[0]
     ax = _axes(ax)
     x, beta, status = ds[key].values, ds["beta_end"].transpose(key, "coordinate").values, ds["status"].values
-    reached = np.isin(status, ("completed", *HELD))
+    reached = np.isin(status, (Status.COMPLETED, *HELD))
     with np.errstate(all="ignore"):
         u = np.where(reached[:, None], beta / np.linalg.norm(beta, axis=1, keepdims=True), np.nan)
     _coordinate_lines(ax, x, u, _named(np.nan_to_num(beta)), lambda j: f"beta_{j + 1}", marker=".")
@@ -647,7 +647,7 @@ def switch_time_map(da, ax=None, title=None):
     :func:`flowsim.switch_log10_t` carries) is left blank, its switches unknown."""
     from matplotlib.patches import Patch
 
-    from flowsim.integrate.solution import FAILURES
+    from flowsim.integrate.status import FAILURES
 
     if da.ndim != 2:
         one = ": for a sweep over one key, plot.leader_map draws the switch times" if da.ndim == 1 else ""

@@ -161,12 +161,13 @@ def test_unrolled_solvers_take_diffraxs_steps(name, clock):
 
     from flowsim.integrate.backends import _unrolled
     from flowsim.integrate.clock import named
+    from flowsim.integrate.segment_args import SegmentArgs
     from flowsim.integrate.vector_field import jax_field
 
     data = separable(12, 5, seed=6)
     system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.05, 2))
     f = jax_field(system, 2, 5).rhs(named(clock), False)
-    args = (jnp.asarray(data.z), jnp.float64(0.05), jnp.ones((2, 5)), jnp.zeros((2, 5), bool))
+    args = SegmentArgs(jnp.asarray(data.z), jnp.float64(0.05), jnp.ones((2, 5)), jnp.zeros((2, 5), bool))
     y0 = jnp.concatenate([jnp.full(10, 0.5), jnp.zeros(1)])
     s1 = math.log1p(1e40) if clock == "log_time" else 4.0  # tau = 4 is t ~ 1e30 here
     runs = []

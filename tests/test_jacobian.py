@@ -17,6 +17,7 @@ from test_derive import LOSSES, MODELS, reference_beta, reference_field, referen
 import flowsim as fs
 from flowsim.integrate.clock import Schedule, named
 from flowsim.integrate.jacobian import FieldJacobian
+from flowsim.integrate.segment_args import SegmentArgs
 from flowsim.integrate.vector_field import jax_field, numpy_field
 
 
@@ -54,7 +55,7 @@ def test_log_time_jacobian_equals_autodiff_of_an_independent_gradient(model, los
     sigma = np.sign(g)  # the side of every switching surface the point is on
     s = 0.4
     y = np.concatenate([theta.ravel(), [0.0]])
-    J = symbolic_jacobian(system, K, d, "log_time", False, s, y, (Z, flow.rho, sigma, np.zeros((K, d), bool)))
+    J = symbolic_jacobian(system, K, d, "log_time", False, s, y, SegmentArgs(Z, flow.rho, sigma, np.zeros((K, d), bool)))
     np.testing.assert_allclose(J[:-1, :-1], np.exp(s) * ref, rtol=1e-9, atol=1e-11 * np.abs(ref).max())
     assert np.all(J[:, -1] == 0)  # nothing depends on tau
     # the clock row: e^s d e^{S~}/d theta, e^{S~} = mean_i q(m~_i) with q = -l' at the evaluation point's margins
@@ -108,10 +109,10 @@ def test_every_clock_and_the_sliding_field_equal_autodiff_of_the_compiled_field(
     if sliding and not flow.uses_sign:
         theta[0, 0] = 0.0  # held where it landed, on its plane
     y = np.concatenate([theta.ravel(), [0.7]])
-    args = (Z, flow.rho, sigma, pinned)
+    args = SegmentArgs(Z, flow.rho, sigma, pinned)
     J = symbolic_jacobian(system, K, d, clock, sliding, 1.3, y, args)
     rhs = jax_field(system, K, d).rhs(clock_of(clock), sliding)
-    ref = np.asarray(jax.jacfwd(rhs, argnums=1)(1.3, jnp.asarray(y), tuple(jnp.asarray(a) for a in args)))
+    ref = np.asarray(jax.jacfwd(rhs, argnums=1)(1.3, jnp.asarray(y), jax.tree.map(jnp.asarray, args)))
     # a held entry never moves, so its column is left out (0): the field may vanish on its plane like
     # |w|^(1/2), with an infinite derivative there (flowsim.integrate.arrival)
     free = np.append(~pinned.ravel(), True)
@@ -167,12 +168,12 @@ def test_decaying_coordinates_give_no_subnormal_entries_and_the_same_field(model
     theta[:, :2] = [1e-160, 3e-161]
     sigma, pinned = np.ones((K, d)), np.zeros((K, d), bool)
     y = np.concatenate([theta.ravel(), [0.7]])
-    args = (Z, flow.rho, sigma, pinned)
+    args = SegmentArgs(Z, flow.rho, sigma, pinned)
     J = symbolic_jacobian(system, K, d, "tau", False, 0.0, y, args)
     tiny = np.finfo(np.float64).tiny
     assert np.all((J == 0) | (np.abs(J) >= tiny))
     rhs = jax_field(system, K, d).rhs(named("tau"), False)
-    jargs = tuple(jnp.asarray(a) for a in args)
+    jargs = jax.tree.map(jnp.asarray, args)
     ref = np.asarray(jax.jacfwd(rhs, argnums=1)(0.0, jnp.asarray(y), jargs))
     np.testing.assert_allclose(J, ref, rtol=1e-10, atol=1e-14 * np.abs(ref).max())
     field = numpy_field(system, K, d).rhs(named("tau"), False)(0.0, y, args)

@@ -13,6 +13,7 @@ from flowsim._checks import is_whole
 from flowsim._interrupts import absorbed, stopped_by, terminable
 from flowsim._jax import jax, jnp
 from flowsim.discrete.optimizers import Optimizer
+from flowsim.integrate.status import Status
 from flowsim.integrate.vector_field import coordinate_weights
 
 
@@ -36,7 +37,7 @@ class DiscreteRun(NamedTuple):
     beta: np.ndarray
     margins: np.ndarray
     log_loss: np.ndarray
-    status: str = "completed"
+    status: str = Status.COMPLETED
     message: str = ""
     problem: str = ""
 
@@ -198,7 +199,7 @@ def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, recor
     times = _elapsed(optimizer.schedule, pts)
     run = _discrete_run(optimizer.name, compiled, data, pts, times, np.stack(out), status, message,
                         f"{system.model}, {system.loss.name} loss")
-    if throw and status != "completed":
+    if throw and status != Status.COMPLETED:
         raise IntegrationError(f"{optimizer.name}: status {status!r}: {message}. The records so far are in .solution.", run)
     return run
 
@@ -226,7 +227,7 @@ def _advance_between_records(advance, th, st, pts, progress):
 
     out, at = [np.asarray(th)], [0]
     current = (0, th, st)  # the step reached and the state there, replaced whole (an interrupt sees one or the other)
-    status, message = "completed", ""
+    status, message = Status.COMPLETED, ""
     bar = progress_bar(int(pts[-1]), "steps", "iterate") if progress else None
     pace = _Pace()
     try:
@@ -240,23 +241,23 @@ def _advance_between_records(advance, th, st, pts, progress):
                     new = np.asarray(th)
                     pace.took(stop - here, time.perf_counter() - started)
                     if not np.all(np.isfinite(new)):
-                        status, message = "failed", (f"the parameters became non-finite between steps {here} and "
+                        status, message = Status.FAILED, (f"the parameters became non-finite between steps {here} and "
                                                      f"{stop}; a smaller lr (or a faster decay) keeps the steps stable")
                         break
                     current = (stop, th, st)
                     if bar:
                         bar.update(stop - here)
-                if status == "failed":
+                if status == Status.FAILED:
                     break
                 out.append(np.asarray(current[1])), at.append(int(p))
     except KeyboardInterrupt as err:
-        status, message = "interrupted", f"{stopped_by(err)} after step {current[0]}"
+        status, message = Status.INTERRUPTED, f"{stopped_by(err)} after step {current[0]}"
         if current[0] > at[-1]:
             out.append(np.asarray(current[1])), at.append(current[0])
     finally:
         if bar:
             bar.close()
-    if status == "interrupted":
+    if status == Status.INTERRUPTED:
         absorbed()
     return out, np.asarray(at, np.int64), status, message
 
@@ -281,7 +282,7 @@ def _discrete_run(name, compiled, data, pts, times, P, status, message, problem)
     if not finite.all():  # finite parameters whose beta overflows (w^3 at w = 1e110) are no result either
         k = int(np.argmin(finite))
         pts, times, P, beta, m = pts[:k], times[:k], P[:k], beta[:k], m[:k]
-        status, message = "failed", (f"beta (or the margins) became non-finite between steps {int(pts[-1])} and the "
+        status, message = Status.FAILED, (f"beta (or the margins) became non-finite between steps {int(pts[-1])} and the "
                                      "next record, the parameters still finite; a smaller lr (or a faster decay) keeps "
                                      "the steps stable")
     ll = np.asarray(compiled.log_l(jnp.asarray(m)))

@@ -8,7 +8,7 @@ evaluation point by :math:`|g_k|^{q-1}` with q - 1 = 1/(p-1) < 1, so at depth 2 
 :math:`\dot w \approx -c\,\mathrm{sign}(w)|w|^{1/(p-1)}` and arrives at 0 at a finite time. From there
 the exact flow stays on the plane (its field is 0 there), but a solver cannot land on it: the field's
 derivative is infinite at 0, and LSODA or Radau dither around it, spending their whole step budget
-(one random case in six of l3-SAM, issue 12).
+(one random case in six of l3-SAM).
 
 :func:`arrivals` finds such entries from the field itself, so it holds for any user flow: the entry is
 within the solver's resolution of the plane, the plane is invariant (the field is exactly 0 on it), the
@@ -20,8 +20,8 @@ The same test about an entry's current value finds a sliding mode (:func:`slidin
 field :math:`-\nabla L(\theta + \rho g/|g|)` jumps where a component :math:`g_k` changes sign, and where it
 points into that surface from both sides the exact (Filippov) flow slides along it, which flowsim does not
 integrate for gradient-following flows. A solver there dithers across the surface at steps of the
-solver's resolution (Radau spent its 16,384 steps, 48 s, on 1e-4 of a decade in a random depth-3 case,
-issue 12); found at two chunk ends in a row with the loss standing still, it ends the solve
+solver's resolution (Radau spent its 16,384 steps, 48 s, on 1e-4 of a decade in a random depth-3 case);
+found at two chunk ends in a row with the loss standing still, it ends the solve
 (``handlers._sliding``).
 """
 
@@ -76,7 +76,7 @@ def sliding(vf, theta, Z, rho, sigma, rtol, atol, planes=()) -> np.ndarray:
     out = np.zeros(theta.shape, bool)
     planes = np.asarray(planes, bool) if len(planes) else np.zeros(theta.shape[0], bool)
     # every entry is probed: near a critical point all of g is small, and which g_k is "near 0" is not
-    # told by its size against max |g| (0.5-1% on two entries sliding together, issue 12)
+    # told by its size against max |g| (0.5-1% on two entries sliding together)
     for k in zip(*np.nonzero(theta != 0)):
         delta = atol + rtol * abs(theta[k])
         center = 0.0 if planes[k[0]] and abs(theta[k]) <= delta else theta[k]

@@ -29,8 +29,8 @@ def classify(vf, theta, Z, rho, sigma, pinned, tol=1e-9):
     G, _ = vf.direction(theta, Z)
     scale = max(float(np.abs(G).max()), 1.0)  # G can be tiny everywhere (all w -> 0): absolute floor
     sigma = np.where((sigma == 0) & ~pinned, np.sign(G), sigma).astype(float)
-    # a coordinate whose data column is all 0 has G = 0 whatever theta: sign(0) = 0 holds it, as sign descent by
-    # hand does (it was a "sliding mode away from the plane", chattering at t = 0 on digits' blank pixels)
+    # a coordinate whose data column is all 0 (a blank pixel) has G = 0 whatever theta: sign(0) = 0 holds it, as
+    # sign descent by hand does; it is no sliding mode
     idle = np.broadcast_to(~np.any(Z != 0, axis=0), G.shape)
     sigma = np.where(idle, 0.0, sigma)
     cand = (pinned | (sigma * G <= tol * scale)) & ~idle
@@ -65,7 +65,7 @@ def classify(vf, theta, Z, rho, sigma, pinned, tol=1e-9):
 
 def _mirror_on_plane(vf, theta, Z, rho, sigma, cand, k):
     """The one-sided fields of entry k are mirror images on its plane w_k = 0, where it is held: measured
-    there, not at the state (a tiny rho makes a w_k of 1e-79 count: w~ = w_k +- rho, issue 12)."""
+    there, not at the state (a tiny rho makes a w_k of 1e-79 count: w~ = w_k +- rho)."""
     on = theta.copy()
     on[k] = 0.0
     Fp = vf.field_and_scale(on, Z, rho, np.where(cand, 1.0, sigma))[0][k]

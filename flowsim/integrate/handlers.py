@@ -11,13 +11,15 @@ import numpy as np
 
 from flowsim.integrate import critical
 from flowsim.integrate.arrival import ORDER, arrivals, reached, sliding
-from flowsim.integrate.backends import ATOL_MIN_IMPLICIT, backend_for
+from flowsim.integrate.backends import ATOL_MIN_IMPLICIT, Ending, backend_for
 from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.clock import TAU
 from flowsim.integrate.critical import LOSS_STILL
 from flowsim.integrate.filippov import classify, entry_name
 from flowsim.integrate.jacobian import FieldJacobian
+from flowsim.integrate.segment_args import SegmentArgs
 from flowsim.integrate.solution import log10_t_from_u
+from flowsim.integrate.status import Status
 from flowsim.symbolic.flow import rest_points_are_critical
 
 
@@ -26,16 +28,16 @@ def _on_end(run, seg):
     unchanged between the last two saves) is reported "converged" if it has, as other backends would."""
     status, message = end_status(seg.reason, run.clock)
     short = (run.u1 - run.u_now) / (1.0 + run.u1)  # what the horizon event left of the way, relative in u
-    if status == "completed" and short > HORIZON_SLACK:  # a save or more short of t1: was "completed"
-        status, message = "failed", SHORT_OF_HORIZON.format(log10_t=run.log10_t_asked,
+    if status is Status.COMPLETED and short > HORIZON_SLACK:  # a save or more short of t1
+        status, message = Status.FAILED, SHORT_OF_HORIZON.format(log10_t=run.log10_t_asked,
                                                              log10_t1=float(log10_t_from_u(run.u1)) + run.shift)
-    elif status == "completed" and short > 1e-12:
+    elif status is Status.COMPLETED and short > 1e-12:
         message = f"reached the horizon t1 to the clock's resolution there (the last row is at log10 t = " \
                   f"{run.log10_t_asked:.12g})"
-    if status == "completed" and _has_own_rest_points(run) and _earlier_rest_point(run):
+    if status is Status.COMPLETED and _has_own_rest_points(run) and _earlier_rest_point(run):
         return  # a step across a one-sided rest point went on to the horizon: the rest point is the end
-    plateau = status == "completed" and len(run.rec_y) > 1 and abs(
-        run.log_loss(run.rec_y[-2][:-1]) - run.log_loss()) <= LOSS_STILL
+    plateau = status is Status.COMPLETED and len(run.records) > 1 and abs(
+        run.log_loss(run.records.theta_at(-2)) - run.log_loss()) <= LOSS_STILL
     if not (plateau and _converged(run, loss_still=True)):
         run.status, run.message = status, message
 
@@ -76,7 +78,7 @@ def _on_switch(run, seg):
     run.segment_steps = 0
     run.restarts += 1
     if run.uses_sign:  # the saves from here on were made under these signs (``_earlier_rest_point``)
-        run.sign_history.append((len(run.rec_y), run.sigma.copy(), bool(run.pinned.any())))
+        run.records.signs_from_here(run.sigma, run.pinned.any())
     for i, kind in enumerate(run.track):
         old = int(run.leaders[i])
         run.leaders[i] = run.leader(kind, theta, exclude=old if seg.reason == f"lead_{kind}" else None)
@@ -93,7 +95,7 @@ def _on_chunk_end(run, seg):
     if run.adaptive:
         _hand_over(run, IMPLICIT_FALLBACK)
     elif run.segment_steps >= run.max_steps:
-        run.status = "max_steps"
+        run.status = Status.MAX_STEPS
         if _too_large(run) and critical.stops_at_minima(run.system.flow):
             run.message = TOO_LARGE.format(size=run.K * run.d, most=DENSE_MAX, log10_t=run.log10_t_asked)
         _stability_limited(run)
@@ -117,7 +119,7 @@ def _sliding(run) -> bool:
     before, run.sliding = run.sliding, on
     if not (on.any() and before is not None and (on == before).all()):
         return False
-    run.status = "chattering"
+    run.status = Status.CHATTERING
     run.message = SLIDING.format(log10_t=run.log10_t_asked, entries=", ".join(
         entry_name(i, j) for i, j in zip(*np.nonzero(on))))
     _at_saddle(run, "it slides there")  # at a saddle of the loss, that says more
@@ -131,7 +133,7 @@ def _stability_limited(run):
         return
     with np.errstate(all="ignore"):
         J = FieldJacobian(run.vf).rhs_jacobian(run.clock, bool(run.pinned.any()))(
-            run.s, run.y, (run.Z, run.rho, run.sigma, run.pinned))
+            run.s, run.y, SegmentArgs(run.Z, run.rho, run.sigma, run.pinned))
         radius = float(np.abs(np.linalg.eigvals(J)).max()) if np.all(np.isfinite(J)) else math.nan
     if radius * abs(run.mean_step) >= 1.0:
         # backend="auto" hands over in the log-time clock only, not on a schedule's clock, for sign flows or below
@@ -170,7 +172,7 @@ def _dither(run):
     1 - ORDER away; at most DITHER_MAX atol. An explicit method dithers at 2-30 atol where lp-SAM entries
     arrive (Tsit5 ran out of steps at a random l3-SAM case where LSODA, BDF, Radau and DOP853 collapsed)."""
     with np.errstate(all="ignore"):
-        rate = run.vf.rhs(run.clock, bool(run.pinned.any()))(run.s, run.y, (run.Z, run.rho, run.sigma, run.pinned))
+        rate = run.vf.rhs(run.clock, bool(run.pinned.any()))(run.s, run.y, SegmentArgs(run.Z, run.rho, run.sigma, run.pinned))
     reach = np.abs(run.mean_step * np.asarray(rate[:-1]).reshape(run.K, run.d)) / (1.0 - ORDER)
     return np.clip(np.nan_to_num(reach, nan=run.atol), run.atol, DITHER_MAX * run.atol)
 
@@ -185,13 +187,12 @@ IMPLICIT_FALLBACK = "scipy:BDF"
 def _hand_over(run, spec):
     """Continue with ``spec`` in the tau clock from the current state: under log-time the records are
     (s = u, y = [theta, tau]), under tau (s = tau, y = [theta, u]), so the clocks swap places."""
-    pairs = [run.clock.swapped(s, y) for s, y in zip(run.rec_s, run.rec_y)]
-    run.rec_s, run.rec_y = [p[0] for p in pairs], [p[1] for p in pairs]
+    run.records.swap_clocks(run.clock)
     run.s, run.y = run.clock.swapped(run.s, run.y)
     run.events.append({"kind": "backend", "log10_t": float(log10_t_from_u(run.y[-1])), "tau": run.s,
                        "from_backend": run.be.name, "to_backend": spec})
     run.be, run.clock, run.adaptive, run.resume = backend_for(spec, 0.0), TAU, False, None
-    run.vf_run, run.s_max, run.segment_steps = run.vf, 1e300, 0
+    run.vf_run, run.s_max, run.segment_steps = run.be.field(run.system, run.K, run.d), 1e300, 0
 
 
 def _on_crossing(run, seg):
@@ -204,7 +205,7 @@ def _on_crossing(run, seg):
         run.y = np.concatenate([np.where(run.sigma * run.theta < 0, 0.0, run.theta).ravel(), run.y[-1:]])
         return
     k = np.unravel_index(int(np.argmin(np.where(run.sigma != 0, run.sigma * run.theta, np.inf))), run.sigma.shape)
-    run.status, run.message = "failed", CROSSING.format(backend=run.be.name, entry=entry_name(*k),
+    run.status, run.message = Status.FAILED, CROSSING.format(backend=run.be.name, entry=entry_name(*k),
                                                         log10_t=run.log10_t_asked)
 
 
@@ -212,10 +213,10 @@ def _on_failure(run, seg):
     """A failed step: near a minimum the l2-SAM field -grad L(theta + rho g/|g|) is discontinuous, and an
     implicit method fails there, so a converged critical point is looked for first, then a saddle
     (said so: the exact flow leaves it, sliding where the field is discontinuous)."""
-    if seg.reason == "failed" and _converged(run, loss_still=True):
+    if seg.reason == Ending.FAILED and _converged(run, loss_still=True):
         return
-    run.status, run.message = seg.reason, seg.message
-    if seg.reason == "failed":
+    run.status, run.message = Status(seg.reason), seg.message
+    if seg.reason == Ending.FAILED:
         _at_saddle(run, seg.message)
         _at_a_jump(run)
 
@@ -227,7 +228,7 @@ def _at_saddle(run, why):
         return  # (a rate beyond float range is the reason, said by Run.solution)
     cp = critical.saddle(run.vf, run.theta, run.Z, run.rtol, run.atol, radius)
     if cp is not None:
-        run.status = "chattering"
+        run.status = Status.CHATTERING
         run.message = SADDLE.format(log10_t=run.log10_t_asked, rate=cp.growth_rate,
                                     reason=why)
 
@@ -237,7 +238,7 @@ def _at_a_jump(run):
     even depth is sign(w)) that failed or spent its steps with entries at that plane, its field pointing
     into it from both sides without shrinking there: a sliding mode flowsim does not integrate for such a
     flow; said so, naming the entries, rather than blaming the step budget or the tolerances."""
-    if run.status not in ("max_steps", "failed") or run.vf.signed or run.system.flow.follows_gradient \
+    if run.status not in (Status.MAX_STEPS, Status.FAILED) or run.vf.signed or run.system.flow.follows_gradient \
             or _too_large(run):
         return
     theta = run.theta
@@ -245,7 +246,7 @@ def _at_a_jump(run):
     on = [entry_name(i, j) for i, j in zip(*np.nonzero(near)) if reached(
         run.vf, theta, run.Z, run.rho, run.sigma, (i, j), 0.0, max(2.0 * abs(theta[i, j]), run.atol))]
     if on:
-        run.status = "chattering"
+        run.status = Status.CHATTERING
         run.message = JUMP.format(log10_t=run.log10_t_asked, entries=", ".join(on), flow=run.system.flow)
 
 
@@ -271,29 +272,29 @@ def _earlier_rest_point(run) -> bool:
     flow never reaches (and may report that as converged). So the saves since the last look, where the
     loss stood still, are tested for a rest point of the flow itself, and the earliest one found is
     held from that save on."""
-    start, run.looked = run.looked, len(run.rec_y)
+    start, run.looked = run.looked, len(run.records)
     if _too_large(run):
         return False
     first = max(start, 1)
-    if len(run.rec_y) - first < 1:  # fewer than two saves to compare
+    if len(run.records) - first < 1:  # fewer than two saves to compare
         return False
     # each save's loss once, all in one pass (one at a time these cost half an l2-SAM solve at 400 saves)
-    losses = run.saved_losses(first - 1)
+    losses = run.records.losses(first - 1)
     still = [first + k for k in range(len(losses) - 1) if abs(losses[k + 1] - losses[k]) <= LOSS_STILL]
     for i in still[::-(-len(still) // LOOK_BACK) or 1]:  # spread over the stretch: a rest lasts many saves
-        theta = run.rec_y[i][:-1].reshape(run.K, run.d)
-        sigma, sliding = _signs_at(run, i)
+        theta = run.records.theta_at(i)
+        sigma, sliding = run.records.signs_at(i)
         if sliding:
             continue
         cp = critical.rest_point(run.vf, theta, run.Z, run.rtol, run.atol, run.rho, sigma=sigma)
         if cp is not None:
             # the dropped saves' targets come back (values of u: under the tau clock u is the state's last entry)
-            dropped = [run.clock.reading(s, y[-1]) for s, y in zip(run.rec_s[i + 1:], run.rec_y[i + 1:])]
+            dropped = [run.clock.reading(s, y[-1]) for s, y in run.records.rewind(i + 1)]
             # (a horizon that a solver's dense output did not bracket was taken at a step end past t1)
             run.remaining = np.unique(np.minimum(np.concatenate([np.asarray(dropped, float), run.remaining]), run.u1))
-            run.rec_s, run.rec_y, run.rec_loss = run.rec_s[:i + 1], run.rec_y[:i + 1], run.rec_loss[:i + 1]
-            run.s, run.y, run.resume = run.rec_s[i], np.concatenate([cp.limit.ravel(), run.rec_y[i][-1:]]), None
-            run.hold("converged", critical.describe(run.system, run.data, cp, run.log10_t_asked))
+            last = run.records.y_at(i)
+            run.s, run.y, run.resume = run.records.s_at(i), np.concatenate([cp.limit.ravel(), last[-1:]]), None
+            run.hold(Status.CONVERGED, critical.describe(run.system, run.data, cp, run.log10_t_asked))
             return True
     return False
 
@@ -302,14 +303,6 @@ def _has_own_rest_points(run) -> bool:
     """A perturbed flow that rests where its evaluation point is a critical point: a gradient-following
     one, or a sign flow between switches (its field is then smooth; while entries slide it is not)."""
     return run.rho > 0 and (rest_points_are_critical(run.system.flow) or run.uses_sign)
-
-
-def _signs_at(run, i):
-    """The signs a sign flow held when save ``i`` was made (None for other flows), and whether an entry
-    was sliding then."""
-    if not run.uses_sign:
-        return None, False
-    return next((sigma, sliding) for start, sigma, sliding in reversed(run.sign_history) if start <= i)
 
 
 def _converged(run, loss_still=False) -> bool:
@@ -331,12 +324,13 @@ def _converged(run, loss_still=False) -> bool:
         return False
     message = critical.describe(run.system, run.data, cp, run.log10_t_asked)
     run.y = np.concatenate([cp.limit.ravel(), run.y[-1:]])
-    run.hold("converged", message)
+    run.hold(Status.CONVERGED, message)
     return True
 
 
 #: segment endings (backend reasons) that end a solve normally, and the status each gives
-ENDINGS = {"end": "completed", "horizon": "completed", "collapse": "collapsed", "blowup": "blew_up"}
+ENDINGS = {Ending.END: Status.COMPLETED, "horizon": Status.COMPLETED, "collapse": Status.COLLAPSED,
+           "blowup": Status.BLEW_UP}
 
 
 RATE_OVERFLOW = ("at log10 t = {log10_t:.6g} the log-time rate t e^{{S~}} is 10^{rate:.4g}, beyond float range: the loss "
@@ -361,8 +355,8 @@ SHORT_OF_HORIZON = ("the solver's horizon event ended the run at log10 t = {log1
 def end_status(reason, clock):
     """Status and message of a segment that ended with ``reason`` (a key of ``ENDINGS``): a clock that counts u in
     its state ends at its horizon event, so running out of its integration variable is a failure."""
-    if reason == "end" and clock.u_in_state:
-        return "failed", TAU_EXHAUSTED
+    if reason == Ending.END and clock.u_in_state:
+        return Status.FAILED, TAU_EXHAUSTED
     return ENDINGS[reason], ""
 
 
@@ -408,6 +402,6 @@ CROSSING = ("{backend} stepped across {entry} = 0 at log10 t = "
             "follow a solver across it; the trajectory up to it is kept")
 
 
-HANDLERS = {**{reason: _on_end for reason in ENDINGS}, "switch": _on_switch, "max_steps": _on_chunk_end,
-            "crossing": _on_crossing,
+HANDLERS = {**{reason: _on_end for reason in ENDINGS}, "switch": _on_switch, Ending.MAX_STEPS: _on_chunk_end,
+            "crossing": _on_crossing, Ending.FAILED: _on_failure, Ending.INTERRUPTED: _on_failure,
             **{f"lead_{kind}": _on_switch for kind in SCORES}}

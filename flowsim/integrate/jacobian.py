@@ -159,7 +159,7 @@ class FieldJacobian:
         fs = self.sliding_field_and_scale if sliding else (lambda th, Z, rho, sg, pn: self.field_and_scale(th, Z, rho, sg))
 
         def jac(s, y, args):
-            Z, rho, sigma, pinned = args[:4]
+            Z, rho, sigma, pinned = args.Z, args.rho, args.sigma, args.pinned
             theta = xp.reshape(y[:-1], (K, d))
             F, S_t, dF, dS = fs(theta, Z, rho, sigma, pinned)
             top, bottom = clock.jacobian(xp, xp.reshape(F, (-1, 1)), S_t, dF, dS, s, y[-1])

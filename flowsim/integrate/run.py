@@ -9,12 +9,14 @@ import time
 import numpy as np
 
 from flowsim._interrupts import after_block
-from flowsim.integrate.backends._diffrax import DiffraxBackend
+from flowsim.integrate.backends import SegmentRequest
 from flowsim.integrate.backends._events import scores, sides, watched
-from flowsim.integrate.backends._scipy import ScipyBackend
 from flowsim.integrate.filippov import classify
 from flowsim.integrate.handlers import RATE_OVERFLOW
-from flowsim.integrate.solution import FAILURES, OUTCOMES, log10_t_from_u
+from flowsim.integrate.records import Records
+from flowsim.integrate.segment_args import SegmentArgs
+from flowsim.integrate.solution import log10_t_from_u
+from flowsim.integrate.status import Status
 from flowsim.integrate.timeline import (
     LN10,
     assemble,
@@ -24,7 +26,7 @@ from flowsim.integrate.timeline import (
     close_records,
     held_records,
 )
-from flowsim.integrate.vector_field import jax_field, numpy_field
+from flowsim.integrate.vector_field import numpy_field
 from flowsim.theory.reachable import invariant_planes, kept_entry_signs
 
 MAX_SEGMENTS = 10_000
@@ -53,7 +55,7 @@ class Run:
         self.K, self.d = theta0.shape
         self.uses_sign = system.flow.uses_sign
         self.vf = numpy_field(system, self.K, self.d)
-        self.vf_run = jax_field(system, self.K, self.d) if isinstance(be, DiffraxBackend) else self.vf
+        self.vf_run = be.field(system, self.K, self.d)
         self.shift = shift = math.log10(speedup)
         self.Z, self.rho, self.u1 = data.z, float(system.flow.rho), u1
         self.targets, run_targets, self.s_max = clock_plan(clock, u1, points, shift)
@@ -73,13 +75,13 @@ class Run:
         self.leaders = np.array([self.leader(kind, theta) for kind in self.track], dtype=np.int64)
         self.first_leaders = dict(zip(self.track, self.leaders.tolist()))  # who leads before any switch
         self.s, self.y = 0.0, np.concatenate([theta.ravel(), [0.0]])
-        self.rec_s, self.rec_y = [], []  # the init is not a save: the first save is just after it
-        self.rec_loss = []  # the log-losses of the first saves, where found (``saved_losses``)
+        # the init is not a save: the first save is just after it
+        self.records = Records(lambda states: beta_margins_loss(system, data, states)[2].tolist(), self.K, self.d)
         self.remaining = run_targets
         self.sliding = None  # entries found sliding at the last chunk's end (``handlers._sliding``)
         self.looked = 0  # saves up to here were tested for a rest point of the flow (``_earlier_rest_point``)
-        # (first save, signs, sliding) of each stretch a sign flow's signs held (``_earlier_rest_point``)
-        self.sign_history = [(0, self.sigma.copy(), bool(self.pinned.any()))] if self.uses_sign else []
+        if self.uses_sign:  # the signs each save was made under (``_earlier_rest_point``)
+            self.records.signs_from_here(self.sigma, self.pinned.any())
         self.stats = {"steps": 0, "segments": 0, "switches": 0}
         self.segment_steps = 0  # steps since the last sign switch, against max_steps
         self.restarts = 0  # segments ended by a switch event (not by a chunk of steps)
@@ -98,11 +100,11 @@ class Run:
     def settled(self) -> bool:
         """Before a segment: a Filippov problem, an exact equilibrium or Zeno switching ends the solve."""
         if self.problem is not None:
-            self.status, self.message = "chattering", self.problem
+            self.status, self.message = Status.CHATTERING, self.problem
         elif at_rest(self.vf, self.y, self.Z, self.rho, self.sigma, self.pinned):
-            self.hold("stalled")
+            self.hold(Status.STALLED)
         elif self.restarts >= MAX_SEGMENTS:
-            self.status, self.message = "chattering", f"more than {MAX_SEGMENTS} sign-switch segments (Zeno switching?)"
+            self.status, self.message = Status.CHATTERING, f"more than {MAX_SEGMENTS} sign-switch segments (Zeno switching?)"
         return self.status is not None
 
     def hold(self, status, message=""):
@@ -112,24 +114,22 @@ class Run:
             self.bar.to_u(self.u1)  # the rest of the way is held
         for s, y in held_records(self.vf, self.clock, self.s, self.y, self.Z, self.rho, self.sigma, self.pinned,
                                  self.remaining):
-            self.rec_s.append(s)
-            self.rec_y.append(y)
+            self.records.add(s, y)
         self.remaining = self.remaining[:0]
 
     def integrate(self):
         """One backend call from the current state, at most ``chunk`` steps; its saves are recorded."""
         watch = watched(self.vf, self.y, self.Z, self.sigma, self.pinned) if self.uses_sign else ~self.pinned
-        args = (self.Z, self.rho, self.sigma, self.pinned, self.u1, self.log_floor, self.log_ceiling,
-                self.leaders.copy(), watch, sides(self.y, self.K, self.d, self.atol))
-        if isinstance(self.be, ScipyBackend):
-            extra = {"progress": self.bar.to_u if self.bar else None, "track": self.track}
-        else:
-            extra = {"n_targets": len(self.targets), "track": self.track}
+        args = SegmentArgs(self.Z, self.rho, self.sigma, self.pinned, u_end=self.u1, log_floor=self.log_floor,
+                           log_ceiling=self.log_ceiling, leaders=self.leaders.copy(), watched=watch,
+                           sides=sides(self.y, self.K, self.d, self.atol))
+        request = SegmentRequest(
+            self.vf_run, structure_key(self.system), self.clock, self.uses_sign, bool(self.pinned.any()), self.y,
+            self.s, self.s_max, args, self.remaining, self.rtol, self.atol, self.chunk, n_targets=len(self.targets),
+            track=self.track, resume=self.resume, progress=self.bar.to_u if self.bar else None)
         log_loss_before = self.log_loss()
         with after_block():  # a compiled solve cannot be stopped midway: the interrupt lands once the saves are in
-            seg = self.be.integrate(self.vf_run, structure_key(self.system), self.clock, self.uses_sign,
-                                    bool(self.pinned.any()), self.y, self.s, self.s_max, args, self.remaining,
-                                    self.rtol, self.atol, self.chunk, resume=self.resume, **extra)
+            seg = self.be.integrate(request)
             self.record(seg, log_loss_before)
         return seg
 
@@ -140,8 +140,7 @@ class Run:
         for k, v in seg.stats.items():
             self.stats[k] = self.stats.get(k, 0) + v
         self.segment_steps += seg.stats.get("steps", 0)
-        self.rec_s.extend(seg.s_saves.tolist())
-        self.rec_y.extend(list(seg.y_saves))
+        self.records.extend(seg.s_saves.tolist(), seg.y_saves)
         self.remaining = self.remaining[len(seg.s_saves):]
         self.s, self.y = seg.s_end, seg.y_end
         self.log_loss_change = abs(self.log_loss() - log_loss_before)
@@ -178,25 +177,15 @@ class Run:
         return self.clock.log_rate(S_end, self.s)
 
     def solution(self, config):
-        close_records(self.status, self.clock, self.remaining, self.s, self.y, self.rec_s, self.rec_y)
+        close_records(self.status, self.clock, self.remaining, self.s, self.y, self.records)
         self.stats["wall_s"] = time.perf_counter() - self.t_start
-        rate = self.log_rate() if self.status in ("max_steps", "failed") else -math.inf
+        rate = self.log_rate() if self.status in (Status.MAX_STEPS, Status.FAILED) else -math.inf
         if rate > 700:  # e^rate overflows: no step size helps
             self.message = RATE_OVERFLOW.format(log10_t=self.log10_t_asked, rate=rate / LN10)
-        message = self.message or (OUTCOMES.get(self.status) or FAILURES.get(self.status, ""))
-        return assemble(self.system, self.data, self.clock, np.asarray(self.rec_s), np.asarray(self.rec_y),
-                         self.K, self.d, self.status, message, self.stats, self.events,
-                         dict(config, first_leaders=self.first_leaders), self.rec_loss)
-
-    def saved_losses(self, start):
-        """The log-losses of the saves from ``start`` on, each found once: ``rec_loss[i]`` is that of
-        ``rec_y[i]`` (saves are appended, dropped from the end together with their losses, and a
-        hand-over swaps the clock entries alone), kept for the ``Solution``."""
-        new = self.rec_y[len(self.rec_loss):]
-        if new:
-            states = np.asarray(new)[:, :-1].reshape(-1, self.K, self.d)
-            self.rec_loss.extend(beta_margins_loss(self.system, self.data, states)[2].tolist())
-        return self.rec_loss[start:]
+        message = self.message or self.status.meaning
+        s, y = self.records.arrays()
+        return assemble(self.system, self.data, self.clock, s, y, self.K, self.d, self.status, message, self.stats,
+                        self.events, dict(config, first_leaders=self.first_leaders), self.records.known_losses())
 
 
 def leader_of(vf, kind, theta, Z, rho, sigma, exclude=None):

@@ -7,26 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-#: Statuses that end a solve normally: the flow was followed as far as it goes.
-OUTCOMES = {
-    "completed": "reached the horizon t1",
-    "stalled": "reached an equilibrium (every parameter entry sliding or at a critical point); the state is constant up to t1",
-    "converged": "converged to a critical point with a positive loss (the flow does not separate the data from this init); the limit is held constant up to t1",
-    "collapsed": ("the parameters fell below the collapse floor (collapse_tol x the init's size, at least 1000 atol): "
-                  "the flow goes to beta = 0 (l2-SAM from a small initialisation reaches it in finite time; a flow "
-                  "whose start cannot separate the data, fs.reachable_signs, decays towards it) and is stopped there"),
-    "blew_up": "the parameters diverged in finite clock time (depth >= 3)",
-}
-#: Statuses that mean the integration failed; ``throw=True`` raises :class:`flowsim.IntegrationError`.
-FAILURES = {
-    "max_steps": "the step budget max_steps ran out before t1; raise max_steps or loosen rtol/atol",
-    "chattering": "a sliding mode flowsim does not integrate: a sign switch with no consistent side (not on a coordinate plane w = 0), Zeno switching, or normalised SAM sliding where its field jumps (a saddle of the loss among them)",
-    "failed": "the solver failed (step size underflow or a non-finite state)",
-    "interrupted": "interrupted by the user; everything up to the interrupt is kept",
-}
-STATUSES = {**OUTCOMES, **FAILURES}
-#: statuses whose state is held constant from where the solve stopped up to t1
-HELD = ("stalled", "converged")
+from flowsim.integrate.status import Status
 
 
 def log10_t_from_u(u):
@@ -48,7 +29,7 @@ class Solution:
 
     Arrays are indexed by save point (first axis): ``log10_t``, ``tau`` (loss-normalised clock),
     ``params`` (saves, layers, d), ``beta`` (saves, d), ``log_loss`` (saves,), ``margins`` (saves, n).
-    ``status`` is one of ``flowsim.STATUSES``; ``message`` says why; ``stats`` counts work: on every
+    ``status`` is a :class:`flowsim.Status` (a string: one of ``flowsim.STATUSES``); ``message`` says why; ``stats`` counts work: on every
     backend ``accepted`` (steps taken), ``steps`` (what ``max_steps`` bounds: steps tried, accepted or
     rejected, on diffrax; accepted ones on scipy, which retries a rejected step within its step),
     ``segments`` (integrations between sign switches, hand-overs and restarts), ``switches`` (sign
@@ -75,8 +56,8 @@ class Solution:
 
     @property
     def ok(self) -> bool:
-        """True unless the integration failed (see ``FAILURES``)."""
-        return self.status in OUTCOMES
+        """True unless the integration failed (:attr:`flowsim.Status.is_failure`)."""
+        return not Status(self.status).is_failure
 
     @property
     def t(self) -> np.ndarray:
@@ -119,7 +100,7 @@ class Solution:
         rerun = {k: v for k, v in args.items() if k not in ("saves", "save_at_log10_t")}
         again = solve(self.system, self.data, **rerun, save_at_log10_t=points, throw=False)
         # an early ending's last row is where it ended, not a save point
-        reached = len(again.log10_t) - (0 if again.status in ("completed", *HELD) else 1)
+        reached = len(again.log10_t) - (0 if Status(again.status).reaches_t1 else 1)
         rows = np.searchsorted(points, asked)
         missed = asked[rows >= reached]
         if missed.size:

@@ -8,7 +8,6 @@ import warnings
 
 import numpy as np
 
-from flowsim._checks import is_whole
 from flowsim._interrupts import absorbed, stopped_by, terminable
 from flowsim.data import Dataset, require_separable
 from flowsim.errors import IntegrationError, ReachabilityWarning
@@ -16,17 +15,15 @@ from flowsim.integrate.backends import ATOL_MIN_IMPLICIT, backend_for
 from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.balanced import lift, reduction
 from flowsim.integrate.clock import clock_for
-from flowsim.integrate.handlers import HANDLERS, _on_failure
+from flowsim.integrate.handlers import HANDLERS
+from flowsim.integrate.options import Options
 from flowsim.integrate.run import Run
-from flowsim.integrate.solution import FAILURES, Solution
+from flowsim.integrate.solution import Solution
+from flowsim.integrate.status import Status
 from flowsim.integrate.timeline import (
     RESOLVED,
     atol_for,
-    log10_horizon,
     log_floor_of,
-    positive,
-    refuse_save_at,
-    save_points,
     u_of,
 )
 from flowsim.symbolic.derive import System
@@ -117,36 +114,36 @@ def solve(
     Returns:
         A :class:`flowsim.Solution`.
     """
-    L1, u1 = log10_horizon(t1, log10_t1)
-    be, asked_clock = backend_for(backend, L1), clock
+    opts = Options.checked(t1=t1, log10_t1=log10_t1, backend=backend, clock=clock, rtol=rtol, atol=atol, saves=saves,
+                           save_at_log10_t=save_at_log10_t, save_at_t=save_at_t, save_at=save_at, max_steps=max_steps,
+                           collapse_tol=collapse_tol, blowup_size=blowup_size)
+    be = backend_for(backend, opts.log10_t1)
     adaptive = backend == "auto" and clock == "auto"
-    rtol, atol, collapse_tol, blowup_size, clock = check_common(
-        system, data, clock, be, rtol, atol, max_steps, allow_nonseparable, collapse_tol, blowup_size)
-    refuse_save_at(save_at)
-    points = save_points(L1, saves, save_at_log10_t, save_at_t)
+    run_clock = check_problem(system, data, clock, be, allow_nonseparable)
     track = (track,) if isinstance(track, str) else tuple(track)  # track="magnitude" was read letter by letter
     if any(k not in SCORES for k in track):
         raise ValueError(f"track takes scores from {SCORES}; got {track!r}.")
     theta0 = initial_params(system, data, init)
-    atol = check_scales(theta0, atol_for(theta0, rtol, atol), atol, blowup_size, be)
+    atol = check_scales(theta0, atol_for(theta0, opts.rtol, opts.atol), opts.atol, opts.blowup_size, be)
     kept = reachable_signs(system.model, theta0, system.flow)
     if not allow_nonseparable:
         _warn_if_unreachable(system, data, kept)
     # ``arguments`` re-runs this solve (``Solution.evaluate``, saved runs); the rest says how it ran
-    arguments = dict(init=np.asarray(init).tolist(), log10_t1=L1, backend=backend, clock=asked_clock, rtol=rtol,
-                     atol=atol, max_steps=int(max_steps), track=list(track), collapse_tol=collapse_tol,
-                     blowup_size=blowup_size, allow_nonseparable=bool(allow_nonseparable))
-    # (JSON's types throughout: a saved run reads back equal, so no tuple here); the default grid by its size
-    given = save_at_log10_t is not None or save_at_t is not None
-    asked_saves = {"save_at_log10_t": points.tolist()} if given else {"saves": len(points)}
-    config = dict(arguments, clock=clock.name, saves=len(points), rho=float(system.flow.rho), track=list(track),
-                  arguments=dict(arguments, **asked_saves))
-    floors = (float(log_floor_of(theta0, collapse_tol, atol)), math.log(blowup_size))
+    arguments = dict(init=np.asarray(init).tolist(), log10_t1=opts.log10_t1, backend=backend, clock=clock,
+                     rtol=opts.rtol, atol=atol, max_steps=opts.max_steps, track=list(track),
+                     collapse_tol=opts.collapse_tol, blowup_size=opts.blowup_size,
+                     allow_nonseparable=bool(allow_nonseparable))
+    # (JSON's types throughout: a saved run reads back equal, so no tuple here)
+    points = opts.save_at_log10_t
+    config = dict(arguments, clock=run_clock.name, saves=len(points), rho=float(system.flow.rho), track=list(track),
+                  arguments=dict(arguments, **opts.asked_saves))
+    floors = (float(log_floor_of(theta0, opts.collapse_tol, atol)), math.log(opts.blowup_size))
     # a balanced product network (up to signs) is integrated on its invariant manifold, as the tied net
     reduced = reduction(system, theta0, data)
     run_system, speedup, run_data, flips = reduced or (system, 1.0, data, None)
-    sol = _integrate(run_system, run_data, be, clock, theta0[: run_system.model.n_layers], L1, u1, points, rtol, atol,
-                     max_steps, floors, track, progress, config, speedup, adaptive and atol >= ATOL_MIN_IMPLICIT)
+    sol = _integrate(run_system, run_data, be, run_clock, theta0[: run_system.model.n_layers], opts.log10_t1,
+                     opts.u1, points, opts.rtol, atol, opts.max_steps, floors, track, progress, config, speedup,
+                     adaptive and atol >= ATOL_MIN_IMPLICIT)
     sol = lift(sol, system, speedup, data, flips) if reduced else sol
     sol = _signs_kept(_on_asked_points(sol, points), kept)
     return _raise_failure(sol) if throw else sol
@@ -178,13 +175,13 @@ def _integrate(system, data, be, clock, theta0, L1, u1, points, rtol, atol, max_
         with terminable():  # SIGTERM as a Ctrl-C: the trajectory so far is kept
             while run.status is None and not run.settled():
                 seg = run.integrate()
-                HANDLERS.get(seg.reason, _on_failure)(run, seg)
+                HANDLERS[seg.reason](run, seg)
     except KeyboardInterrupt as err:
-        run.status, run.message = "interrupted", f"{stopped_by(err)}; the trajectory so far is kept"
+        run.status, run.message = Status.INTERRUPTED, f"{stopped_by(err)}; the trajectory so far is kept"
     finally:
         if run.bar:
             run.bar.close()
-    if run.status == "interrupted":
+    if run.status is Status.INTERRUPTED:
         absorbed()
     # the backends and clocks that ran (an "auto" solve may hand over); ``arguments`` keeps what was asked
     ran = " -> ".join([be.name] + [e["to_backend"] for e in run.events if e["kind"] == "backend"])
@@ -209,7 +206,7 @@ def _signs_kept(sol, kept):
     """``sol``, or ``sol`` failed where a saved beta_j has the sign its start excludes (``reachable_signs``): the
     solver left a set the exact flow keeps (a balanced start of a model or flow flowsim cannot reduce to the tied
     net: BDF broke the layers' symmetry by rounding and ended "completed" at beta_j = -127 where beta_j = w^2)."""
-    if sol.status in FAILURES:
+    if Status(sol.status).is_failure:
         return sol
     wrong = excluded_signs(kept, sol.beta, sol.config["atol"], sol.params.shape[1])
     if not wrong.any():
@@ -220,7 +217,7 @@ def _signs_kept(sol, kept):
                "equal; rounding broke that symmetry). flowsim integrates such starts on the set only for "
                "DiagonalNet(L, 'product') with flow parts that declare their tied forms (tied_rho, tied_speedup); "
                "otherwise start off it (layers not all equal) or use a tighter rtol")
-    return dataclasses.replace(sol, status="failed", message=message)
+    return dataclasses.replace(sol, status=Status.FAILED, message=message)
 
 
 def _warn_if_unreachable(system, data, signs):
@@ -240,20 +237,15 @@ def _warn_if_unreachable(system, data, signs):
 
 
 def _raise_failure(sol):
-    if sol.status in FAILURES:
+    if Status(sol.status).is_failure:
         raise IntegrationError(f"{sol.system}: status {sol.status!r}: {sol.message}. The partial solution is in "
                                ".solution.", sol)
     return sol
 
 
-#: the tightest rtol a float64 step can be asked for (1e-300 failed with NaNs; scipy raises one below 100 eps to
-#: that itself, with a warning, while diffrax takes it)
-RTOL_MIN = float(np.finfo(np.float64).eps)
-
-
-def check_common(system, data, clock, be, rtol, atol, max_steps, allow_nonseparable, collapse_tol, blowup_size):
-    """Validate the arguments :func:`solve` and :func:`flowsim.sweep` share; returns the
-    normalised tolerances and the clock the flow runs in (``clock`` as asked, "auto" or a name)."""
+def check_problem(system, data, clock, be, allow_nonseparable):
+    """Validate what :func:`solve` and :func:`flowsim.sweep` share beyond their :class:`Options`: the system,
+    the data and whether the flow can run on them; returns the clock the flow runs in (``clock`` as asked)."""
     if not isinstance(system, System):
         raise ValueError(f"system must come from flowsim.derive(model, loss, flow); got {type(system).__name__}.")
     if not isinstance(data, Dataset):
@@ -261,23 +253,11 @@ def check_common(system, data, clock, be, rtol, atol, max_steps, allow_nonsepara
     if not isinstance(allow_nonseparable, (bool, np.bool_)):  # "no" is truthy
         raise ValueError(f"allow_nonseparable must be True or False; got {allow_nonseparable!r}.")
     require_separable(data, allow_nonseparable)
-    clock = clock_for(system.flow, clock, be.default_clock)
     if isinstance(system.flow.direction, AdamProxyDirection) and system.flow.direction.batch >= data.n:
         raise ValueError(f"AdamProxy(batch={system.flow.direction.batch}) on n={data.n} sample(s): batch must be < n "
                          "(batch = n is the sign flow, a discontinuous field: use flowsim.SignFlow(); past n the "
                          "proxy's field is 0/0).")
-    rtol = positive("rtol", rtol)
-    atol = None if atol is None else positive("atol", atol)
-    if not RTOL_MIN <= rtol < 1:  # (1e-300 was taken, and failed as "array must not contain infs or NaNs")
-        raise ValueError(f"rtol must be in [{RTOL_MIN:.3g}, 1) (a relative error per step, 1e-8 by default; below "
-                         f"float64's epsilon no step can meet it); got {rtol!r}.")
-    collapse_tol, blowup_size = positive("collapse_tol", collapse_tol), positive("blowup_size", blowup_size)
-    if not collapse_tol < 1:
-        raise ValueError(f"collapse_tol must be < 1 (the fraction of the init's size below which the parameters have "
-                         f"collapsed; 1e-10 by default); got {collapse_tol!r}.")
-    if not is_whole(max_steps):
-        raise ValueError(f"max_steps must be a positive integer; got {max_steps!r}.")
-    return rtol, atol, collapse_tol, blowup_size, clock
+    return clock_for(system.flow, clock, be.default_clock)
 
 
 #: a given atol must be below this fraction of the init's size (max |theta0|; 1 for a zero init)

@@ -32,16 +32,16 @@ from flowsim.integrate.balanced import layer_flips, reduction
 from flowsim.integrate.clock import clock_for
 from flowsim.integrate.critical import LOSS_STILL
 from flowsim.integrate.handlers import ENDINGS, end_status
+from flowsim.integrate.options import Options
 from flowsim.integrate.run import chunk_of, structure_key
-from flowsim.integrate.solution import FAILURES, log10_t_from_u
-from flowsim.integrate.solve import check_common, check_scales, excluded_signs, initial_params, solve
+from flowsim.integrate.segment_args import SegmentArgs
+from flowsim.integrate.solution import log10_t_from_u
+from flowsim.integrate.solve import check_problem, check_scales, excluded_signs, initial_params, solve
+from flowsim.integrate.status import FAILURES, Status
 from flowsim.integrate.timeline import (
     atol_for,
     clock_plan,
-    log10_horizon,
     log_floor_of,
-    refuse_save_at,
-    save_points,
     u_of,
 )
 from flowsim.io import annotate
@@ -66,7 +66,7 @@ def _check_grid(system, data, grid):
             # (alpha_01 was taken as coordinate 1 beside alpha_1: two axes writing one entry, one of them a lie)
             if not (j.isdigit() and j == str(int(j)) and 1 <= int(j) <= data.d):
                 near = [] if j.isdigit() else difflib.get_close_matches(str(key), [ALPHA, RHO], n=1)
-                # (alpha_3 at d = 2 was "did you mean 'alpha'?": its coordinate is what is wrong)
+                # alpha_3 at d = 2: its coordinate is what is wrong, not a near name
                 hint = (f"did you mean {near[0]!r}? " if near else f"write it 'alpha_{int(j)}'; " if j.isdigit()
                         and j != str(int(j)) else f"the data have no coordinate {j}; " if j else "")
                 raise ValueError(f"unknown grid key {key!r}: {hint}use 'alpha', 'rho', or 'alpha_<j>' with j in "
@@ -157,13 +157,12 @@ def sweep(
         say "rho swept", "alpha swept" where the grid sets them) and ``interrupted``, the number of points a
         Ctrl-C stopped (0 when the sweep ran to its end; a RuntimeWarning says so when it is not).
     """
-    L1, _ = log10_horizon(t1, log10_t1)
-    be = backend_for(backend, L1)  # validates the name
-    rtol, atol, collapse_tol, blowup_size, run_clock = check_common(
-        system, data, clock, be, rtol, atol, max_steps, allow_nonseparable, collapse_tol, blowup_size)
-    refuse_save_at(save_at)
-    default = saves is None and save_at_log10_t is None and save_at_t is None
-    grid_t = save_points(L1, 200 if default else saves, save_at_log10_t, save_at_t)
+    opts = Options.checked(t1=t1, log10_t1=log10_t1, backend=backend, clock=clock, rtol=rtol, atol=atol, saves=saves,
+                           save_at_log10_t=save_at_log10_t, save_at_t=save_at_t, save_at=save_at, max_steps=max_steps,
+                           collapse_tol=collapse_tol, blowup_size=blowup_size, default_saves=200)
+    L1, grid_t = opts.log10_t1, opts.save_at_log10_t
+    be = backend_for(backend, L1)
+    run_clock = check_problem(system, data, clock, be, allow_nonseparable)
     axes = _check_grid(system, data, grid)
     if not is_whole(chunk_size):
         raise ValueError(f"chunk_size must be a positive integer; got {chunk_size!r}.")
@@ -180,12 +179,12 @@ def sweep(
         key = (np.asarray(a, np.float64).tobytes(), np.shape(a))
         if key not in made:
             made[key] = initial_params(system, data, a)
-            check_scales(made[key], atol_for(made[key], rtol, atol), atol, blowup_size, be)
+            check_scales(made[key], atol_for(made[key], opts.rtol, opts.atol), opts.atol, opts.blowup_size, be)
         inits.append(made[key])
     # neighbours of similar cost share a chunk: order by rho, then by the size of the init
     sizes = {id(th): np.abs(th).max() for th in made.values()}
     order = np.lexsort((np.array([sizes[id(th)] for th in inits]), rhos))
-    vmapped = be.__class__.__name__ == "DiffraxBackend" and not any(_with_rho(system.flow, r).uses_sign
+    vmapped = be.batches and not any(_with_rho(system.flow, r).uses_sign
                                                                      for r in np.unique(rhos))
     # as few chunks as chunk_size allows, as equal as can be (1,024 points in chunks of at most 1,000: two of
     # 512, not 1,000 and 24 padded to 1,000), whatever the machine: a chunk's points share its reductions (the
@@ -195,12 +194,8 @@ def sweep(
     chunks = [order[i:i + size] for i in range(0, len(order), size)]
     # every chunk the same size (the last padded with copies of its last point): one compile per sweep
     padded = [np.concatenate([c, np.repeat(c[-1:], len(chunks[0]) - len(c))]) for c in chunks]
-    opts = dict(t1=t1, log10_t1=log10_t1, backend=backend, clock=clock, rtol=rtol, atol=atol,
-                save_at_log10_t=grid_t.tolist(),
-                max_steps=int(max_steps), collapse_tol=collapse_tol, blowup_size=blowup_size,
-                allow_nonseparable=allow_nonseparable, vmapped=vmapped)
     spec = (system.model, system.loss, system.flow)
-    tasks = [(spec, data, [inits[i] for i in c], rhos[c], opts) for c in padded]
+    tasks = [(spec, data, [inits[i] for i in c], rhos[c], opts, vmapped, allow_nonseparable) for c in padded]
     t0 = time.perf_counter()
     with terminable():  # SIGTERM as a Ctrl-C: the chunks finished are kept
         results, where = _execute(tasks, executor, progress, concurrent=vmapped)
@@ -214,7 +209,7 @@ def sweep(
                 out[k][c] = r[k][: len(c)]
         # what the grid sets is said so, not the base flow's rho or init it replaced
         named = re.sub(r"rho=[^,)]+", "rho swept", str(system)) if RHO in axes else str(system)
-        stopped = int(np.sum(out["status"] == "interrupted"))
+        stopped = int(np.sum(out["status"] == Status.INTERRUPTED))
         if stopped:
             absorbed()
             warnings.warn(f"sweep interrupted (KeyboardInterrupt): {stopped} of {n} points did not finish (status "
@@ -228,9 +223,9 @@ def sweep(
             "system": named, "chunk_size": int(chunk_size),
             "method": ("vmap" + (f" ({again} points solved again one by one: 'solver')" if again else ""))
             if vmapped else "solve per point",
-            "chunks": len(chunks), "executor": where, "wall_s": wall, "rtol": rtol, "clock": run_clock.name,
-            "atol": "per point (1e-10, or rtol x the init's size where smaller)" if atol is None else atol,
-            "backend": "diffrax:" + be.solver if vmapped else backend, "log10_t1": L1,
+            "chunks": len(chunks), "executor": where, "wall_s": wall, "rtol": opts.rtol, "clock": run_clock.name,
+            "atol": "per point (1e-10, or rtol x the init's size where smaller)" if opts.atol is None else opts.atol,
+            "backend": be.name if vmapped else backend, "log10_t1": L1,
             "init": "alpha swept" if ALPHA in axes else f"{', '.join(swept)} swept, the others from "
                     f"{np.asarray(init).tolist()}" if swept else str(np.asarray(init).tolist())})
     return ds
@@ -263,7 +258,7 @@ def _in_turn(tasks, bar):
             out[i] = _chunk(*task)
             if bar:
                 bar.update(1)
-            if "interrupted" in out[i]["status"]:
+            if Status.INTERRUPTED in out[i]["status"]:
                 break
     except KeyboardInterrupt:
         pass
@@ -308,7 +303,7 @@ def _finished(future):
 def _interrupted(m, saves, d):
     """The result of a chunk a Ctrl-C stopped before it finished: its points are "interrupted", NaN."""
     return {"beta": np.full((m, saves, d), np.nan), "log_loss": np.full((m, saves), np.nan),
-            "status": np.full(m, "interrupted", dtype=object), "steps": np.zeros(m, np.int64),
+            "status": np.full(m, str(Status.INTERRUPTED), dtype=object), "steps": np.zeros(m, np.int64),
             "log10_t_end": np.full(m, np.nan), "beta_end": np.full((m, d), np.nan), "solver": np.full(m, "", object)}
 
 
@@ -363,19 +358,20 @@ def _client(executor):
                      f"'tcp://127.0.0.1:8786', or 'dask' (a LocalCluster); got {executor!r}.")
 
 
-def _chunk(spec, data, inits, rhos, opts):
-    """Solve one chunk of grid points; returns plain arrays (what a Dask worker sends back)."""
+def _chunk(spec, data, inits, rhos, opts, vmapped, allow_nonseparable):
+    """Solve one chunk of grid points (together in one vmapped solve where ``vmapped``); returns plain arrays
+    (what a Dask worker sends back)."""
     model, loss, flow = spec
     system = derive(model, loss, flow)
-    opts = dict(opts)
+    arguments = dict(opts.solve_arguments(), allow_nonseparable=allow_nonseparable)
 
     def one_by_one(idx):
         sols = []
         for i in idx:
-            sols.append(solve(derive(model, loss, _with_rho(flow, rhos[i])), data, inits[i], throw=False, **opts))
-            if sols[-1].status == "interrupted":  # a Ctrl-C: the rest of the chunk is not run
+            sols.append(solve(derive(model, loss, _with_rho(flow, rhos[i])), data, inits[i], throw=False, **arguments))
+            if sols[-1].status == Status.INTERRUPTED:  # a Ctrl-C: the rest of the chunk is not run
                 break
-        grid_t = np.asarray(opts["save_at_log10_t"])
+        grid_t = opts.save_at_log10_t
         out, rest = _on_grid(sols, grid_t, data.d), len(idx) - len(sols)
         if not rest:
             return out
@@ -383,7 +379,7 @@ def _chunk(spec, data, inits, rhos, opts):
 
     # layers equal up to signs are solved as solve reduces them (on flipped data, which the lockstep solve
     # does not share)
-    if not opts.pop("vmapped") or any(_flipped_balance(model, th) for th in inits):
+    if not vmapped or any(_flipped_balance(model, th) for th in inits):
         return one_by_one(range(len(inits)))
     out = _vmapped(system, data, inits, rhos, opts)
     # the lockstep solve is one segment with no critical-point check: points that end on a plateau or
@@ -405,15 +401,15 @@ def _signs_left(system, inits, rhos, out, opts):
     if isinstance(system.model, DiagonalNet):
         return np.zeros(len(inits), bool)
     kept = np.stack([reachable_signs(system.model, th, _with_rho(system.flow, r)) for th, r in zip(inits, rhos)])
-    atol = np.array([[atol_for(th, opts["rtol"], opts["atol"])] for th in inits])
+    atol = np.array([[atol_for(th, opts.rtol, opts.atol)] for th in inits])
     return excluded_signs(kept, out["beta_end"], atol, system.model.n_layers).any(axis=1)
 
 
 def _handed_over_by_solve(steps, opts):
     """Points whose lockstep solve spent a chunk of steps, where solve with backend and clock "auto" hands over to
     an implicit method (so it ends elsewhere within rtol: 5e-8 apart at a point of 11,953 Tsit5 steps)."""
-    auto = opts["backend"] == "auto" and opts["clock"] == "auto"
-    return np.asarray(steps) >= chunk_of(opts["max_steps"]) if auto else np.zeros(len(steps), bool)
+    auto = opts.backend == "auto" and opts.clock == "auto"
+    return np.asarray(steps) >= chunk_of(opts.max_steps) if auto else np.zeros(len(steps), bool)
 
 
 def _flipped_balance(model, theta0) -> bool:
@@ -446,10 +442,10 @@ def _vmapped(system, data, inits, rhos, opts):
     from flowsim.integrate.vector_field import jax_field
 
     flow = system.flow
-    L1, u1 = log10_horizon(opts["t1"], opts["log10_t1"])
-    be = backend_for(opts["backend"], L1)
+    L1, u1 = opts.log10_t1, opts.u1
+    be = backend_for(opts.backend, L1)
     # (opts hold the clock asked for: a point solved again by solve may then hand over, as solve's would)
-    clock = clock_for(flow, opts["clock"], be.default_clock)
+    clock = clock_for(flow, opts.clock, be.default_clock)
     theta0 = np.stack(inits)  # parameters, validated by sweep
     speedup = 1.0
     reduced = reduction(system, theta0[0], data) if np.all(theta0 == theta0[:, :1]) else None
@@ -462,28 +458,28 @@ def _vmapped(system, data, inits, rhos, opts):
         u1 = float(u_of(L1 - math.log10(speedup)))
     m, K, d = theta0.shape
     clock = clock.for_flow(flow)
-    targets, run_targets, s_max = clock_plan(clock, u1, opts["save_at_log10_t"], math.log10(speedup))
+    targets, run_targets, s_max = clock_plan(clock, u1, opts.save_at_log10_t, math.log10(speedup))
     Z = data.z
-    atol = np.array([atol_for(th, opts["rtol"], opts["atol"]) for th in theta0])
-    floors = log_floor_of(theta0, opts["collapse_tol"], atol)
+    atol = np.array([atol_for(th, opts.rtol, opts.atol) for th in theta0])
+    floors = log_floor_of(theta0, opts.collapse_tol, atol)
     y0 = np.concatenate([theta0.reshape(m, -1), np.zeros((m, 1))], axis=1)
     # the crossing event, shared by all members: the signs each keeps depend on the signs of its init only
     patterns = np.unique(np.sign(theta0), axis=0)
     signs = [kept_entry_signs(system.model, p, flow) for p in patterns]
     sigma = signs[0] if all(np.array_equal(s, signs[0]) for s in signs) else np.zeros((K, d))
     pinned, leaders = np.zeros((K, d), bool), np.zeros(0, np.int64)
-    log_ceiling = math.log(opts["blowup_size"])
+    log_ceiling = math.log(opts.blowup_size)
     run, names = kernel(jax_field(system, K, d), structure_key(system), clock, False, False, be.solver,
-                        opts["max_steps"], len(targets), (), batched=True)
-    args = (Z, rhos, sigma, pinned, u1, floors, log_ceiling, leaders)
-    tol = np.stack([np.full(m, opts["rtol"]), atol], axis=1)  # per point, as each point's solve would have it
+                        opts.max_steps, len(targets), (), batched=True)
+    args = SegmentArgs(Z, rhos, sigma, pinned, u_end=u1, log_floor=floors, log_ceiling=log_ceiling, leaders=leaders)
+    tol = np.stack([np.full(m, opts.rtol), atol], axis=1)  # per point, as each point's solve would have it
     s_t, (beta, log_loss), ok, s_end, (y_end, beta_end, loss_end), (fired, maxed, failed), stats = jax.tree.map(
         np.asarray, run(*host_arguments(y0, 0.0, s_max, args, run_targets, tol)))
     ends = {e: _status(names, *e, clock) for e in set(zip(fired.tolist(), maxed.tolist(), failed.tolist()))}
     status = np.array([ends[e] for e in zip(fired.tolist(), maxed.tolist(), failed.tolist())], dtype=object)
     # a completed point saves its end at the targets within the horizon event's precision of it (close_records)
     end = clock.reading(s_end, y_end[:, -1])
-    at_end = ~ok & (status == "completed")[:, None] & (run_targets[None, :] <= (end + 1e-9 * (1.0 + np.abs(end)))[:, None])
+    at_end = ~ok & (status == Status.COMPLETED)[:, None] & (run_targets[None, :] <= (end + 1e-9 * (1.0 + np.abs(end)))[:, None])
     saved = ok | at_end
     u_end = clock.u(s_end, y_end[:, -1])
     return {
@@ -499,7 +495,7 @@ def _status(names, fired, maxed, failed, clock):
     from flowsim.integrate.backends._diffrax import reason
 
     why = reason(names, fired, maxed, failed)
-    return end_status(why, clock)[0] if why in ENDINGS else why
+    return end_status(why, clock)[0] if why in ENDINGS else Status(why)
 
 
 def _on_grid(sols, grid, d):

@@ -9,7 +9,8 @@ import math
 import numpy as np
 
 from flowsim._checks import is_whole
-from flowsim.integrate.solution import HELD, Solution, log10_t_from_u
+from flowsim.integrate.solution import Solution, log10_t_from_u
+from flowsim.integrate.status import Status
 from flowsim.integrate.vector_field import numpy_field
 
 #: upper bound on the number of saves (each holds the whole state)
@@ -20,7 +21,7 @@ LN10 = math.log(10.0)
 
 
 #: the earliest horizon (t1 = 1e-300), and the earliest save (the default grid's first, 2 FIRST_DECADES before the
-#: earliest horizon): below t = 1e-307 float64 has subnormals and 0 (those saves were -inf rows, "completed")
+#: earliest horizon): below t = 1e-307 float64 has subnormals and 0, and saves there would be -inf rows
 MIN_LOG10_T = -300.0
 MIN_LOG10_SAVE = -306.0
 
@@ -45,7 +46,7 @@ def log10_horizon(t1, log10_t1):
         if not math.isfinite(x):
             raise ValueError(f"log10_t1 must be a finite number; got {log10_t1!r}.")
         log10_t1 = x
-    if log10_t1 < MIN_LOG10_T:  # (its saves were -inf rows with status "completed")
+    if log10_t1 < MIN_LOG10_T:
         raise ValueError(f"the horizon log10 t1 = {log10_t1:g} is below {MIN_LOG10_T:g}: t that small is not "
                          "resolved in float64.")
     return log10_t1, float(u_of(log10_t1))
@@ -185,19 +186,17 @@ def held_records(vf, clock, s, y, Z, rho, sigma, pinned, targets):
     return clock.held(theta, s, y[-1], S, targets)
 
 
-def close_records(status, clock, remaining, s, y, rec_s, rec_y):
+def close_records(status, clock, remaining, s, y, records):
     """Finish the saved records of a solve that ended at (s, y) with ``remaining`` targets unreached."""
-    if status == "completed" and len(remaining):
+    if status is Status.COMPLETED and len(remaining):
         # the horizon event is located to ~1e-13 in u; targets within that of the end are the end point. Where a
         # solver's dense output did not bracket it (BDF: 1.4e-9 short in u) the end is short of the last target:
         # it is kept, at its own time (the last row was a save before it: log10 t = 99.31 for a run to 1e100)
         end = clock.reading(s, y[-1])
         close = max(int((remaining <= end + 1e-9 * (1.0 + abs(end))).sum()), 1)
-        rec_s.extend([s] * close)
-        rec_y.extend([y] * close)
-    if status not in ("completed", *HELD) and (not rec_s or rec_s[-1] != s):
-        rec_s.append(s)  # keep the final state of an early ending
-        rec_y.append(y)
+        records.extend([s] * close, [y] * close)
+    if not status.reaches_t1 and (not len(records) or records.s_at(-1) != s):
+        records.add(s, y)  # keep the final state of an early ending
 
 
 def assemble(system, data, clock, s, Y, K, d, status, message, stats, events, config, known=()):

@@ -161,14 +161,14 @@ class VectorField:
         return beta, margins, log_loss
 
     def rhs(self, clock, sliding: bool):
-        """dy/ds for the flat state under ``clock`` (a :class:`flowsim.integrate.clock.Clock`); ``args = (Z, rho,
-        sigma, pinned)``."""
+        """dy/ds for the flat state under ``clock`` (a :class:`flowsim.integrate.clock.Clock`); ``args`` a
+        :class:`flowsim.integrate.segment_args.SegmentArgs`."""
         xp, K, d = self.xp, self.K, self.d
         fs = self.sliding_field_and_scale if sliding else self.field_and_scale
         flat = _flat_numpy if xp is np else functools.partial(_flat, xp)
 
         def f(s, y, args):
-            Z, rho, sigma, pinned = args[:4]
+            Z, rho, sigma, pinned = args.Z, args.rho, args.sigma, args.pinned
             theta = y[:-1].reshape(K, d)
             F, S_t = fs(theta, Z, rho, sigma, pinned)
             scale, last = clock.rates(xp, S_t, s, y[-1])

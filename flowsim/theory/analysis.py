@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from flowsim._checks import is_real_number, is_whole
+from flowsim.integrate.status import Status
 from flowsim.theory.reachable import reachable_signs
 from flowsim.theory.references import MaxMargin, normalised_margin
 
@@ -186,7 +187,7 @@ def verdict(sol, refs: dict, claim: str, min_r2: float = 0.9) -> Verdict:
     text = (f"gap to {claim}: {c.final_gap:.3g} at log10 t = {sol.log10_t[-1]:.4g}, fitted ~ (log t)^{-c.rate:.3g} "
             f"(R^2 = {c.r2:.3f}), angle {c.final_angle:.3g} deg"
             + "".join(f"; {k}: gap {fits[k].final_gap:.3g}, rate {fits[k].rate:.3g}" for k in rivals))
-    if sol.status != "completed":
+    if sol.status != Status.COMPLETED:
         return Verdict(claim, None, f"solution status {sol.status!r}: " + text, fits)
     if _is_face(refs[claim]):
         return _to_a_face(claim, c, decays, text, fits)
@@ -431,14 +432,13 @@ def leading_by_alpha(system, data, alphas, log10_t: float, **solve_kw) -> np.nda
     scale alpha (seed 000, Thm 4.5), one solve per alpha: -1 where there is none, the solve having ended
     before t (collapsed to 0, or failed: a warning names those alphas and why). A run held at an
     equilibrium or critical point ("stalled", "converged") is there at t."""
-    from flowsim.integrate.solution import FAILURES, HELD
     from flowsim.integrate.solve import solve
 
     out, failed = [], []
     for a in alphas:
         sol = solve(system, data, a, log10_t1=log10_t, saves=2, throw=False, track=(), **solve_kw)
-        out.append(int(np.argmax(np.abs(sol.beta[-1]))) if sol.status in ("completed", *HELD) else -1)
-        if sol.status in FAILURES:
+        out.append(int(np.argmax(np.abs(sol.beta[-1]))) if Status(sol.status).reaches_t1 else -1)
+        if Status(sol.status).is_failure:
             failed.append(f"alpha = {a}: {sol.status} ({sol.message[:160]})")
     if failed:
         warnings.warn(f"leading_by_alpha: {len(failed)} solve(s) failed before log10 t = {log10_t} and read -1 "
@@ -485,7 +485,7 @@ def limit_direction(sol, tail: float = 0.5, rates=np.linspace(0.05, 2.0, 40), la
     beta >= 0 crossed to beta_1 = -0.034."""
     if law not in LAWS:
         raise ValueError(f"law must be one of {LAWS}; got {law!r}.")
-    if sol.status != "completed":
+    if sol.status != Status.COMPLETED:
         raise ValueError(f"limit_direction extrapolates a run to t -> infinity; this one ended {sol.status!r} at "
                          f"log10 t = {sol.log10_t[-1]:.6g} ({sol.message[:120]}). Use sol.direction[-1] for where it "
                          "ended.")

@@ -7,8 +7,8 @@ import numpy as np
 
 from flowsim._checks import is_real_number, is_whole
 from flowsim.data import Dataset
-from flowsim.integrate.solution import FAILURES, HELD
 from flowsim.integrate.solve import solve
+from flowsim.integrate.status import Status
 from flowsim.integrate.sweep import sweep
 from flowsim.progress import progress_bar
 from flowsim.symbolic.derive import derive
@@ -192,9 +192,9 @@ def linf_sam_phase(mu, alpha_1, alpha_2, rho: float, depth: int = 2, *, loss="lo
         return alpha
 
     def judged(status, beta_tail):
-        if status in FAILURES or not np.all(np.isfinite(beta_tail[-1])):
+        if Status(status).is_failure or not np.all(np.isfinite(beta_tail[-1])):
             return UNDECIDED
-        return asymptotic_limit(beta_tail, mu, rho, depth, held=status in HELD, leader_factor=leader_factor)
+        return asymptotic_limit(beta_tail, mu, rho, depth, held=Status(status).held, leader_factor=leader_factor)
 
     status, beta = ds["status"].values, ds["beta"].values
     observed = np.array([[judged(status[i, j], beta[i, j, -2:]) for j in range(status.shape[1])]

@@ -1,8 +1,9 @@
 """The integrators: diffrax (``diffrax:<Solver>``) and scipy (``scipy:<Method>``) behind one segment
-interface (``_base.Segment``), and the choice ``backend="auto"`` makes."""
+interface (:class:`Backend`: ``integrate(SegmentRequest) -> Segment``), and the choice ``backend="auto"`` makes."""
 
 from __future__ import annotations
 
+from flowsim.integrate.backends._base import Backend, Ending, Segment, SegmentRequest
 from flowsim.integrate.backends._diffrax import DiffraxBackend
 from flowsim.integrate.backends._scipy import ScipyBackend
 
@@ -24,3 +25,7 @@ def backend_for(spec: str, log10_t1: float):
     if family == "scipy":
         return ScipyBackend(name)
     raise ValueError(f"unknown backend family {family!r} in {spec!r}; use 'diffrax:<Solver>' or 'scipy:<Method>'.")
+
+
+__all__ = ["ATOL_MIN_IMPLICIT", "AUTO_IMPLICIT_LOG10_T1", "Backend", "DiffraxBackend", "Ending", "ScipyBackend", "Segment",
+           "SegmentRequest", "backend_for"]

@@ -11,14 +11,30 @@ independent variable (``s_max``), an event, ``max_steps``, a failure or an inter
 - count steps, accepted/rejected steps and right-hand-side evaluations;
 - accept ``resume`` (``Segment.resume`` of the previous call, or None) and may ignore it.
 
+A backend subclasses :class:`Backend`: it says its ``name``, whether it is ``implicit``, its
+``default_clock``, the array namespace its field runs on (``field``) and whether a sweep may batch its
+points in one compiled solve (``batches``), and implements ``integrate(request) -> Segment``.
+
 Everything else (sign switches, sliding, statuses, saving) is the driver's (``flowsim.integrate.solve``).
 """
 
 from __future__ import annotations
 
+import abc
+import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+
+
+class Ending(enum.StrEnum):
+    """How a backend call ends other than at an event (whose name is its reason)."""
+
+    END = "end"  # the end of the independent variable, s_max
+    MAX_STEPS = "max_steps"  # the call's step budget
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
 
 
 @dataclass
@@ -29,9 +45,51 @@ class Segment:
     y_saves: np.ndarray  # (n_reached, state)
     s_end: float
     y_end: np.ndarray
-    reason: str  # "end" | an event name | "max_steps" | "failed" | "interrupted"
+    reason: str  # an :class:`Ending` or an event's name
     message: str = ""
     stats: dict = field(default_factory=dict)
     #: a segment that ended on its step budget may return the live solver, which the next call continues
     #: from (``integrate(..., resume=...)``) instead of restarting: scipy's LSODA fails restarted at huge s
     resume: object = None
+
+
+@dataclass(frozen=True)
+class SegmentRequest:
+    """One backend call: integrate ``vf`` from ``(s0, y0)`` towards ``s_max`` under ``clock``."""
+
+    vf: Any  # the field, on the backend's array namespace (``Backend.field``)
+    key: Any  # the system's structure: what a compiled solve is keyed by
+    clock: Any  # a :class:`flowsim.integrate.clock.Clock`
+    uses_sign: bool  # a Filippov flow: watch sign switches
+    sliding: bool  # some entries are pinned: integrate the sliding field
+    y0: np.ndarray
+    s0: float
+    s_max: float
+    args: Any  # a :class:`flowsim.integrate.segment_args.SegmentArgs`
+    u_targets: np.ndarray  # the save targets left, values of u = log(1 + t)
+    rtol: float
+    atol: float
+    max_steps: int
+    n_targets: int  # the whole solve's save targets (a compiled solve's slots)
+    track: tuple = ()  # tracked leader scores (``lead_<kind>`` events)
+    resume: object = None  # ``Segment.resume`` of the previous call
+    progress: Any = None  # called with u as the segment advances (None: no progress)
+
+
+class Backend(abc.ABC):
+    """An integrator behind the segment interface (see the module's contract)."""
+
+    name: str
+    implicit: bool
+    #: the clock ``clock="auto"`` runs in on this backend
+    default_clock: str
+    #: a sweep may integrate its points together in one compiled, vmapped solve
+    batches: bool = False
+
+    @abc.abstractmethod
+    def field(self, system, K: int, d: int):
+        """The field of ``system`` on this backend's array namespace."""
+
+    @abc.abstractmethod
+    def integrate(self, request: SegmentRequest) -> Segment:
+        """Integrate one segment."""

@@ -16,9 +16,11 @@ import optimistix as optx
 
 from flowsim._jax import jax, jnp
 from flowsim.integrate.backends import _unrolled
-from flowsim.integrate.backends._base import Segment
+from flowsim.integrate.backends._base import Backend, Ending, Segment
 from flowsim.integrate.backends._events import event_functions, first_event
 from flowsim.integrate.backends._stored import StoredKernel
+from flowsim.integrate.segment_args import SegmentArgs
+from flowsim.integrate.vector_field import jax_field
 
 #: Tsit5 and Dopri5 are diffrax's, with the stages unrolled (see ``_unrolled``)
 SOLVERS = {"Tsit5": _unrolled.Tsit5, "Dopri5": _unrolled.Dopri5, "Dopri8": diffrax.Dopri8, "Kvaerno5": diffrax.Kvaerno5}
@@ -34,6 +36,8 @@ _BUILDING = threading.Lock()
 #: stability-limited, but takes 20-25% more steps in all (GD and l2-SAM to 1e30-1e100, log10 t1 = 1e4,
 #: sweeps) and was slower everywhere we measured, at errors well inside rtol either way (benchmarks/, README)
 CONTROLLER: dict = {}
+#: a sweep's kernel maps these segment arguments over its members and shares the rest
+BATCHED = SegmentArgs(Z=None, rho=0, sigma=None, pinned=None, log_floor=0)
 
 
 def error_norm(scaled):
@@ -120,8 +124,8 @@ def _observing(run, vf):
 
     def observing(y0, s0, s_max, args, u_targets, tol):
         s_t, y_t, ok, s_end, y_end, flags, stats = run(y0, s0, s_max, args, u_targets, tol)
-        beta_t, _, loss_t = observe(y_t, args[0])
-        beta_end, _, loss_end = observe(y_end, args[0])
+        beta_t, _, loss_t = observe(y_t, args.Z)
+        beta_end, _, loss_end = observe(y_end, args.Z)
         return s_t, (beta_t, loss_t), ok, s_end, (y_end, beta_end[0], loss_end[0]), flags, stats
 
     return observing
@@ -129,8 +133,8 @@ def _observing(run, vf):
 
 def kernel(vf, key, clock, uses_sign, sliding, solver, max_steps, n_targets, track=(), batched=False):
     """The jitted segment solve ``run(y0, s0, s_max, args, u_targets)`` and its event names, compiled
-    once per structure. ``batched=True``: vmapped over y0, the per-member arguments rho (``args[1]``) and
-    log_floor (``args[5]``) and the tolerances (rtol, atol per member), the rest shared, and returning beta
+    once per structure. ``batched=True``: vmapped over y0, the per-member arguments ``rho`` and ``log_floor``
+    (``BATCHED``) and the tolerances (rtol, atol per member), the rest shared, and returning beta
     and the log-loss at the saves and at the end, not the states (``_observing``; for :func:`flowsim.sweep`)."""
     # a clock's compiled field depends on its name alone (a schedule's lr and decay only map its s to t)
     ck = (key, clock.name, uses_sign, sliding, solver, max_steps, n_targets, vf.K, vf.d, track, batched)
@@ -138,8 +142,7 @@ def kernel(vf, key, clock, uses_sign, sliding, solver, max_steps, n_targets, tra
         if ck not in _CACHE:
             run, names = _build(vf, clock, uses_sign, sliding, solver, max_steps, n_targets, track)
             if batched:
-                axes = (None, 0, None, None, None, 0, None, None)
-                run = jax.vmap(_observing(run, vf), in_axes=(0, None, None, axes, None, 0))
+                run = jax.vmap(_observing(run, vf), in_axes=(0, None, None, BATCHED, None, 0))
             structure = (clock.name, uses_sign, sliding, solver, max_steps, n_targets, track, batched)
             _CACHE[ck] = StoredKernel(jax.jit(run), vf, structure), names
             while len(_CACHE) > max(KERNELS_KEPT, 1):
@@ -151,7 +154,7 @@ def kernel(vf, key, clock, uses_sign, sliding, solver, max_steps, n_targets, tra
 def host_arguments(y0, s0, s_max, args, targets, tol):
     """A kernel's arguments as NumPy arrays (scalars 0-d float64, typed as before): jit moves them to the
     device in its C++ dispatch, where a ``jnp.asarray`` per argument cost ~15 us each (0.2 ms a solve)."""
-    return (np.asarray(y0, np.float64), np.float64(s0), np.float64(s_max), tuple(np.asarray(a) for a in args),
+    return (np.asarray(y0, np.float64), np.float64(s0), np.float64(s_max), args.on_host(),
             np.asarray(targets, np.float64), np.asarray(tol, np.float64))
 
 
@@ -162,18 +165,18 @@ def target_slots(n) -> int:
 
 
 def reason(names, fired, maxed, failed) -> str:
-    """Why a segment ended: an event's name, "max_steps", "failed" or "end"."""
+    """Why a segment ended: an event's name or an :class:`Ending`."""
     if int(fired) >= 0:
         return names[int(fired)]
     if bool(maxed):
-        return "max_steps"
-    return "failed" if bool(failed) else "end"
+        return Ending.MAX_STEPS
+    return Ending.FAILED if bool(failed) else Ending.END
 
 
 FAILED_MESSAGE = "diffrax stopped: step size fell below its limit or the state became non-finite"
 
 
-class DiffraxBackend:
+class DiffraxBackend(Backend):
     """``backend="diffrax:<Solver>"`` with Solver in ``SOLVERS``."""
 
     def __init__(self, solver: str):
@@ -183,23 +186,27 @@ class DiffraxBackend:
         self.name = f"diffrax:{solver}"
         self.implicit = solver == "Kvaerno5"
         self.default_clock = "log_time"
+        self.batches = True
 
-    def integrate(self, vf, key, clock, uses_sign, sliding, y0, s0, s_max, args, u_targets, rtol, atol, max_steps,
-                  n_targets=None, track=(), resume=None):
-        # resume is not used: a new segment restarts the compiled solve (it picks its first step itself)
+    def field(self, system, K, d):
+        return jax_field(system, K, d)
+
+    def integrate(self, request):
+        r = request  # its resume is not used: a new segment restarts the compiled solve (it picks its first step)
         # a fixed number of (inf-padded) targets, so later segments reuse the compiled solve
-        n_targets = target_slots(max(n_targets or len(u_targets), len(u_targets), 1))
-        run, names = kernel(vf, key, clock, uses_sign, sliding, self.solver, max_steps, n_targets, track)
+        u_targets = r.u_targets
+        n_targets = target_slots(max(r.n_targets, len(u_targets), 1))
+        run, names = kernel(r.vf, r.key, r.clock, r.uses_sign, r.sliding, self.solver, r.max_steps, n_targets, r.track)
         targets = np.full(n_targets, np.inf)
         targets[: len(u_targets)] = u_targets
         # every output in one transfer (read one by one, each waited on the device again)
         s_t, y_t, ok, s_end, y_end, (fired, maxed, failed), stats = jax.device_get(run(*host_arguments(
-            y0, s0, s_max, args, targets, [rtol, atol])))
+            r.y0, r.s0, r.s_max, r.args, targets, [r.rtol, r.atol])))
         ok = ok & np.isfinite(targets)
         why = reason(names, fired, maxed, failed)
         n_steps, n_acc, n_rej = (int(x) for x in stats)
         return Segment(
             s_saves=s_t[ok], y_saves=y_t[ok], s_end=float(s_end), y_end=y_end, reason=why,
-            message=FAILED_MESSAGE if why == "failed" else "",
+            message=FAILED_MESSAGE if why == Ending.FAILED else "",
             stats={"steps": n_steps, "accepted": n_acc, "rejected": n_rej},
         )

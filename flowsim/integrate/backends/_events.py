@@ -15,11 +15,11 @@ falls through zero:
   0: free), so this event fires only when a solver steps across an invariant plane w_k = 0, by more
   than it resolves.
 
-- ``lead_magnitude`` / ``lead_growth`` (tracked scores): score of the current leader (args[7])
+- ``lead_magnitude`` / ``lead_growth`` (tracked scores): score of the current leader (``leaders``)
   minus the best other score: another coordinate is about to lead in |beta_j| or in the relative
   growth rate d log|beta_j| / dtau (clock-free: every clock rescales all rates alike).
 
-``args = (Z, rho, sigma, pinned, u_end, log_floor, log_ceiling, leaders, watched, sides)``. A backend arms only
+Each reads the segment's :class:`flowsim.integrate.segment_args.SegmentArgs`. A backend arms only
 the events that are positive at the segment's start: one that is not (say two coordinates tied for ever
 by symmetry) would end the segment at once, or, as part of one minimum, blind the others.
 ``watched`` (sign flows) does the same per entry for ``switch``: an entry that has just switched starts
@@ -27,7 +27,7 @@ its segment at sigma_k G_k = 0, and as part of one minimum it would disarm every
 (a missed switch leaves a stale sign in the field: l_inf-SAM then follows a trajectory the exact flow
 does not take). An unwatched entry is not forgotten: the segment ends once its |G_k| grows past
 ``SETTLE`` max|G|, and its sign is examined again there (the side chosen at a switch from a short probe
-may not hold: G_k can turn back, and a stale sign then made a false rest point, issue 12).
+may not hold: G_k can turn back, and a stale sign would make a false rest point).
 """
 
 from __future__ import annotations
@@ -67,32 +67,32 @@ def event_functions(vf, clock: str, uses_sign: bool, track=()) -> Events:
     xp, K, d = vf.xp, vf.K, vf.d
 
     # each maps the segment's args to a function (s, y, size) with size = log max|theta|, computed once
-    fns = {"blowup": lambda args: lambda s, y, size: args[6] - size}
+    fns = {"blowup": lambda args: lambda s, y, size: args.log_ceiling - size}
     if not uses_sign:  # sign flows reach 0 by sliding, which the switch event handles
-        fns["collapse"] = lambda args: lambda s, y, size: size - args[5]
+        fns["collapse"] = lambda args: lambda s, y, size: size - args.log_floor
 
         def crossing(args):
-            sigma = args[2].reshape(-1)
+            sigma = args.sigma.reshape(-1)
             free = xp.where(sigma != 0, 0.0, xp.inf)  # entries without a kept sign never cross
             # past the collapse floor on the other side: below it the solver does not resolve the state,
             # and an explicit method's entry that decays to 0 dithers around it by rounding
-            floor = xp.exp(args[5])
+            floor = xp.exp(args.log_floor)
             return lambda s, y, size: (sigma * y[:-1] + free).min() + floor
 
         fns["crossing"] = crossing
     if clock.u_in_state:  # the horizon is a value of the state's u
-        fns["horizon"] = lambda args: lambda s, y, size: args[4] - y[-1]
+        fns["horizon"] = lambda args: lambda s, y, size: args.u_end - y[-1]
     if uses_sign:
 
         def switch(args):
-            Z, _, sigma, pinned = args[:4]
-            sides = args[9].reshape(-1)  # the side of 0 each parameter entry started on (0: not watched)
+            Z, sigma, pinned = args.Z, args.sigma, args.pinned
+            sides = args.sides.reshape(-1)
 
             def value(s, y, size):
                 G, _ = vf.direction(xp.reshape(y[:-1], (K, d)), Z)
                 # an entry that has just switched (unwatched) is re-examined once |G_k| has grown out of 0
                 settle = SETTLE * xp.max(xp.abs(G)) - xp.abs(G)
-                switched = xp.min(xp.where(pinned, 1.0, xp.where(args[8], sigma * G, settle)))
+                switched = xp.min(xp.where(pinned, 1.0, xp.where(args.watched, sigma * G, settle)))
                 # a parameter entry crossing 0 changes the sign of G_k for the entries its product carries: two
                 # such crossings in one step (a piecewise-constant field allows long steps) turned sigma_k G_k
                 # back to positive by the step's end, and the switch went unseen (depth-3 SignFlow: a wrong beta)
@@ -105,8 +105,8 @@ def event_functions(vf, clock: str, uses_sign: bool, track=()) -> Events:
     for i, kind in enumerate(track):
 
         def lead(args, i=i, kind=kind):
-            Z, rho, sigma = args[:3]
-            k = args[7][i]
+            Z, rho, sigma = args.Z, args.rho, args.sigma
+            k = args.leaders[i]
             not_k = xp.arange(d) != k
 
             def value(s, y, size):

@@ -13,10 +13,11 @@ from scipy import integrate, optimize
 
 from flowsim._blas import ONE_BLAS_THREAD
 from flowsim._interrupts import stopped_by
-from flowsim.integrate.backends._base import Segment
+from flowsim.integrate.backends._base import Backend, Ending, Segment
 from flowsim.integrate.backends._events import event_functions
 from flowsim.integrate.backends._tau_saves import MAX_BYTES, TauSaves
 from flowsim.integrate.jacobian import FieldJacobian
+from flowsim.integrate.vector_field import numpy_field
 
 METHODS = {"RK45": integrate.RK45, "DOP853": integrate.DOP853, "Radau": integrate.Radau, "BDF": integrate.BDF, "LSODA": integrate.LSODA}
 IMPLICIT = {"Radau", "BDF", "LSODA"}
@@ -49,7 +50,7 @@ def _root(f, lo, hi):
 
 
 
-class ScipyBackend:
+class ScipyBackend(Backend):
     """``backend="scipy:<Method>"`` with Method in ``METHODS``."""
 
     def __init__(self, method: str):
@@ -61,28 +62,29 @@ class ScipyBackend:
         # the tau clock: in log-time Newton iterates overflow the rate e^{S~+s} at long horizons (``flowsim.solve``)
         self.default_clock = "tau" if self.implicit else "log_time"
 
-    def integrate(self, vf, key, clock, uses_sign, sliding, y0, s0, s_max, args, u_targets, rtol, atol,
-                  max_steps, progress=None, track=(), resume=None):
+    def field(self, system, K, d):
+        return numpy_field(system, K, d)
+
+    def integrate(self, request):
+        r = request
         # an implicit method's trial point can overflow the clock rate; the step is then rejected, or the
         # state is non-finite and the segment fails (checked after every step). Set once here: per field
         # evaluation the context manager cost a tenth of a NumPy field
         with np.errstate(over="ignore", invalid="ignore"):
-            if resume is not None:
-                return self._run(*resume, s0, y0, args, u_targets, max_steps, progress)
-            return self._start(vf, clock, uses_sign, sliding, y0, s0, s_max, args, u_targets, rtol, atol, max_steps,
-                               progress, track)
+            if r.resume is not None:
+                return self._run(*r.resume, r.s0, r.y0, r.args, r.u_targets, r.max_steps, r.progress)
+            return self._start(r)
 
-    def _start(self, vf, clock, uses_sign, sliding, y0, s0, s_max, args, u_targets, rtol, atol, max_steps, progress,
-               track):
-        rhs = vf.rhs(clock, sliding)
+    def _start(self, r):
+        rhs = r.vf.rhs(r.clock, r.sliding)
         kwargs = {}
         if self.implicit:
-            jac = FieldJacobian(vf).rhs_jacobian(clock, sliding)
-            kwargs["jac"] = lambda s, y: jac(s, y, args)
-        solver = METHODS[self.method](lambda s, y: rhs(s, y, args), s0, np.asarray(y0, float), s_max, rtol=rtol,
-                                      atol=atol, **kwargs)
-        events = event_functions(vf, clock, uses_sign, track)
-        return self._run(solver, events, None, clock, s0, y0, args, u_targets, max_steps, progress)
+            jac = FieldJacobian(r.vf).rhs_jacobian(r.clock, r.sliding)
+            kwargs["jac"] = lambda s, y: jac(s, y, r.args)
+        solver = METHODS[self.method](lambda s, y: rhs(s, y, r.args), r.s0, np.asarray(r.y0, float), r.s_max,
+                                      rtol=r.rtol, atol=r.atol, **kwargs)
+        events = event_functions(r.vf, r.clock, r.uses_sign, r.track)
+        return self._run(solver, events, None, r.clock, r.s0, r.y0, r.args, r.u_targets, r.max_steps, r.progress)
 
     def _run(self, solver, events, armed, clock, s0, y0, args, u_targets, max_steps, progress):
         """Step ``solver`` (already at (s0, y0)) for at most ``max_steps`` steps. ``armed``: the indices of
@@ -95,7 +97,7 @@ class ScipyBackend:
         ti = 0
         s_saves, y_saves = [], []
         steps = 0
-        reason, message = "end", ""
+        reason, message = Ending.END, ""
         s_end, y_end = s0, np.asarray(y0, float)
         counted = (0, 0, 0) if armed is None else (solver.nfev, solver.njev, solver.nlu)  # scipy counts evaluations
         if armed is None:  # an event not positive at the segment's start stays disarmed (``_events``)
@@ -109,13 +111,13 @@ class ScipyBackend:
                 if solver.status == "finished":
                     break
                 if steps >= max_steps:
-                    reason, message = "max_steps", f"max_steps={max_steps} reached"
+                    reason, message = Ending.MAX_STEPS, f"max_steps={max_steps} reached"
                     break
                 s_old = solver.t
                 stepped, failure = self._step(solver, clock)
                 steps += stepped
                 if failure:
-                    reason, message = "failed", failure
+                    reason, message = Ending.FAILED, failure
                     break
                 hit, s_stop, dense = _first_event(events.names, values, armed, s_old, solver, probed)
                 y_stop = solver.y if hit is None else dense(s_stop)
@@ -141,19 +143,19 @@ class ScipyBackend:
                     reason = hit
                     break
         except KeyboardInterrupt as err:
-            reason, message = "interrupted", stopped_by(err)
+            reason, message = Ending.INTERRUPTED, stopped_by(err)
         finally:
             ONE_BLAS_THREAD.leave()
         while tau_saves is not None and tau_saves.nbytes:  # (also those of an interrupted segment)
             try:
                 _take(tau_saves, s_saves, y_saves)
             except KeyboardInterrupt as err:  # a second Ctrl-C: the batch is still whole, take it again
-                reason, message = "interrupted", stopped_by(err)
+                reason, message = Ending.INTERRUPTED, stopped_by(err)
         # scipy steps until a step is accepted: what it calls a step, the only kind it counts
         stats = {"steps": steps, "accepted": steps, "nfev": int(solver.nfev - counted[0])}
         if self.implicit:
             stats.update(njev=int(solver.njev - counted[1]), nlu=int(solver.nlu - counted[2]))
-        resume = (solver, events, armed, clock) if reason == "max_steps" else None
+        resume = (solver, events, armed, clock) if reason == Ending.MAX_STEPS else None
         return Segment(
             s_saves=np.asarray(s_saves), y_saves=np.asarray(y_saves).reshape(len(s_saves), len(y0)),
             s_end=float(s_end), y_end=np.asarray(y_end), reason=reason, message=message, stats=stats, resume=resume,

@@ -1,4 +1,4 @@
-"""Compiled solve kernels kept on disk between processes (issue 16: a warm start that is warm).
+"""Compiled solve kernels kept on disk between processes, so a new process starts warm.
 
 JAX's persistent cache stores a kernel's *compiled* form, but finding it still means tracing the whole
 diffrax solve in Python first, a second or more in every new process. Here a kernel is also exported

@@ -54,7 +54,7 @@ class _UnrolledERK(diffrax.AbstractAdaptiveSolver):
         y_error = sum(float(b) * k for b, k in zip(tab.b_error, ks) if b != 0)
         # a trial step into overflow is rejected and shrunk: diffrax's controller scales the error by
         # max(|y0|, |y1|), and an infinite y1 turned that into inf/inf = NaN, the next step size NaN, and
-        # every later step rejected (depth-4 GD from alpha = 1, issue 12)
+        # every later step rejected (depth-4 GD from alpha = 1)
         overflow = ~jnp.all(jnp.isfinite(y1))
         y1 = jnp.where(overflow, y0, y1)
         y_error = jnp.where(overflow, jnp.inf, y_error)
