@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from flowsim._checks import is_real_number, is_whole
-from flowsim.theory.reachable import reachable_signs
+from flowsim.integrate.solution import FAILURES, HELD
+from flowsim.symbolic.reachable import reachable_signs
 from flowsim.theory.references import MaxMargin, normalised_margin
 
 
@@ -431,7 +432,6 @@ def leading_by_alpha(system, data, alphas, log10_t: float, **solve_kw) -> np.nda
     scale alpha (seed 000, Thm 4.5), one solve per alpha: -1 where there is none, the solve having ended
     before t (collapsed to 0, or failed: a warning names those alphas and why). A run held at an
     equilibrium or critical point ("stalled", "converged") is there at t."""
-    from flowsim.integrate.solution import FAILURES, HELD
     from flowsim.integrate.solve import solve
 
     out, failed = [], []
