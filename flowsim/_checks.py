@@ -22,3 +22,10 @@ def fits_float64(number) -> bool:
         return bool(np.isfinite(value)) and (value != 0 or number == 0)  # 1e-400 would read as 0
     except (OverflowError, TypeError):
         return False
+
+
+def refuse_masked(name, values) -> None:
+    """A numpy masked array is refused: converting it drops the mask, so the masked entries would be used."""
+    if isinstance(values, np.ma.MaskedArray):
+        raise ValueError(f"{name} is a numpy masked array, whose mask flowsim would drop (using the masked entries); "
+                         f"pass a plain array: drop what is masked, or fill it ({name}.filled(value)).")

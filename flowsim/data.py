@@ -11,6 +11,11 @@ from scipy.optimize import linprog, minimize
 from scipy.special import expit, log_expit
 
 from flowsim._blas import ONE_BLAS_THREAD
+from flowsim._checks import refuse_masked
+from flowsim.errors import NonSeparableError
+from flowsim.symbolic.flows import GD
+from flowsim.symbolic.model import Parametrization
+from flowsim.symbolic.reachable import reachable_signs
 
 #: a certificate's margins must exceed the worst-case rounding of a d-term dot product
 #: (Higham's gamma_d, plus the rounding of the normalisation), relative to sum_j |z_ij beta_j|
@@ -75,10 +80,6 @@ class Dataset:
         separates the data: the sign pattern of beta is restricted (:func:`flowsim.reachable_signs`;
         a balanced product or tied network of even depth from a positive init keeps beta >= 0; a model
         of your own: the signs derived from its formula)."""
-        from flowsim.symbolic.flows import GD
-        from flowsim.symbolic.model import Parametrization
-        from flowsim.theory.reachable import reachable_signs
-
         if not isinstance(model, Parametrization):
             raise ValueError(f"model must be a flowsim.Parametrization (DiagonalNet, Linear() or your own); "
                              f"got {model!r}.")
@@ -105,8 +106,6 @@ class Dataset:
 def require_separable(data: Dataset, allow_nonseparable: bool) -> None:
     """The refusal :func:`flowsim.solve`, :func:`flowsim.sweep` and :func:`flowsim.iterate` share:
     no max-margin limit exists on non-separable data unless the caller asks to run anyway."""
-    from flowsim.errors import NonSeparableError
-
     if not allow_nonseparable and not data.is_separable:
         raise NonSeparableError(
             "data are not linearly separable (the LP Z beta >= 1 is infeasible), so there is no max-margin "
@@ -250,10 +249,3 @@ def _floats(name, values) -> np.ndarray:
         raise ValueError(f"{name} holds a number beyond float64's range (about 1.8e308); rescale it.") from None
     except (TypeError, ValueError) as err:
         raise ValueError(f"{name} must be an array of numbers, every row of the same length ({err}).") from None
-
-
-def refuse_masked(name, values) -> None:
-    """A numpy masked array is refused: converting it drops the mask, so the masked entries would be used."""
-    if isinstance(values, np.ma.MaskedArray):
-        raise ValueError(f"{name} is a numpy masked array, whose mask flowsim would drop (using the masked entries); "
-                         f"pass a plain array: drop what is masked, or fill it ({name}.filled(value)).")

@@ -23,47 +23,12 @@ from pathlib import Path
 
 import numpy as np
 
+from flowsim._files import FIGURE_FORMATS, writable_place
 from flowsim._interrupts import received_after
-from flowsim.plot import FORMATS as FIGURES
-
-CONVENTIONS = "CF-1.10"
-#: long_name and units of every variable a run or a sweep holds
-VARIABLES = {
-    "log10_t": ("log10 of the flow's time t at each save (a solve's state at t = 0: the *_init variables)", "1"),
-    "beta": ("linear predictor beta_j = f(w_1j, ..., w_Kj)", "1"),
-    "params": ("parameter entries w_kj", "1"),
-    "log_loss": ("natural log of the mean training loss", "1"),
-    "margins": ("margin y_i <x_i, beta> of each sample", "1"),
-    "tau": ("loss-normalised clock tau (dtau = q dt), or the schedule clock s of sign/Adam-type flows", "1"),
-    "X": ("training inputs x_i", "1"),
-    "y": ("training labels y_i", "1"),
-    "coordinate": ("coordinate j (1-based, as in the papers)", "1"),
-    "sample": ("sample i (1-based)", "1"),
-    "layer": ("layer name", ""),
-    "leader": ("leading coordinate argmax_j |beta_j| (1-based; 0 after the solve ended)", "1"),
-    "status": ("how the solve at this grid point ended (flowsim.STATUSES)", ""),
-    "steps": ("solver steps taken", "1"),
-    "log10_t_end": ("log10 t where the solve ended", "1"),
-    "beta_end": ("beta at the end of the solve", "1"),
-    "solver": ("the backend the point's solve ended on ('(vmap)': the sweep's lockstep solve)", ""),
-    "params_init": ("parameter entries w_kj at t = 0 (the init)", "1"),
-    "beta_init": ("linear predictor beta_j at t = 0 (the init)", "1"),
-    "log_loss_init": ("natural log of the mean training loss at t = 0 (the init)", "1"),
-    "margins_init": ("margin y_i <x_i, beta> of each sample at t = 0 (the init)", "1"),
-    "alpha": ("initialisation scale alpha (every entry)", "1"),
-    "rho": ("perturbation radius rho", "1"),
-}
-
-
-def annotate(ds):
-    """Give every known variable its ``long_name`` and ``units`` and the dataset its ``Conventions``."""
-    for name in list(ds.variables):
-        long_name, units = VARIABLES.get(name) or (
-            (f"initialisation of coordinate {name[6:]} (alpha_j)", "1") if str(name).startswith("alpha_") else (None, None))
-        if long_name is not None:
-            ds[name].attrs.update(long_name=long_name, units=units)
-    ds.attrs["Conventions"] = CONVENTIONS
-    return ds
+from flowsim._variables import annotate
+from flowsim.integrate.solution import Solution
+from flowsim.integrate.status import OUTCOMES, STATUSES
+from flowsim.integrate.timeline import beta_margins_loss
 
 
 def to_xarray(sol):
@@ -115,8 +80,6 @@ class InitialState:
 
 def initial_state(sol) -> InitialState:
     """The state at t = 0 of the solve ``sol``, from the init it was asked for (``sol.config["init"]``)."""
-    from flowsim.integrate.timeline import beta_margins_loss
-
     if "init" not in sol.config:
         raise ValueError("sol.config has no 'init': only a Solution from flowsim.solve can be saved (its state at "
                          "t = 0 is saved with it).")
@@ -148,21 +111,6 @@ def discrete_to_xarray(run):
 NETCDF = (".nc", ".nc4", ".cdf", ".netcdf")
 
 
-def writable_place(path) -> Path:
-    """``path``, if a file can be written there: its nearest existing folder is a folder (not a file) we may
-    write in (missing folders below it are made when it is written); ValueError otherwise, before any work
-    (a file in the way had ended a finished run in a traceback, the run lost)."""
-    path = Path(path)
-    there = next(p for p in path.absolute().parents if p.exists())  # (the root always does)
-    if not there.is_dir():
-        raise ValueError(f"cannot write {path}: {there} is a file, not a folder.")
-    try:  # by trying: as root, os.access says yes to /sys and /proc, where the save failed after the run
-        tempfile.NamedTemporaryFile(dir=there).close()
-    except OSError as err:
-        raise ValueError(f"cannot write {path}: {there} does not take new files ({err.strerror}).") from None
-    return path
-
-
 def check_path(path) -> Path:
     """``path`` as a place to save a run: a file (not a folder) named as netCDF (``.nc``, ``.nc4``, ``.cdf``,
     ``.netcdf``); ValueError otherwise (the command line checks before it runs, so a bad name costs no run)."""
@@ -172,7 +120,7 @@ def check_path(path) -> Path:
     suffix = path.suffix.lower()
     if suffix in NETCDF:
         return writable_place(path)
-    if suffix in FIGURES:  # a figure's extension is replaced (x.nc.png -> x.nc)
+    if suffix in FIGURE_FORMATS:  # a figure's extension is replaced (x.nc.png -> x.nc)
         named = path.with_suffix("") if Path(path.stem).suffix.lower() in NETCDF else path.with_suffix(".nc")
         figure = f" (a figure of a saved run: flowsim plot {named.name} --out {path.name})"
     else:  # any other name is kept whole (run_rho0.1 -> run_rho0.1.nc, not run_rho0.nc)
@@ -188,7 +136,6 @@ def save(sol, path) -> Path:
     import xarray as xr
 
     from flowsim.discrete.iterate import DiscreteRun
-    from flowsim.integrate.solution import Solution
 
     if not isinstance(sol, (Solution, DiscreteRun, xr.Dataset)):
         raise TypeError(f"sol must be a flowsim.Solution (flowsim.solve), a DiscreteRun (flowsim.iterate) or the "
@@ -286,7 +233,6 @@ def solution_of(ds, system=None, path="the run"):
     """The :class:`flowsim.Solution` a loaded Dataset of one solve holds (``load(path, as_solution=True)``),
     checked against its own status and system; a ValueError naming ``path`` and what is wrong otherwise."""
     from flowsim.data import Dataset
-    from flowsim.integrate.solution import Solution
 
     kind = holds(ds)
     if kind != "one solve":
@@ -351,8 +297,6 @@ def _system_of(ds, system, path):
 
 def _check_contents(ds, path):
     """The run's status is one flowsim has, and a run that ended normally has finite times and states."""
-    from flowsim.integrate.status import OUTCOMES, STATUSES
-
     status = ds.attrs["status"]
     if status not in STATUSES:
         raise ValueError(f"{path}: its status {status!r} is none of flowsim's ({', '.join(STATUSES)}).")

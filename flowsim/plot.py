@@ -12,8 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
+from flowsim._files import FIGURE_FORMATS, writable_place
+from flowsim.integrate.status import FAILURES, HELD, Status
+
 #: figure formats :func:`save` writes, by file extension
-FORMATS = (".png", ".svg", ".pdf")
+FORMATS = FIGURE_FORMATS
 
 
 def _axes(ax):
@@ -26,8 +29,6 @@ def _axes(ax):
 
 def check_format(path) -> str:
     """The format ("png", "svg" or "pdf") a figure file's extension names; ValueError otherwise."""
-    from flowsim.io import writable_place
-
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
         raise ValueError(f"the figure format follows the file extension, one of {', '.join(FORMATS)}; "
@@ -526,8 +527,6 @@ GRID_TICKS = 8
 def _mark_unfinished(ax, ds, xk, yk):
     """A marker per status at each grid point that did not run to the horizon nor come to rest (collapsed,
     failed, ...), named in the legend: a map's colour alone does not say why a point has no switch."""
-    from flowsim.integrate.status import HELD, Status
-
     status = ds["status"].transpose(yk, xk).values
     X, Y = np.meshgrid(ds[xk].values, ds[yk].values)
     marks = [ax.plot(X[status == name], Y[status == name], "xo+sv^"[k % 6], color="w", mec="k", ms=7, mew=1.2, ls="",
@@ -579,8 +578,6 @@ def end_direction(ds, ax=None):
     """The direction each point of a one-dimensional sweep reached, beta_end_j / ||beta_end||_2 against the
     grid key, where it completed or was held at a limit (converged, stalled); the points that ended
     otherwise (collapsed, failed, ...) are marked on the axis by status."""
-    from flowsim.integrate.status import HELD, Status
-
     keys = _grid_keys(ds)
     if len(keys) != 1:
         raise ValueError(f"end_direction draws a sweep over one grid key; this one runs over {keys}: select one "
@@ -646,8 +643,6 @@ def switch_time_map(da, ax=None, title=None):
     the point reached an outcome: one that failed or was interrupted (the ``status`` coordinate that
     :func:`flowsim.switch_log10_t` carries) is left blank, its switches unknown."""
     from matplotlib.patches import Patch
-
-    from flowsim.integrate.status import FAILURES
 
     if da.ndim != 2:
         one = ": for a sweep over one key, plot.leader_map draws the switch times" if da.ndim == 1 else ""

@@ -13,8 +13,11 @@ from flowsim._checks import is_whole
 from flowsim._interrupts import absorbed, stopped_by, terminable
 from flowsim._jax import jax, jnp
 from flowsim.discrete.optimizers import Optimizer
+from flowsim.errors import IntegrationError
+from flowsim.integrate.solution import unit_rows
 from flowsim.integrate.status import Status
 from flowsim.integrate.vector_field import coordinate_weights
+from flowsim.progress import progress_bar
 
 
 class DiscreteRun(NamedTuple):
@@ -54,8 +57,6 @@ class DiscreteRun(NamedTuple):
 
     @property
     def direction(self):
-        from flowsim.integrate.solution import unit_rows
-
         return unit_rows(self.beta)
 
 
@@ -173,7 +174,6 @@ def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, recor
     interrupted (Ctrl-C), the run ends there with status "failed" or "interrupted", keeping every
     finite record; ``throw=True`` raises :class:`flowsim.IntegrationError` with it as ``.solution``.
     """
-    from flowsim.errors import IntegrationError
     from flowsim.integrate.solve import refuse_still_start
     from flowsim.symbolic.derive import derive
     from flowsim.symbolic.flows import GD
@@ -223,8 +223,6 @@ def _advance_between_records(advance, th, st, pts, progress):
     """The records at ``pts`` and the steps they are at, stopping at the first non-finite one or at Ctrl-C
     (status and message). Between records the steps run in calls of about :data:`CALL_SECONDS`, so that an
     interrupt answers at once; the state the last call reached is then kept as a record of its own."""
-    from flowsim.progress import progress_bar
-
     out, at = [np.asarray(th)], [0]
     current = (0, th, st)  # the step reached and the state there, replaced whole (an interrupt sees one or the other)
     status, message = Status.COMPLETED, ""

@@ -27,7 +27,7 @@ from flowsim.integrate.timeline import (
     held_records,
 )
 from flowsim.integrate.vector_field import numpy_field
-from flowsim.theory.reachable import invariant_planes, kept_entry_signs
+from flowsim.symbolic.reachable import invariant_planes, kept_entry_signs
 
 MAX_SEGMENTS = 10_000
 

@@ -28,7 +28,7 @@ from flowsim.integrate.timeline import (
 )
 from flowsim.symbolic.derive import System
 from flowsim.symbolic.directions import AdamProxyDirection
-from flowsim.theory.reachable import reachable_signs, underflowing
+from flowsim.symbolic.reachable import reachable_signs, underflowing
 
 #: upper bound on the initial entries
 MAX_INIT = 1e30

@@ -27,6 +27,7 @@ import numpy as np
 
 from flowsim._checks import is_whole
 from flowsim._interrupts import absorbed, held, terminable
+from flowsim._variables import annotate
 from flowsim.integrate.backends import backend_for
 from flowsim.integrate.balanced import layer_flips, reduction
 from flowsim.integrate.clock import clock_for
@@ -44,10 +45,9 @@ from flowsim.integrate.timeline import (
     log_floor_of,
     u_of,
 )
-from flowsim.io import annotate
 from flowsim.symbolic.derive import System, derive
 from flowsim.symbolic.model import DiagonalNet
-from flowsim.theory.reachable import kept_entry_signs, reachable_signs
+from flowsim.symbolic.reachable import kept_entry_signs, reachable_signs
 
 #: grid keys: "alpha" (every entry), "alpha_<j>" (coordinate j, 1-based as in the papers), "rho"
 ALPHA, RHO = "alpha", "rho"

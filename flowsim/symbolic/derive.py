@@ -33,9 +33,11 @@ from typing import NamedTuple
 import numpy as np
 import sympy as sp
 
+from flowsim.data import Dataset
+from flowsim.symbolic.check import check
 from flowsim.symbolic.contract import check_direction, check_point
 from flowsim.symbolic.directions import DirectionSymbols
-from flowsim.symbolic.flow import Flow
+from flowsim.symbolic.flow import Flow, check_rho
 from flowsim.symbolic.functions import jax_functions, numpy_functions
 from flowsim.symbolic.loss import Loss, M, get_loss
 from flowsim.symbolic.model import Parametrization
@@ -177,8 +179,6 @@ class System:
         """Compare the compiled gradient, field and Jacobian with autodiff of an independently built loss
         at random states; raises :class:`flowsim.DerivationError` naming the component that disagrees
         (:mod:`flowsim.symbolic.check`). Returns the largest relative error."""
-        from flowsim.symbolic.check import check
-
         return check(self, data, points=points, seed=seed, rtol=rtol)
 
     def vector_field(self, params, data):
@@ -202,9 +202,7 @@ class System:
         number of points, and rho, the flow's by default, is an argument: a new radius does not recompile).
         Sign flows use sign(G) at each point, as ``vector_field`` does."""
         from flowsim._jax import jax, jnp
-        from flowsim.data import Dataset
         from flowsim.integrate.vector_field import jax_field
-        from flowsim.symbolic.flow import check_rho
 
         if not isinstance(data, Dataset):
             raise ValueError(f"data must be a flowsim.Dataset; got {type(data).__name__} (field_on(data) makes the "

@@ -152,7 +152,7 @@ def _tied_form_is_own(part, form, rules) -> bool:
 
 def rest_points_are_critical(flow) -> bool:
     """The flow's rest points are the loss's critical points, held as such: it follows the gradient
-    (``Flow.follows_gradient``: an entry's field carries dbeta/dw, which :mod:`flowsim.theory.reachable`
+    (``Flow.follows_gradient``: an entry's field carries dbeta/dw, which :mod:`flowsim.symbolic.reachable`
     uses) in the solver's own clock, not a schedule's; used by :mod:`flowsim.integrate.critical`."""
     return flow.follows_gradient and flow.clock is None
 

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from flowsim._checks import fits_float64, is_whole
-from flowsim.data import refuse_masked
+from flowsim._checks import fits_float64, is_whole, refuse_masked
 from flowsim.symbolic.expression import ExpressionError, parse
 
 FORMS = ("product", "tied", "difference")

@@ -15,6 +15,7 @@ from dataclasses import fields
 import sympy as sp
 
 from flowsim.symbolic import directions, points
+from flowsim.symbolic.derive import derive
 from flowsim.symbolic.expression import ExpressionError, dump, load
 from flowsim.symbolic.flow import Flow
 from flowsim.symbolic.loss import Loss
@@ -34,8 +35,6 @@ def spec(system) -> dict | None:
 def system_from_spec(data: dict):
     """The derived system a spec describes; a ValueError (an ExpressionError for a refused formula) if the
     spec is not one :func:`spec` writes."""
-    from flowsim.symbolic.derive import derive
-
     try:
         parts = parts_from_spec(data)
     except (KeyError, TypeError, AttributeError) as e:

@@ -16,7 +16,7 @@ import numpy as np
 
 from flowsim._checks import is_real_number, is_whole
 from flowsim.integrate.status import Status
-from flowsim.theory.reachable import reachable_signs
+from flowsim.symbolic.reachable import reachable_signs
 from flowsim.theory.references import MaxMargin, normalised_margin
 
 
