@@ -12,6 +12,7 @@ and the temporary file is removed on every exit Python sees, SIGTERM included.
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob
 import json
 import os
@@ -252,7 +253,16 @@ def solution_of(ds, system=None, path="the run"):
     return Solution(
         system=system, data=data, log10_t=ds["log10_t"].values, tau=ds["tau"].values, params=ds["params"].values,
         beta=ds["beta"].values, log_loss=ds["log_loss"].values, margins=ds["margins"].values,
-        status=ds.attrs["status"], message=ds.attrs["message"], **attrs)
+        status=ds.attrs["status"], message=ds.attrs["message"], **attrs,
+        rerun=functools.partial(_solve_again, system, data))
+
+
+
+def _solve_again(system, data, **arguments):
+    """:func:`flowsim.solve`, imported when a loaded run is solved again (it loads JAX; reading a run does not)."""
+    from flowsim.integrate.solve import solve
+
+    return solve(system, data, **arguments)
 
 
 def _json_attr(ds, name, path, types):

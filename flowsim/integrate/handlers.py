@@ -18,8 +18,8 @@ from flowsim.integrate.critical import LOSS_STILL
 from flowsim.integrate.filippov import classify, entry_name
 from flowsim.integrate.jacobian import FieldJacobian
 from flowsim.integrate.segment_args import SegmentArgs
-from flowsim.integrate.solution import log10_t_from_u
 from flowsim.integrate.status import Status
+from flowsim.integrate.timeline import log10_t_from_u
 from flowsim.symbolic.flow import rest_points_are_critical
 
 
@@ -331,11 +331,6 @@ def _converged(run, loss_still=False) -> bool:
 #: segment endings (backend reasons) that end a solve normally, and the status each gives
 ENDINGS = {Ending.END: Status.COMPLETED, "horizon": Status.COMPLETED, "collapse": Status.COLLAPSED,
            "blowup": Status.BLEW_UP}
-
-
-RATE_OVERFLOW = ("at log10 t = {log10_t:.6g} the log-time rate t e^{{S~}} is 10^{rate:.4g}, beyond float range: the loss "
-                 "no longer decreases (an equilibrium that is not exact: exact ones, where the field is 0, are held "
-                 "constant as 'stalled'), and such a state cannot be followed past t ~ 1e308 in either clock")
 
 
 #: the tau clock ends at the horizon event; running out of tau means t stopped growing with it

@@ -12,24 +12,27 @@ from flowsim._interrupts import after_block
 from flowsim.integrate.backends import SegmentRequest
 from flowsim.integrate.backends._events import scores, sides, watched
 from flowsim.integrate.filippov import classify
-from flowsim.integrate.handlers import RATE_OVERFLOW
 from flowsim.integrate.records import Records
 from flowsim.integrate.segment_args import SegmentArgs
-from flowsim.integrate.solution import log10_t_from_u
+from flowsim.integrate.solution import Solution
 from flowsim.integrate.status import Status
 from flowsim.integrate.timeline import (
     LN10,
-    assemble,
     at_rest,
     beta_margins_loss,
     clock_plan,
     close_records,
     held_records,
+    log10_t_from_u,
 )
 from flowsim.integrate.vector_field import numpy_field
 from flowsim.symbolic.reachable import invariant_planes, kept_entry_signs
 
 MAX_SEGMENTS = 10_000
+
+RATE_OVERFLOW = ("at log10 t = {log10_t:.6g} the log-time rate t e^{{S~}} is 10^{rate:.4g}, beyond float range: the loss "
+                 "no longer decreases (an equilibrium that is not exact: exact ones, where the field is 0, are held "
+                 "constant as 'stalled'), and such a state cannot be followed past t ~ 1e308 in either clock")
 
 
 #: a solve checks for a critical point (``_critical``) every this many steps; the step budget is
@@ -186,6 +189,15 @@ class Run:
         s, y = self.records.arrays()
         return assemble(self.system, self.data, self.clock, s, y, self.K, self.d, self.status, message, self.stats,
                         self.events, dict(config, first_leaders=self.first_leaders), self.records.known_losses())
+
+
+def assemble(system, data, clock, s, Y, K, d, status, message, stats, events, config, known=()):
+    params = Y[:, :-1].reshape(-1, K, d)
+    u, tau = clock.u(s, Y[:, -1]), clock.tau(s, Y[:, -1])
+    beta, margins, log_loss = beta_margins_loss(system, data, params, known)
+    return Solution(system=system, data=data, log10_t=log10_t_from_u(u), tau=np.asarray(tau, float), params=params,
+                    beta=beta, log_loss=log_loss, margins=margins, status=status, message=message, stats=stats,
+                    config=config, events=events)
 
 
 def leader_of(vf, kind, theta, Z, rho, sigma, exclude=None):

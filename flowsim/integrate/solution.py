@@ -8,13 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from flowsim.integrate.status import Status
-
-
-def log10_t_from_u(u):
-    """log10 t from u = log(1 + t), stable for u far beyond float range of t."""
-    u = np.asarray(u, dtype=np.float64)
-    with np.errstate(divide="ignore", over="ignore"):
-        return np.where(u > 1.0, (u + np.log1p(-np.exp(-np.maximum(u, 1.0)))) / np.log(10.0), np.log10(np.expm1(u)))
+from flowsim.integrate.timeline import log10_t_from_u, save_points  # noqa: F401 (log10_t_from_u: a public name here)
 
 
 def unit_rows(a: np.ndarray) -> np.ndarray:
@@ -53,6 +47,8 @@ class Solution:
     stats: dict = field(default_factory=dict)
     config: dict = field(default_factory=dict)
     events: list = field(default_factory=list)
+    #: solves again with other arguments (``solve`` with this system and data), for :meth:`evaluate`
+    rerun: object = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -82,14 +78,11 @@ class Solution:
             ValueError: a time past the horizon, or one the flow did not reach (it ended before it, e.g.
                 "collapsed"), named with how the flow ended.
         """
-        from flowsim.integrate.solve import solve
-        from flowsim.integrate.timeline import save_points
-
         asked = np.atleast_1d(np.asarray(log10_t, dtype=np.float64))
         if asked.ndim != 1 or not asked.size or not np.all(np.isfinite(asked)):
             raise ValueError(f"log10_t must be finite numbers (a number or a 1-D list); got {log10_t!r}.")
         args = self.config.get("arguments")
-        if args is None:
+        if args is None or self.rerun is None:
             raise ValueError("this Solution does not say how it was solved (config['arguments']); solve again.")
         L1 = args["log10_t1"]
         if asked.max() > L1 + 1e-12 * max(1.0, abs(L1)):  # (a run's end may sit a rounding past t1, at its own time)
@@ -98,7 +91,7 @@ class Solution:
         saved = save_points(L1, args.get("saves"), args.get("save_at_log10_t"))
         points = np.union1d(saved, asked)
         rerun = {k: v for k, v in args.items() if k not in ("saves", "save_at_log10_t")}
-        again = solve(self.system, self.data, **rerun, save_at_log10_t=points, throw=False)
+        again = self.rerun(**rerun, save_at_log10_t=points, throw=False)
         # an early ending's last row is where it ended, not a save point
         reached = len(again.log10_t) - (0 if Status(again.status).reaches_t1 else 1)
         rows = np.searchsorted(points, asked)

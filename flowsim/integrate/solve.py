@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import warnings
 
@@ -145,6 +146,7 @@ def solve(
                      opts.u1, points, opts.rtol, atol, opts.max_steps, floors, track, progress, config, speedup,
                      adaptive and atol >= ATOL_MIN_IMPLICIT)
     sol = lift(sol, system, speedup, data, flips) if reduced else sol
+    sol = dataclasses.replace(sol, rerun=functools.partial(solve, system, data))
     sol = _signs_kept(_on_asked_points(sol, points), kept)
     return _raise_failure(sol) if throw else sol
 

@@ -36,12 +36,12 @@ from flowsim.integrate.handlers import ENDINGS, end_status
 from flowsim.integrate.options import Options
 from flowsim.integrate.run import chunk_of, structure_key
 from flowsim.integrate.segment_args import SegmentArgs
-from flowsim.integrate.solution import log10_t_from_u
 from flowsim.integrate.solve import check_problem, check_scales, excluded_signs, initial_params, solve
 from flowsim.integrate.status import FAILURES, Status
 from flowsim.integrate.timeline import (
     atol_for,
     clock_plan,
+    log10_t_from_u,
     log_floor_of,
     u_of,
 )

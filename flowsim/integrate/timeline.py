@@ -9,7 +9,6 @@ import math
 import numpy as np
 
 from flowsim._checks import is_whole
-from flowsim.integrate.solution import Solution, log10_t_from_u
 from flowsim.integrate.status import Status
 from flowsim.integrate.vector_field import numpy_field
 
@@ -131,6 +130,13 @@ def explicit_points(name, pts, log10_t1):
     return pts if pts[-1] >= log10_t1 - 1e-12 * max(1.0, abs(log10_t1)) else np.append(pts, log10_t1)
 
 
+def log10_t_from_u(u):
+    """log10 t from u = log(1 + t), stable for u far beyond float range of t."""
+    u = np.asarray(u, dtype=np.float64)
+    with np.errstate(divide="ignore", over="ignore"):
+        return np.where(u > 1.0, (u + np.log1p(-np.exp(-np.maximum(u, 1.0)))) / np.log(10.0), np.log10(np.expm1(u)))
+
+
 def u_of(log10_t):
     """u = log(1 + t) from log10 t, beyond float range of t."""
     return np.logaddexp(0.0, np.asarray(log10_t, float) * LN10)
@@ -197,15 +203,6 @@ def close_records(status, clock, remaining, s, y, records):
         records.extend([s] * close, [y] * close)
     if not status.reaches_t1 and (not len(records) or records.s_at(-1) != s):
         records.add(s, y)  # keep the final state of an early ending
-
-
-def assemble(system, data, clock, s, Y, K, d, status, message, stats, events, config, known=()):
-    params = Y[:, :-1].reshape(-1, K, d)
-    u, tau = clock.u(s, Y[:, -1]), clock.tau(s, Y[:, -1])
-    beta, margins, log_loss = beta_margins_loss(system, data, params, known)
-    return Solution(system=system, data=data, log10_t=log10_t_from_u(u), tau=np.asarray(tau, float), params=params,
-                    beta=beta, log_loss=log_loss, margins=margins, status=status, message=message, stats=stats,
-                    config=config, events=events)
 
 
 def beta_margins_loss(system, data, params, known=()):
