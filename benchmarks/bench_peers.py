@@ -464,12 +464,12 @@ def own_field_peer(system, data, saves, t1):
     """peer() -> (saved states, steps): a jitted raw diffrax solve of the field flowsim integrates for
     ``system`` (the tied net of a balanced start) on the grid it saves on. The grid and the field come from
     flowsim's internals, the solve from diffrax alone."""
+    from flowsim.field.vector_field import jax_field
     from flowsim.integrate.backends._diffrax import error_norm
     from flowsim.integrate.balanced import reduction
     from flowsim.integrate.clock import named
     from flowsim.integrate.segment_args import SegmentArgs
     from flowsim.integrate.timeline import default_grid, u_of
-    from flowsim.integrate.vector_field import jax_field
 
     theta0 = system.model.init_params(INIT, data.d)
     tied, speedup, tied_data, _ = reduction(system, theta0, data)
@@ -563,10 +563,10 @@ def field_probe(system, data, clock, f_peer):
     the hand field, in microseconds (min of 5 x 200 calls)."""
     import timeit
 
+    from flowsim.field.vector_field import numpy_field
     from flowsim.integrate.balanced import reduction
     from flowsim.integrate.clock import named
     from flowsim.integrate.segment_args import SegmentArgs
-    from flowsim.integrate.vector_field import numpy_field
 
     d = data.d
     tied, _ = reduction(system, system.model.init_params(INIT, d))

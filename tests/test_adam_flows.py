@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import flowsim as fs
-from flowsim.integrate.vector_field import VectorField
+from flowsim.field.vector_field import VectorField
 
 
 def per_sample_reference(model, theta, Z, flow):

@@ -12,7 +12,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import flowsim as fs
-from flowsim.integrate.vector_field import VectorField
+from flowsim.field.vector_field import VectorField
 
 MODELS = [fs.Linear(), fs.DiagonalNet(2, "product"), fs.DiagonalNet(3, "product"), fs.DiagonalNet(2, "tied"),
           fs.DiagonalNet(3, "tied"), fs.DiagonalNet(2, "difference")]

@@ -125,7 +125,7 @@ def test_max_steps_raises_with_partial_solution(one_sample):
 
 
 def test_interrupt_keeps_the_trajectory(one_sample, monkeypatch):
-    from flowsim.integrate.vector_field import VectorField
+    from flowsim.field.vector_field import VectorField
 
     calls = {"n": 0}
     original = VectorField.field_and_scale
@@ -159,10 +159,10 @@ def test_unrolled_solvers_take_diffraxs_steps(name, clock):
     import diffrax
     import jax.numpy as jnp
 
+    from flowsim.field.vector_field import jax_field
     from flowsim.integrate.backends import _unrolled
     from flowsim.integrate.clock import named
     from flowsim.integrate.segment_args import SegmentArgs
-    from flowsim.integrate.vector_field import jax_field
 
     data = separable(12, 5, seed=6)
     system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.05, 2))
@@ -261,7 +261,7 @@ def test_a_switch_right_after_another_is_not_missed():
     for sol in ends:
         assert sol.stats["switches"] == 2, (sol.config["backend"], sol.events)
         np.testing.assert_allclose(sol.beta[-1], ends[-1].beta[-1], rtol=1e-6)
-    from flowsim.integrate.vector_field import numpy_field
+    from flowsim.field.vector_field import numpy_field
 
     G, _ = numpy_field(system, 1, 4).direction(ends[-1].params[-1], data.z)
     assert G[0, 2] > 0 and G[0, 1] < 0  # both switched, as the events say
@@ -300,8 +300,8 @@ def test_only_a_sub_linear_field_reaches_its_plane(flow, reaches):
     """The arrival test measures the order of vanishing of the entry's field: |w|^(1/2) under l3-SAM at
     depth 2 (finite time), |w| under GD, USAM and l2-SAM (e^{-lambda t}: never), and no entry away from
     its plane is ever put on it."""
+    from flowsim.field.vector_field import numpy_field
     from flowsim.integrate.arrival import arrivals
-    from flowsim.integrate.vector_field import numpy_field
 
     data, _ = _seed12_lp_sam_case()
     system = fs.derive(fs.DiagonalNet(2, "tied"), "exponential", flow)
@@ -456,8 +456,8 @@ def test_a_stiff_decay_onto_a_plane_is_not_called_sliding():
 def test_sliding_needs_a_field_that_jumps_at_the_state():
     """The sliding test about an entry's value: true on the surface g_6 = 0 where l2-SAM's field jumps, false a
     little off it (one side only) and false for GD there (its field is continuous: it vanishes with the distance)."""
+    from flowsim.field.vector_field import numpy_field
     from flowsim.integrate.arrival import sliding
-    from flowsim.integrate.vector_field import numpy_field
 
     system, data = _depth3_sliding_case()
     with pytest.warns(fs.ReachabilityWarning):
@@ -498,8 +498,8 @@ def test_a_critical_point_with_an_entry_on_its_plane_is_found_under_lp_sam():
 def test_the_jacobian_at_radius_zero_is_the_gradient_fields_even_where_g_vanishes():
     """At rho = 0 the evaluation point is theta: l3-SAM's Jacobian there is GD's (the derived gradient
     field), finite with an entry exactly 0, where the perturbation's own derivative is infinite."""
-    from flowsim.integrate.jacobian import FieldJacobian
-    from flowsim.integrate.vector_field import numpy_field
+    from flowsim.field.jacobian import FieldJacobian
+    from flowsim.field.vector_field import numpy_field
 
     data = fs.Dataset(np.array(L3_X), L3_Y)
     theta = np.array([[0.0, 0.08], [0.0, 0.08]])

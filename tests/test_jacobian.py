@@ -1,5 +1,5 @@
 """The Jacobian that the implicit scipy methods get: assembled by the chain rule from sympy's partial
-derivatives (flowsim.integrate.jacobian), checked against forward-mode autodiff of an independent gradient
+derivatives (flowsim.field.jacobian), checked against forward-mode autodiff of an independent gradient
 (jax.grad of a hand-written loss) and of the compiled field, for every model x loss x flow, clock and
 the Filippov sliding field; and a work budget for BDF with it."""
 
@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from test_derive import LOSSES, MODELS, reference_beta, reference_field, reference_point
 
 import flowsim as fs
+from flowsim.field.jacobian import FieldJacobian
+from flowsim.field.vector_field import jax_field, numpy_field
 from flowsim.integrate.clock import Schedule, named
-from flowsim.integrate.jacobian import FieldJacobian
 from flowsim.integrate.segment_args import SegmentArgs
-from flowsim.integrate.vector_field import jax_field, numpy_field
 
 
 def clock_of(name):

@@ -108,7 +108,7 @@ def test_scipy_counts_every_field_and_jacobian_evaluation(gaussian, backend, mon
     """stats['nfev'] / ['njev'] are the solver's own counters over all segments, start-up evaluations
     included, against a count kept by wrapping the field and Jacobian each segment hands its solver (a
     plateau: several chunks, each resuming the last one's solver)."""
-    from flowsim.integrate import jacobian, vector_field
+    from flowsim.field import jacobian, vector_field
     from flowsim.integrate.backends._scipy import ScipyBackend
 
     calls, building = {"f": 0, "J": 0}, [False]

@@ -63,8 +63,8 @@ def test_a_changed_formula_makes_a_new_kernel_not_a_stale_one():
     """The file name digests the generated code, renumbering sympy's process-wide dummy symbols: one
     system gives one text, and another flow another."""
     import flowsim as fs
+    from flowsim.field.vector_field import jax_field
     from flowsim.integrate.backends._stored import _canonical, formulas
-    from flowsim.integrate.vector_field import jax_field
 
     assert _canonical("f(_Dummy_168, _Dummy_170, _Dummy_168)") == "f(_Dummy_0, _Dummy_1, _Dummy_0)"
     l2 = formulas(jax_field(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, 2)), 1, 3))

@@ -14,9 +14,9 @@ from flowsim._interrupts import absorbed, stopped_by, terminable
 from flowsim._jax import jax, jnp
 from flowsim.discrete.optimizers import Optimizer
 from flowsim.errors import IntegrationError
+from flowsim.field.vector_field import coordinate_weights
 from flowsim.integrate.solution import unit_rows
 from flowsim.integrate.status import Status
-from flowsim.integrate.vector_field import coordinate_weights
 from flowsim.progress import progress_bar
 
 

@@ -10,7 +10,7 @@ It applies to the flows whose rest points are the critical points of the loss
 (``flowsim.symbolic.flow.rest_points_are_critical``): GD, USAM and :math:`\ell_p`-SAM with p finite, and to
 :math:`\ell_\infty`-SAM, which stops at a minimum as a Filippov rest point (:func:`stops_at_minima`;
 sign and Adam-proxy directions stop at exact equilibria instead, ``stalled``). The test uses the gradient field :math:`F = -G = -\nabla L/e^S` (O(1)) and its exact
-Jacobian :math:`A = \partial F/\partial\theta` (:mod:`flowsim.integrate.jacobian`), i.e. the derived field at
+Jacobian :math:`A = \partial F/\partial\theta` (:mod:`flowsim.field.jacobian`), i.e. the derived field at
 rho = 0:
 
 1. the Newton step :math:`\delta = -A^{+}F` solves :math:`A\delta = -F` (F lies in the range of A),
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from flowsim.integrate.jacobian import FieldJacobian
+from flowsim.field.jacobian import FieldJacobian
 
 #: the loss must have stopped decreasing (|change of log L| over the last stretch) before the
 #: Jacobian and its spectrum, O((Kd)^3), are computed

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from flowsim.field.jacobian import FieldJacobian
 from flowsim.integrate import critical
 from flowsim.integrate.arrival import ORDER, arrivals, reached, sliding
 from flowsim.integrate.backends import ATOL_MIN_IMPLICIT, Ending, backend_for
@@ -16,7 +17,6 @@ from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.clock import TAU
 from flowsim.integrate.critical import LOSS_STILL
 from flowsim.integrate.filippov import classify, entry_name
-from flowsim.integrate.jacobian import FieldJacobian
 from flowsim.integrate.segment_args import SegmentArgs
 from flowsim.integrate.status import Status
 from flowsim.integrate.timeline import log10_t_from_u

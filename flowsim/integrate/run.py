@@ -9,6 +9,7 @@ import time
 import numpy as np
 
 from flowsim._interrupts import after_block
+from flowsim.field.vector_field import numpy_field
 from flowsim.integrate.backends import SegmentRequest
 from flowsim.integrate.backends._events import scores, sides, watched
 from flowsim.integrate.filippov import classify
@@ -25,7 +26,6 @@ from flowsim.integrate.timeline import (
     held_records,
     log10_t_from_u,
 )
-from flowsim.integrate.vector_field import numpy_field
 from flowsim.symbolic.reachable import invariant_planes, kept_entry_signs
 
 MAX_SEGMENTS = 10_000

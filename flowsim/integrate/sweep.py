@@ -438,8 +438,8 @@ def _with_rho(flow, rho):
 def _vmapped(system, data, inits, rhos, opts):
     """The per-point solves of :func:`flowsim.solve` for a smooth flow (one segment each), as one vmap."""
     from flowsim._jax import jax
+    from flowsim.field.vector_field import jax_field
     from flowsim.integrate.backends._diffrax import host_arguments, kernel
-    from flowsim.integrate.vector_field import jax_field
 
     flow = system.flow
     L1, u1 = opts.log10_t1, opts.u1

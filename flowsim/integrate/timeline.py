@@ -9,8 +9,8 @@ import math
 import numpy as np
 
 from flowsim._checks import is_whole
+from flowsim.field.vector_field import numpy_field
 from flowsim.integrate.status import Status
-from flowsim.integrate.vector_field import numpy_field
 
 #: upper bound on the number of saves (each holds the whole state)
 MAX_SAVES = 1_000_000

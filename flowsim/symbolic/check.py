@@ -66,8 +66,8 @@ def check(system, data=None, *, points: int = 3, seed: int = 0, rho=None, rtol: 
     :class:`flowsim.DerivationError` naming the component that disagrees; returns the largest relative
     error seen."""
     from flowsim._jax import jax, jnp
-    from flowsim.integrate.jacobian import FieldJacobian
-    from flowsim.integrate.vector_field import jax_field, numpy_field
+    from flowsim.field.jacobian import FieldJacobian
+    from flowsim.field.vector_field import jax_field, numpy_field
 
     rng = np.random.default_rng(seed)
     Z = data.z if data is not None else rng.normal(size=(4, 3))

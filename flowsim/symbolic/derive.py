@@ -59,7 +59,7 @@ class Compiled:
     log_q: object
     log_l: object
     raw: dict
-    #: symbolic partial derivatives for the Jacobian (see :mod:`flowsim.integrate.jacobian`): name -> function
+    #: symbolic partial derivatives for the Jacobian (see :mod:`flowsim.field.jacobian`): name -> function
     partials: dict = field(default_factory=dict)
 
 
@@ -188,7 +188,7 @@ class System:
         surface; solve handles sliding). For phase portraits and checks, not for integration."""
         import numpy as np
 
-        from flowsim.integrate.vector_field import numpy_field
+        from flowsim.field.vector_field import numpy_field
 
         theta = self.model.init_params(params, data.d)
         K, d = theta.shape
@@ -202,7 +202,7 @@ class System:
         number of points, and rho, the flow's by default, is an argument: a new radius does not recompile).
         Sign flows use sign(G) at each point, as ``vector_field`` does."""
         from flowsim._jax import jax, jnp
-        from flowsim.integrate.vector_field import jax_field
+        from flowsim.field.vector_field import jax_field
 
         if not isinstance(data, Dataset):
             raise ValueError(f"data must be a flowsim.Dataset; got {type(data).__name__} (field_on(data) makes the "

@@ -15,12 +15,12 @@ import numpy as np
 import optimistix as optx
 
 from flowsim._jax import jax, jnp
+from flowsim.field.vector_field import jax_field
 from flowsim.integrate.backends import _unrolled
 from flowsim.integrate.backends._base import Backend, Ending, Segment
 from flowsim.integrate.backends._events import event_functions, first_event
 from flowsim.integrate.backends._stored import StoredKernel
 from flowsim.integrate.segment_args import SegmentArgs
-from flowsim.integrate.vector_field import jax_field
 
 #: Tsit5 and Dopri5 are diffrax's, with the stages unrolled (see ``_unrolled``)
 SOLVERS = {"Tsit5": _unrolled.Tsit5, "Dopri5": _unrolled.Dopri5, "Dopri8": diffrax.Dopri8, "Kvaerno5": diffrax.Kvaerno5}

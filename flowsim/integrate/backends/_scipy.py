@@ -1,7 +1,7 @@
 """scipy backend: ``scipy.integrate`` OdeSolver classes stepped one at a time (so max_steps,
 progress and Ctrl-C are honoured), the NumPy-compiled field as right-hand side, and for the
 implicit methods (Radau, BDF, LSODA) the exact Jacobian of that same field, assembled from sympy's
-partial derivatives by the chain rule (:mod:`flowsim.integrate.jacobian`). Events are root-found with
+partial derivatives by the chain rule (:mod:`flowsim.field.jacobian`). Events are root-found with
 ``brentq`` on each step's dense output; save targets of the tau clock in batches (``_tau_saves``)."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from scipy import integrate, optimize
 
 from flowsim._blas import ONE_BLAS_THREAD
 from flowsim._interrupts import stopped_by
+from flowsim.field.jacobian import FieldJacobian
+from flowsim.field.vector_field import numpy_field
 from flowsim.integrate.backends._base import Backend, Ending, Segment
 from flowsim.integrate.backends._events import event_functions
 from flowsim.integrate.backends._tau_saves import MAX_BYTES, TauSaves
-from flowsim.integrate.jacobian import FieldJacobian
-from flowsim.integrate.vector_field import numpy_field
 
 METHODS = {"RK45": integrate.RK45, "DOP853": integrate.DOP853, "Radau": integrate.Radau, "BDF": integrate.BDF, "LSODA": integrate.LSODA}
 IMPLICIT = {"Radau", "BDF", "LSODA"}

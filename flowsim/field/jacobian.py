@@ -1,6 +1,6 @@
 r"""The Jacobian of the derived field, assembled by the chain rule from the per-coordinate partial
 derivatives that sympy derives (``System.numpy.partials``) and the data couplings, for the implicit
-scipy methods (Radau, BDF, LSODA). Written against an array namespace like :mod:`flowsim.integrate.vector_field`.
+scipy methods (Radau, BDF, LSODA). Written against an array namespace like :mod:`flowsim.field.vector_field`.
 
 With :math:`c_{lj} = \partial\beta_j/\partial w_{lj}`, margins :math:`m = Z\beta`, weights
 :math:`p = \mathrm{softmax}(a)`, :math:`a = \log q(m)` and :math:`a' = d\log q/dm`:
@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from flowsim.integrate.vector_field import at_theta, flushed
+from flowsim.field.vector_field import at_theta, flushed
 
 #: entries of a Jacobian below this fraction of its largest are set to 0: a Newton matrix I - h J perturbed by
 #: them moves by less than d eps^2 of its norm, far below the LU's own rounding, while products of the tiny
@@ -75,7 +75,7 @@ def _couplings(vf, W, Z):
 
 
 class FieldJacobian:
-    """``field_and_scale`` of a :class:`flowsim.integrate.vector_field.VectorField` together with its derivatives."""
+    """``field_and_scale`` of a :class:`flowsim.field.vector_field.VectorField` together with its derivatives."""
 
     def __init__(self, vf):
         self.vf = vf
@@ -134,7 +134,7 @@ class FieldJacobian:
         return F, St, significant(xp, dF), dSt @ dwt
 
     def sliding_field_and_scale(self, theta, Z, rho, sigma, pinned):
-        """The Filippov average of :meth:`flowsim.integrate.vector_field.VectorField.sliding_field_and_scale` and its Jacobians."""
+        """The Filippov average of :meth:`flowsim.field.vector_field.VectorField.sliding_field_and_scale` and its Jacobians."""
         xp = self.vf.xp
         # held entries neither move nor move the others: rows and columns out (a field that vanishes
         # sub-linearly on the plane has an infinite derivative there)
@@ -153,7 +153,7 @@ class FieldJacobian:
         return xp.where(pinned, 0.0, F), S, xp.where(keep, dF, 0.0), xp.where(free, lam * dSp + (1 - lam) * dSm, 0.0)
 
     def rhs_jacobian(self, clock, sliding: bool):
-        """d(rhs)/dy for :meth:`flowsim.integrate.vector_field.VectorField.rhs` under ``clock``; same arguments ``(s, y, args)``."""
+        """d(rhs)/dy for :meth:`flowsim.field.vector_field.VectorField.rhs` under ``clock``; same arguments ``(s, y, args)``."""
         vf = self.vf
         xp, K, d = vf.xp, vf.K, vf.d
         fs = self.sliding_field_and_scale if sliding else (lambda th, Z, rho, sg, pn: self.field_and_scale(th, Z, rho, sg))
