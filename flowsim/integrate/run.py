@@ -23,7 +23,6 @@ from flowsim.integrate.timeline import (
     beta_margins_loss,
     clock_plan,
     close_records,
-    held_records,
     log10_t_from_u,
 )
 from flowsim.symbolic.reachable import invariant_planes, kept_entry_signs
@@ -49,20 +48,21 @@ class Run:
     """The mutable state of one solve between segments: the state, the Filippov signs, the records,
     the counters and, once decided, the status. Each segment ending has one handler (``HANDLERS``)."""
 
-    def __init__(self, system, data, be, clock, theta0, L1, u1, points, rtol, atol, max_steps, log_floor,
-                 log_ceiling, track, progress, speedup, adaptive):
-        self.system, self.data, self.be, self.clock = system, data, be, clock
-        self.adaptive = adaptive  # may hand over to an implicit method (``_hand_over``)
-        self.rtol, self.atol, self.max_steps = rtol, atol, max_steps
-        self.chunk = chunk_of(max_steps)
+    def __init__(self, problem, progress=False):
+        self.problem = problem
+        system, data, theta0 = problem.system, problem.data, problem.theta0
+        self.system, self.data, self.be, self.clock = system, data, problem.backend, problem.clock
+        self.adaptive = problem.adaptive  # may hand over to an implicit method (``_hand_over``)
+        self.rtol, self.atol, self.max_steps = problem.rtol, problem.atol, int(problem.max_steps)
+        self.chunk = chunk_of(self.max_steps)
         self.K, self.d = theta0.shape
         self.uses_sign = system.flow.uses_sign
         self.vf = numpy_field(system, self.K, self.d)
-        self.vf_run = be.field(system, self.K, self.d)
-        self.shift = shift = math.log10(speedup)
-        self.Z, self.rho, self.u1 = data.z, float(system.flow.rho), u1
-        self.targets, run_targets, self.s_max = clock_plan(clock, u1, points, shift)
-        self.log_floor, self.log_ceiling = log_floor, log_ceiling
+        self.vf_run = self.be.field(system, self.K, self.d)
+        self.shift = problem.shift
+        self.Z, self.rho, self.u1 = data.z, float(system.flow.rho), problem.u1
+        self.targets, run_targets, self.s_max = clock_plan(self.clock, self.u1, problem.points, self.shift)
+        self.log_floor, self.log_ceiling = problem.log_floor, problem.log_ceiling
         # smooth flows: sigma holds the sign each entry keeps (the crossing event); sign flows: sign(G)
         self.sigma = kept_entry_signs(system.model, theta0, system.flow)
         self.pinned = np.zeros((self.K, self.d), bool)
@@ -74,7 +74,7 @@ class Run:
         if self.uses_sign:
             self.sigma, self.pinned, theta, self.problem = classify(self.vf, theta, self.Z, self.rho,
                                                                     np.zeros((self.K, self.d)), self.pinned)
-        self.track = () if self.d == 1 else track  # one coordinate always leads
+        self.track = () if self.d == 1 else problem.track  # one coordinate always leads
         self.leaders = np.array([self.leader(kind, theta) for kind in self.track], dtype=np.int64)
         self.first_leaders = dict(zip(self.track, self.leaders.tolist()))  # who leads before any switch
         self.s, self.y = 0.0, np.concatenate([theta.ravel(), [0.0]])
@@ -90,7 +90,7 @@ class Run:
         self.restarts = 0  # segments ended by a switch event (not by a chunk of steps)
         self.resume = None  # a scipy solver that ran out of its chunk of steps continues
         self.events = []
-        self.bar = ProgressBar(L1, self.targets, shift=shift) if progress else None
+        self.bar = ProgressBar(problem.log10_t1, self.targets, shift=self.shift) if progress else None
         self.t_start = time.perf_counter()
 
     @property
@@ -115,8 +115,8 @@ class Run:
         self.status, self.message = status, message
         if self.bar:
             self.bar.to_u(self.u1)  # the rest of the way is held
-        for s, y in held_records(self.vf, self.clock, self.s, self.y, self.Z, self.rho, self.sigma, self.pinned,
-                                 self.remaining):
+        _, S = self.vf.sliding_field_and_scale(self.theta, self.Z, self.rho, self.sigma, self.pinned)
+        for s, y in self.clock.held(self.theta, self.s, self.y[-1], S, self.remaining):
             self.records.add(s, y)
         self.remaining = self.remaining[:0]
 
@@ -187,17 +187,13 @@ class Run:
             self.message = RATE_OVERFLOW.format(log10_t=self.log10_t_asked, rate=rate / LN10)
         message = self.message or self.status.meaning
         s, y = self.records.arrays()
-        return assemble(self.system, self.data, self.clock, s, y, self.K, self.d, self.status, message, self.stats,
-                        self.events, dict(config, first_leaders=self.first_leaders), self.records.known_losses())
-
-
-def assemble(system, data, clock, s, Y, K, d, status, message, stats, events, config, known=()):
-    params = Y[:, :-1].reshape(-1, K, d)
-    u, tau = clock.u(s, Y[:, -1]), clock.tau(s, Y[:, -1])
-    beta, margins, log_loss = beta_margins_loss(system, data, params, known)
-    return Solution(system=system, data=data, log10_t=log10_t_from_u(u), tau=np.asarray(tau, float), params=params,
-                    beta=beta, log_loss=log_loss, margins=margins, status=status, message=message, stats=stats,
-                    config=config, events=events)
+        params = y[:, :-1].reshape(-1, self.K, self.d)
+        u, tau = self.clock.u(s, y[:, -1]), self.clock.tau(s, y[:, -1])
+        beta, margins, log_loss = beta_margins_loss(self.system, self.data, params, self.records.known_losses())
+        return Solution(system=self.system, data=self.data, log10_t=log10_t_from_u(u), tau=np.asarray(tau, float),
+                        params=params, beta=beta, log_loss=log_loss, margins=margins, status=self.status,
+                        message=message, stats=self.stats, events=self.events,
+                        config=dict(config, first_leaders=self.first_leaders))
 
 
 def leader_of(vf, kind, theta, Z, rho, sigma, exclude=None):

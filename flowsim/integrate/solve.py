@@ -18,6 +18,7 @@ from flowsim.integrate.balanced import lift, reduction
 from flowsim.integrate.clock import clock_for
 from flowsim.integrate.handlers import HANDLERS
 from flowsim.integrate.options import Options
+from flowsim.integrate.problem import Problem
 from flowsim.integrate.run import Run
 from flowsim.integrate.solution import Solution
 from flowsim.integrate.status import Status
@@ -25,7 +26,6 @@ from flowsim.integrate.timeline import (
     RESOLVED,
     atol_for,
     log_floor_of,
-    u_of,
 )
 from flowsim.symbolic.derive import System
 from flowsim.symbolic.directions import AdamProxyDirection
@@ -142,9 +142,11 @@ def solve(
     # a balanced product network (up to signs) is integrated on its invariant manifold, as the tied net
     reduced = reduction(system, theta0, data)
     run_system, speedup, run_data, flips = reduced or (system, 1.0, data, None)
-    sol = _integrate(run_system, run_data, be, run_clock, theta0[: run_system.model.n_layers], opts.log10_t1,
-                     opts.u1, points, opts.rtol, atol, opts.max_steps, floors, track, progress, config, speedup,
-                     adaptive and atol >= ATOL_MIN_IMPLICIT)
+    flow_clock = run_clock.for_flow(run_system.flow)
+    adaptive = adaptive and atol >= ATOL_MIN_IMPLICIT and flow_clock.hands_over and not run_system.flow.uses_sign
+    problem = Problem(run_system, run_data, theta0[: run_system.model.n_layers], be, flow_clock, opts.log10_t1, points,
+                      opts.rtol, atol, opts.max_steps, *floors, track, speedup, adaptive)
+    sol = _integrate(problem, progress, config)
     sol = lift(sol, system, speedup, data, flips) if reduced else sol
     sol = dataclasses.replace(sol, rerun=functools.partial(solve, system, data))
     sol = _signs_kept(_on_asked_points(sol, points), kept)
@@ -163,16 +165,9 @@ def _on_asked_points(sol, points):
     return dataclasses.replace(sol, log10_t=log10_t)
 
 
-def _integrate(system, data, be, clock, theta0, L1, u1, points, rtol, atol, max_steps, floors, track, progress, config,
-               speedup=1.0, adaptive=False):
-    """The segment loop: integrate, then hand each segment's ending to its handler (``HANDLERS``).
-    ``speedup``: the system runs that many times faster than the one asked for (``_balanced``); the
-    horizon and the save points are scaled to match. ``adaptive``: backend and clock were "auto", so
-    an explicit method that spends a whole chunk of steps hands over to an implicit one."""
-    u1 = u1 if speedup == 1.0 else float(u_of(L1 - math.log10(speedup)))
-    clock = clock.for_flow(system.flow)
-    run = Run(system, data, be, clock, theta0, L1, u1, points, rtol, atol, int(max_steps), *floors, track, progress,
-               speedup, adaptive and clock.hands_over and not system.flow.uses_sign)
+def _integrate(problem, progress, config):
+    """The segment loop: integrate, then hand each segment's ending to its handler (``HANDLERS``)."""
+    run = Run(problem, progress)
     try:
         with terminable():  # SIGTERM as a Ctrl-C: the trajectory so far is kept
             while run.status is None and not run.settled():
@@ -186,8 +181,9 @@ def _integrate(system, data, be, clock, theta0, L1, u1, points, rtol, atol, max_
     if run.status is Status.INTERRUPTED:
         absorbed()
     # the backends and clocks that ran (an "auto" solve may hand over); ``arguments`` keeps what was asked
-    ran = " -> ".join([be.name] + [e["to_backend"] for e in run.events if e["kind"] == "backend"])
-    return run.solution(dict(config, rho=run.rho, backend=ran, clock=" -> ".join(dict.fromkeys([clock.name, run.clock.name]))))
+    ran = " -> ".join([problem.backend.name] + [e["to_backend"] for e in run.events if e["kind"] == "backend"])
+    clocks = " -> ".join(dict.fromkeys([problem.clock.name, run.clock.name]))
+    return run.solution(dict(config, rho=run.rho, backend=ran, clock=clocks))
 
 
 #: a saved beta_j against the sign its start keeps for ever fails the solve past this fraction of max_j |beta_j|

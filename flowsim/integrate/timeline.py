@@ -185,13 +185,6 @@ def at_rest(vf, y, Z, rho, sigma, pinned) -> bool:
     return not np.any(F)
 
 
-def held_records(vf, clock, s, y, Z, rho, sigma, pinned, targets):
-    """At rest (see ``at_rest``) the state is constant; only the clocks move: its records through ``targets``."""
-    theta = y[:-1].reshape(vf.K, vf.d)
-    _, S = vf.sliding_field_and_scale(theta, Z, rho, sigma, pinned)
-    return clock.held(theta, s, y[-1], S, targets)
-
-
 def close_records(status, clock, remaining, s, y, records):
     """Finish the saved records of a solve that ended at (s, y) with ``remaining`` targets unreached."""
     if status is Status.COMPLETED and len(remaining):
