@@ -7,6 +7,7 @@ partial derivatives by the chain rule (:mod:`flowsim.field.jacobian`). Events ar
 from __future__ import annotations
 
 import bisect
+from typing import NamedTuple
 
 import numpy as np
 from scipy import integrate, optimize
@@ -71,11 +72,10 @@ class ScipyBackend(Backend):
         # state is non-finite and the segment fails (checked after every step). Set once here: per field
         # evaluation the context manager cost a tenth of a NumPy field
         with np.errstate(over="ignore", invalid="ignore"):
-            if r.resume is not None:
-                return self._run(*r.resume, r.s0, r.y0, r.args, r.u_targets, r.max_steps, r.progress)
-            return self._start(r)
+            return self._run(r.resume if r.resume is not None else self._start(r), r)
 
     def _start(self, r):
+        """A solver at (s0, y0) for this segment, with its events (armed in ``_run``)."""
         rhs = r.vf.rhs(r.clock, r.sliding)
         kwargs = {}
         if self.implicit:
@@ -83,62 +83,44 @@ class ScipyBackend(Backend):
             kwargs["jac"] = lambda s, y: jac(s, y, r.args)
         solver = METHODS[self.method](lambda s, y: rhs(s, y, r.args), r.s0, np.asarray(r.y0, float), r.s_max,
                                       rtol=r.rtol, atol=r.atol, **kwargs)
-        events = event_functions(r.vf, r.clock, r.uses_sign, r.track)
-        return self._run(solver, events, None, r.clock, r.s0, r.y0, r.args, r.u_targets, r.max_steps, r.progress)
+        return _Live(solver, event_functions(r.vf, r.clock, r.uses_sign, r.track), None)
 
-    def _run(self, solver, events, armed, clock, s0, y0, args, u_targets, max_steps, progress):
-        """Step ``solver`` (already at (s0, y0)) for at most ``max_steps`` steps. ``armed``: the indices of
+    def _run(self, live, r):
+        """Step ``live.solver`` (already at (s0, y0)) for at most ``max_steps`` steps. ``live.armed``: the indices of
         the events armed in the last segment, which this one resumes; None: the solver was made for this
         segment (its start-up evaluations count here, and its events are armed here)."""
-        tau_saves = TauSaves() if clock.u_in_state else None
-        values = events.at(args)
-        targets = np.asarray(u_targets, float)
-        ordered = targets.tolist()  # for bisect: a third of np.searchsorted's cost a step
-        ti = 0
-        s_saves, y_saves = [], []
-        steps = 0
-        reason, message = Ending.END, ""
-        s_end, y_end = s0, np.asarray(y0, float)
-        counted = (0, 0, 0) if armed is None else (solver.nfev, solver.njev, solver.nlu)  # scipy counts evaluations
-        if armed is None:  # an event not positive at the segment's start stays disarmed (``_events``)
-            armed = np.flatnonzero(values(s0, solver.y) > 0).tolist()
+        solver, events = live.solver, live.events
+        values = events.at(r.args)
+        saves = _Saves(r.u_targets, r.clock)
+        steps, reason, message = 0, Ending.END, ""
+        s_end, y_end = r.s0, np.asarray(r.y0, float)
+        counted = (0, 0, 0) if live.armed is None else (solver.nfev, solver.njev, solver.nlu)  # scipy's counts
+        # an event not positive at the segment's start stays disarmed (``_events``)
+        armed = np.flatnonzero(values(r.s0, solver.y) > 0).tolist() if live.armed is None else live.armed
         # a leader can change and change back within one long step, positive at both its ends (DOP853 missed
         # three of four switches its saves showed): those events are probed inside each step too
         probed = [k for k in armed if events.names[k].startswith("lead_")]
         ONE_BLAS_THREAD.enter()
         try:
-            while True:
-                if solver.status == "finished":
-                    break
-                if steps >= max_steps:
-                    reason, message = Ending.MAX_STEPS, f"max_steps={max_steps} reached"
+            while solver.status != "finished":
+                if steps >= r.max_steps:
+                    reason, message = Ending.MAX_STEPS, f"max_steps={r.max_steps} reached"
                     break
                 s_old = solver.t
-                stepped, failure = self._step(solver, clock)
+                stepped, failure = self._step(solver, r.clock)
                 steps += stepped
                 if failure:
                     reason, message = Ending.FAILED, failure
                     break
                 hit, s_stop, dense = _first_event(events.names, values, armed, s_old, solver, probed)
                 y_stop = solver.y if hit is None else dense(s_stop)
-                u_stop = clock.reading(s_stop, y_stop[-1])
-                k = bisect.bisect_right(ordered, u_stop, ti)
+                u_stop = r.clock.reading(s_stop, y_stop[-1])
                 # the end state first: a Ctrl-C while this step's saves are taken may drop some, never
                 # leave saves past the state the segment reports it ended at
                 s_end, y_end = s_stop, y_stop.copy()
-                if k > ti:  # earlier targets were saved in earlier steps, so u(s_old) < target <= u(s_stop)
-                    # dense output only where a step holds an event or a save (DOP853's costs 3 field evaluations)
-                    dense = dense if dense is not None else solver.dense_output()
-                    if tau_saves is None:
-                        s_saves.extend(targets[ti:k].tolist())
-                        y_saves.extend(np.atleast_2d(dense(targets[ti:k]).T))
-                    else:
-                        tau_saves.add(dense, targets[ti:k], s_old, s_stop)
-                        if tau_saves.nbytes > MAX_BYTES:
-                            _take(tau_saves, s_saves, y_saves)
-                    ti = k
-                if progress is not None:
-                    progress(u_stop)
+                saves.through(u_stop, s_old, s_stop, dense, solver)
+                if r.progress is not None:
+                    r.progress(u_stop)
                 if hit is not None:
                     reason = hit
                     break
@@ -146,20 +128,16 @@ class ScipyBackend(Backend):
             reason, message = Ending.INTERRUPTED, stopped_by(err)
         finally:
             ONE_BLAS_THREAD.leave()
-        while tau_saves is not None and tau_saves.nbytes:  # (also those of an interrupted segment)
-            try:
-                _take(tau_saves, s_saves, y_saves)
-            except KeyboardInterrupt as err:  # a second Ctrl-C: the batch is still whole, take it again
-                reason, message = Ending.INTERRUPTED, stopped_by(err)
+        if saves.finish():
+            reason, message = Ending.INTERRUPTED, saves.interrupted
         # scipy steps until a step is accepted: what it calls a step, the only kind it counts
         stats = {"steps": steps, "accepted": steps, "nfev": int(solver.nfev - counted[0])}
         if self.implicit:
             stats.update(njev=int(solver.njev - counted[1]), nlu=int(solver.nlu - counted[2]))
-        resume = (solver, events, armed, clock) if reason == Ending.MAX_STEPS else None
-        return Segment(
-            s_saves=np.asarray(s_saves), y_saves=np.asarray(y_saves).reshape(len(s_saves), len(y0)),
-            s_end=float(s_end), y_end=np.asarray(y_end), reason=reason, message=message, stats=stats, resume=resume,
-        )
+        s_saves, y_saves = saves.arrays(len(r.y0))
+        return Segment(s_saves=s_saves, y_saves=y_saves, s_end=float(s_end), y_end=np.asarray(y_end), reason=reason,
+                       message=message, stats=stats,
+                       resume=_Live(solver, events, armed) if reason == Ending.MAX_STEPS else None)
 
     def _step(self, solver, clock) -> tuple[bool, str]:
         """One step of ``solver``: whether it returned (a step to count), and a message if it failed
@@ -214,8 +192,55 @@ def _first_event(names, values, armed, s_old, solver, probed=()):
     return hit, hit_s, dense
 
 
-def _take(tau_saves, s_saves, y_saves):
-    s, y = tau_saves.take()
-    s, y = s.tolist(), list(y)
-    s_saves.extend(s)
-    y_saves.extend(y)
+class _Live(NamedTuple):
+    """A segment's solver, its events and those armed: what a segment that ran out of steps hands the next."""
+
+    solver: object
+    events: object
+    armed: list | None
+
+
+class _Saves:
+    """The saves of one segment: its targets (values of u) as the steps pass them, from each step's dense output
+    (under the tau clock, batched: ``TauSaves``)."""
+
+    def __init__(self, u_targets, clock):
+        self.targets = np.asarray(u_targets, float)
+        self.ordered = self.targets.tolist()  # for bisect: a third of np.searchsorted's cost a step
+        self.done = 0
+        self.s, self.y = [], []
+        self.tau_saves = TauSaves() if clock.u_in_state else None
+        self.interrupted = ""
+
+    def through(self, u_stop, s_old, s_stop, dense, solver):
+        """Save the targets up to ``u_stop``, reached by the step from ``s_old`` to ``s_stop``."""
+        k = bisect.bisect_right(self.ordered, u_stop, self.done)
+        if k <= self.done:  # earlier targets were saved in earlier steps, so u(s_old) < target <= u(s_stop)
+            return
+        # dense output only where a step holds an event or a save (DOP853's costs 3 field evaluations)
+        dense = dense if dense is not None else solver.dense_output()
+        if self.tau_saves is None:
+            self.s.extend(self.targets[self.done:k].tolist())
+            self.y.extend(np.atleast_2d(dense(self.targets[self.done:k]).T))
+        else:
+            self.tau_saves.add(dense, self.targets[self.done:k], s_old, s_stop)
+            if self.tau_saves.nbytes > MAX_BYTES:
+                self._take()
+        self.done = k
+
+    def finish(self) -> bool:
+        """Take the batched saves (also those of an interrupted segment); True if a Ctrl-C came meanwhile."""
+        while self.tau_saves is not None and self.tau_saves.nbytes:
+            try:
+                self._take()
+            except KeyboardInterrupt as err:  # a second Ctrl-C: the batch is still whole, take it again
+                self.interrupted = stopped_by(err)
+        return bool(self.interrupted)
+
+    def _take(self):
+        s, y = self.tau_saves.take()
+        self.s.extend(s.tolist())
+        self.y.extend(list(y))
+
+    def arrays(self, size):
+        return np.asarray(self.s), np.asarray(self.y).reshape(len(self.s), size)
