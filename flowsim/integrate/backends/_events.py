@@ -32,6 +32,7 @@ may not hold: G_k can turn back, and a stale sign would make a false rest point)
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -63,63 +64,20 @@ class Events(NamedTuple):
     at: Callable
 
 
-def event_functions(vf, clock: str, uses_sign: bool, track=()) -> Events:
-    xp, K, d = vf.xp, vf.K, vf.d
-
+def event_functions(vf, clock, uses_sign: bool, track=()) -> Events:
+    """The events of a segment of ``vf``'s flow under ``clock`` (see the module's list), in one ``Events``."""
+    xp = vf.xp
     # each maps the segment's args to a function (s, y, size) with size = log max|theta|, computed once
     fns = {"blowup": lambda args: lambda s, y, size: args.log_ceiling - size}
     if not uses_sign:  # sign flows reach 0 by sliding, which the switch event handles
         fns["collapse"] = lambda args: lambda s, y, size: size - args.log_floor
-
-        def crossing(args):
-            sigma = args.sigma.reshape(-1)
-            free = xp.where(sigma != 0, 0.0, xp.inf)  # entries without a kept sign never cross
-            # past the collapse floor on the other side: below it the solver does not resolve the state,
-            # and an explicit method's entry that decays to 0 dithers around it by rounding
-            floor = xp.exp(args.log_floor)
-            return lambda s, y, size: (sigma * y[:-1] + free).min() + floor
-
-        fns["crossing"] = crossing
+        fns["crossing"] = functools.partial(_crossing, xp)
     if clock.u_in_state:  # the horizon is a value of the state's u
         fns["horizon"] = lambda args: lambda s, y, size: args.u_end - y[-1]
     if uses_sign:
-
-        def switch(args):
-            Z, sigma, pinned = args.Z, args.sigma, args.pinned
-            sides = args.sides.reshape(-1)
-
-            def value(s, y, size):
-                G, _ = vf.direction(xp.reshape(y[:-1], (K, d)), Z)
-                # an entry that has just switched (unwatched) is re-examined once |G_k| has grown out of 0
-                settle = SETTLE * xp.max(xp.abs(G)) - xp.abs(G)
-                switched = xp.min(xp.where(pinned, 1.0, xp.where(args.watched, sigma * G, settle)))
-                # a parameter entry crossing 0 changes the sign of G_k for the entries its product carries: two
-                # such crossings in one step (a piecewise-constant field allows long steps) turned sigma_k G_k
-                # back to positive by the step's end, and the switch went unseen (depth-3 SignFlow: a wrong beta)
-                crossed = xp.min(xp.where(sides != 0, sides * y[:-1], xp.inf))
-                return xp.minimum(switched, crossed)
-
-            return value
-
-        fns["switch"] = switch
+        fns["switch"] = functools.partial(_switch, vf)
     for i, kind in enumerate(track):
-
-        def lead(args, i=i, kind=kind):
-            Z, rho, sigma = args.Z, args.rho, args.sigma
-            k = args.leaders[i]
-            not_k = xp.arange(d) != k
-
-            def value(s, y, size):
-                sc = scores(vf, kind, xp.reshape(y[:-1], (K, d)), Z, rho, sigma)
-                # a tie at the segment start (the leader was just chosen by a probe) still counts as ahead, by a
-                # margin relative to the finite scores (an absolute 1e-12 reported switches among betas of 1e-13
-                # late, -0.159 as 0.097 in log10 t; a growth score is -inf where beta_j = 0: it never fired)
-                ahead = 1e-12 * xp.maximum(xp.max(xp.where(xp.isfinite(sc), xp.abs(sc), 0.0)), 1e-290)
-                return sc[k] - xp.max(xp.where(not_k, sc, -xp.inf)) + ahead
-
-            return value
-
-        fns[f"lead_{kind}"] = lead
+        fns[f"lead_{kind}"] = functools.partial(_lead, vf, i, kind)
 
     def at(args):
         each = [f(args) for f in fns.values()]
@@ -133,6 +91,51 @@ def event_functions(vf, clock: str, uses_sign: bool, track=()) -> Events:
         return values
 
     return Events(tuple(fns), at)
+
+
+def _crossing(xp, args):
+    sigma = args.sigma.reshape(-1)
+    free = xp.where(sigma != 0, 0.0, xp.inf)  # entries without a kept sign never cross
+    # past the collapse floor on the other side: below it the solver does not resolve the state,
+    # and an explicit method's entry that decays to 0 dithers around it by rounding
+    floor = xp.exp(args.log_floor)
+    return lambda s, y, size: (sigma * y[:-1] + free).min() + floor
+
+
+def _switch(vf, args):
+    xp, K, d = vf.xp, vf.K, vf.d
+    Z, sigma, pinned = args.Z, args.sigma, args.pinned
+    sides = args.sides.reshape(-1)
+
+    def value(s, y, size):
+        G, _ = vf.direction(xp.reshape(y[:-1], (K, d)), Z)
+        # an entry that has just switched (unwatched) is re-examined once |G_k| has grown out of 0
+        settle = SETTLE * xp.max(xp.abs(G)) - xp.abs(G)
+        switched = xp.min(xp.where(pinned, 1.0, xp.where(args.watched, sigma * G, settle)))
+        # a parameter entry crossing 0 changes the sign of G_k for the entries its product carries: two
+        # such crossings in one step (a piecewise-constant field allows long steps) turned sigma_k G_k
+        # back to positive by the step's end, and the switch went unseen (depth-3 SignFlow: a wrong beta)
+        crossed = xp.min(xp.where(sides != 0, sides * y[:-1], xp.inf))
+        return xp.minimum(switched, crossed)
+
+    return value
+
+
+def _lead(vf, i, kind, args):
+    xp, K, d = vf.xp, vf.K, vf.d
+    Z, rho, sigma = args.Z, args.rho, args.sigma
+    k = args.leaders[i]
+    not_k = xp.arange(d) != k
+
+    def value(s, y, size):
+        sc = scores(vf, kind, xp.reshape(y[:-1], (K, d)), Z, rho, sigma)
+        # a tie at the segment start (the leader was just chosen by a probe) still counts as ahead, by a
+        # margin relative to the finite scores (an absolute 1e-12 reported switches among betas of 1e-13
+        # late, -0.159 as 0.097 in log10 t; a growth score is -inf where beta_j = 0: it never fired)
+        ahead = 1e-12 * xp.maximum(xp.max(xp.where(xp.isfinite(sc), xp.abs(sc), 0.0)), 1e-290)
+        return sc[k] - xp.max(xp.where(not_k, sc, -xp.inf)) + ahead
+
+    return value
 
 
 def watched(vf, y, Z, sigma, pinned):
