@@ -170,20 +170,9 @@ def sweep(
     points = [dict(zip(keys, combo)) for combo in product(*axes.values())]
     base_rho = float(system.flow.rho)
     rhos = np.array([p.get(RHO, base_rho) for p in points])
-    # every init valid before anything runs; the chunks get the parameters themselves, (layers, d) each,
-    # made once per distinct init (a rho axis repeats each)
-    made = {}
-    inits = []
-    for p in points:
-        a = _point_init(init, p, data.d)
-        key = (np.asarray(a, np.float64).tobytes(), np.shape(a))
-        if key not in made:
-            made[key] = initial_params(system, data, a)
-            check_scales(made[key], atol_for(made[key], opts.rtol, opts.atol), opts.atol, opts.blowup_size, be)
-        inits.append(made[key])
+    inits = _grid_inits(system, data, init, points, opts, be)
     # neighbours of similar cost share a chunk: order by rho, then by the size of the init
-    sizes = {id(th): np.abs(th).max() for th in made.values()}
-    order = np.lexsort((np.array([sizes[id(th)] for th in inits]), rhos))
+    order = np.lexsort((np.array([np.abs(th).max() for th in inits]), rhos))
     vmapped = be.batches and not any(_with_rho(system.flow, r).uses_sign
                                                                      for r in np.unique(rhos))
     # as few chunks as chunk_size allows, as equal as can be (1,024 points in chunks of at most 1,000: two of
@@ -201,34 +190,55 @@ def sweep(
         results, where = _execute(tasks, executor, progress, concurrent=vmapped)
     wall = time.perf_counter() - t0
     with held():  # every point is done: a Ctrl-C now must not drop them
-        n = len(points)
-        results = [r if r is not None else _interrupted(len(c), len(grid_t), data.d) for c, r in zip(padded, results)]
-        out = {k: np.empty((n,) + results[0][k].shape[1:], results[0][k].dtype) for k in results[0]}
-        for c, r in zip(chunks, results):
-            for k in out:
-                out[k][c] = r[k][: len(c)]
-        # what the grid sets is said so, not the base flow's rho or init it replaced
-        named = re.sub(r"rho=[^,)]+", "rho swept", str(system)) if RHO in axes else str(system)
+        out = _gathered(results, chunks, padded, len(points), len(grid_t), data.d)
         stopped = int(np.sum(out["status"] == Status.INTERRUPTED))
         if stopped:
             absorbed()
-            warnings.warn(f"sweep interrupted (KeyboardInterrupt): {stopped} of {n} points did not finish (status "
-                          "'interrupted', NaN past where they stopped); the others are kept", RuntimeWarning,
+            warnings.warn(f"sweep interrupted (KeyboardInterrupt): {stopped} of {len(points)} points did not finish "
+                          "(status 'interrupted', NaN past where they stopped); the others are kept", RuntimeWarning,
                           stacklevel=2)
         # points the lockstep solve handed to solve (plateaus, failures) say so in their ``solver``; counted here
         again = int(sum(not str(s).endswith("(vmap)") and s != "" for s in out["solver"])) if vmapped else 0
-        swept = [k for k in axes if k.startswith("alpha_")]
-        ds = _dataset(system, data, axes, out, grid_t, attrs={
-            "interrupted": stopped, "solved_again": again,
-            "system": named, "chunk_size": int(chunk_size),
-            "method": ("vmap" + (f" ({again} points solved again one by one: 'solver')" if again else ""))
-            if vmapped else "solve per point",
-            "chunks": len(chunks), "executor": where, "wall_s": wall, "rtol": opts.rtol, "clock": run_clock.name,
+        how = {"interrupted": stopped, "solved_again": again, "chunk_size": int(chunk_size),
+               "method": ("vmap" + (f" ({again} points solved again one by one: 'solver')" if again else ""))
+               if vmapped else "solve per point", "chunks": len(chunks), "executor": where, "wall_s": wall,
+               "clock": run_clock.name, "backend": be.name if vmapped else backend}
+        return _dataset(system, data, axes, out, grid_t, attrs={**how, **_asked(system, init, axes, opts)})
+
+
+def _grid_inits(system, data, init, points, opts, be):
+    """The parameters each point starts from, (layers, d) each, all checked before anything runs: made once per
+    distinct init (a rho axis repeats each)."""
+    made, inits = {}, []
+    for p in points:
+        a = _point_init(init, p, data.d)
+        key = (np.asarray(a, np.float64).tobytes(), np.shape(a))
+        if key not in made:
+            made[key] = initial_params(system, data, a)
+            check_scales(made[key], atol_for(made[key], opts.rtol, opts.atol), opts.atol, opts.blowup_size, be)
+        inits.append(made[key])
+    return inits
+
+
+def _gathered(results, chunks, padded, n, saves, d):
+    """The chunks' results in grid order (a chunk a Ctrl-C stopped: its points "interrupted", NaN)."""
+    results = [r if r is not None else _interrupted(len(c), saves, d) for c, r in zip(padded, results)]
+    out = {k: np.empty((n,) + results[0][k].shape[1:], results[0][k].dtype) for k in results[0]}
+    for c, r in zip(chunks, results):
+        for k in out:
+            out[k][c] = r[k][: len(c)]
+    return out
+
+
+def _asked(system, init, axes, opts):
+    """What a sweep was asked, for its attributes: what the grid sets is said so, not the base flow's rho or the
+    init it replaced."""
+    swept = [k for k in axes if k.startswith("alpha_")]
+    return {"system": re.sub(r"rho=[^,)]+", "rho swept", str(system)) if RHO in axes else str(system),
+            "rtol": opts.rtol, "log10_t1": opts.log10_t1,
             "atol": "per point (1e-10, or rtol x the init's size where smaller)" if opts.atol is None else opts.atol,
-            "backend": be.name if vmapped else backend, "log10_t1": L1,
             "init": "alpha swept" if ALPHA in axes else f"{', '.join(swept)} swept, the others from "
-                    f"{np.asarray(init).tolist()}" if swept else str(np.asarray(init).tolist())})
-    return ds
+                    f"{np.asarray(init).tolist()}" if swept else str(np.asarray(init).tolist())}
 
 
 def _execute(tasks, executor, progress, concurrent=False):
