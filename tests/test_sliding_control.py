@@ -16,8 +16,14 @@ from scipy.special import logsumexp
 
 import flowsim as fs
 from flowsim._jax import jax, jnp
-from flowsim.integrate.sliding import (equivalent_control, resolve, selected_field, sliding_field, solve_control,
-                                      surface_rates)
+from flowsim.integrate.sliding import (
+    equivalent_control,
+    resolve,
+    selected_field,
+    sliding_field,
+    solve_control,
+    surface_rates,
+)
 from flowsim.integrate.vector_field import jax_field, numpy_field
 
 INF = float("inf")
@@ -156,8 +162,8 @@ def test_sign_flow_control_is_the_linear_solve():
     vf, theta = jax_field(system, 1, 4), np.array([[0.3, -0.2, 0.5, 0.1]])
     H = np.asarray(jax.jacfwd(lambda th: vf.direction(th, jnp.asarray(Z))[0])(jnp.asarray(theta))).reshape(4, 4)
     sigma, active = np.array([[1.0, -1.0, 1.0, 1.0]]), np.array([[True, False, True, False]])
-    A, I = active[0], ~active[0]
-    expected = np.linalg.solve(H[np.ix_(A, A)], -H[np.ix_(A, I)] @ sigma[0, I])
+    on, off = active[0], ~active[0]
+    expected = np.linalg.solve(H[np.ix_(on, on)], -H[np.ix_(on, off)] @ sigma[0, off])
     got = equivalent_control(vf, theta, Z, 0.0, sigma, active)
     np.testing.assert_allclose(got.control, expected, rtol=1e-10)
     assert got.exists and got.unique and got.residual < 1e-12
@@ -260,6 +266,33 @@ def test_control_outside_the_box_is_an_exit():
         assert got.in_box or "outside [-1, 1]" in got.reason
         seen.add(got.in_box)
     assert seen == {True, False}
+
+
+def test_resolve_slides_where_both_sides_point_in():
+    """Where fs.solve stops ("chattering", seed 0): G_2 = 0, and the one-sided fields, by central differences of G
+    along the NumPy field, both point into the surface; resolve makes entry 2 slide and keeps the other signs."""
+    data, rho = fs.datasets.iid_gaussian(10, 4, 0), 0.1
+    system = fs.derive(fs.Linear(), "exponential", fs.SAM(rho, INF))
+    sol = fs.solve(system, data, init=0.1, t1=1e100, throw=False)
+    assert sol.status == "chattering" and "coordinate 2" in sol.message
+    theta, Z = np.asarray(sol.params[-1]), data.z
+    vf_np = numpy_field(system, 1, 4)
+    G = vf_np.direction(theta, Z)[0]
+    k = (0, 1)
+    assert abs(G[k]) < 1e-12
+    rates = []
+    for side in (1.0, -1.0):
+        F = vf_np.field_and_scale(theta, Z, rho, np.where(np.arange(4) == 1, side, np.sign(G)))[0]
+        h = 1e-5
+        rates.append((vf_np.direction(theta + h * F, Z)[0][k] - vf_np.direction(theta - h * F, Z)[0][k]) / (2 * h))
+    assert rates[0] < 0 < rates[1]
+    candidates = np.arange(4)[None, :] == 1
+    found = resolve(jax_field(system, 1, 4), theta, Z, rho, np.where(candidates, 1.0, np.sign(G)),
+                    np.zeros((1, 4), bool), candidates)
+    assert found.reason is None and (found.active == candidates).all()
+    assert -1 < found.sigma[k] < 1 and (found.sigma[~candidates] == np.sign(G)[~candidates]).all()
+    rate = surface_rates(jax_field(system, 1, 4), jnp.asarray(theta), jnp.asarray(Z), rho, jnp.asarray(found.sigma))
+    assert abs(float(rate[k])) < 1e-12
 
 
 def test_numpy_field_is_refused():

@@ -1,30 +1,39 @@
-r"""Sliding on switching surfaces of sign-dependent flows by Utkin's equivalent control.
+r"""Sliding on switching surfaces of sign-dependent flows, any number at once.
 
 A sign-dependent flow (l_inf-SAM, the sign flow) has a field :math:`F(\theta, \sigma)` with
 :math:`\sigma = \mathrm{sign}(G)` held piecewise constant. Where the trajectory slides on the surfaces
 :math:`G_k = 0` of an *active set* A, the signs of the active entries are replaced by unknowns
 :math:`s_A \in [-1, 1]^{|A|}` chosen so that the state stays on every active surface:
 
-.. math::  C_A(s) = \Big(\frac{\partial G}{\partial\theta}\, F(\theta, \sigma_A := s_A)\Big)_A = 0,
+.. math::  C_A(s) = \Big(\frac{\partial G}{\partial\theta}\, F_s(\theta)\Big)_A = 0,
 
 a small nonlinear system solved by Newton's method with the Jacobian
-:math:`M = (\partial G/\partial\theta)_A\, \partial F/\partial s_A` (both by forward-mode autodiff of the
-JAX field). The rates are taken in any clock: the clocks only multiply F by a positive scalar.
+:math:`M = (\partial G/\partial\theta)_A\, \partial F_s/\partial s_A` (both by forward-mode autodiff of the
+JAX field). The rates are taken in any clock: the clocks only multiply F by a positive scalar. Two
+selections of the sliding field :math:`F_s` (:func:`selected_field`):
 
-This is the limit of the regularised flow :math:`\mathrm{sign}(G) \to \tanh(G/\varepsilon)`. Where F is
-nonlinear in s (l_inf-SAM: :math:`F = -G(\theta + \rho s)`) it is not Filippov's convex combination of the
-one-sided fields, which a chattering discrete step realises; on one surface both are tangent to it and
-differ off it by second-order terms in :math:`\rho`.
+- ``"control"``, Utkin's equivalent control: :math:`F_s = F(\theta, \sigma_A := s_A)`. The limit of the
+  regularised flow :math:`\mathrm{sign}(G) \to \tanh(G/\varepsilon)`.
+- ``"convex"``, Filippov's convex combination of the real-time one-sided fields at the sign corners of A,
+  with multilinear weights :math:`\prod_k (1 + c_k s_k)/2`. On one surface it is the Filippov solution, the
+  limit of a discrete step that chatters across the surface (discrete l_inf-SAM as its step goes to 0);
+  on several, Filippov's set has more than one tangent field and this is one choice among them.
+
+They coincide where F is affine in each sign (the sign flow, :math:`F = -s`) and differ where it is not
+(l_inf-SAM, :math:`F = -G(\theta + \rho s)`: by 5e-3 in w over one slide at rho = 0.1, tests/test_sliding_control.py).
 
 On a coordinate plane :math:`w_k = 0` of a diagonal network, :math:`G_k` vanishes with :math:`w_k`, the
 row of :math:`\partial G_k/\partial\theta` is :math:`(\partial G_k/\partial w_k) e_k`, and the condition
-reads :math:`F_k(s) = 0`: the entry is held on the plane, by the control that makes its own field vanish
-(for l_inf-SAM on the tied net, :math:`s_k = 0`, :math:`\tilde w_k = 0`).
+reads :math:`F_{s,k} = 0`: the entry is held on the plane. With mirror-image one-sided fields the convex
+selection gives equal weights, the field of ``VectorField.sliding_field_and_scale`` for a pinned entry; the
+control selection gives :math:`s_k = 0` for l_inf-SAM (:math:`\tilde w_k = 0`, not :math:`\pm\rho`), a
+different field for the other entries.
 
-The kernel (:func:`solve_control`, :func:`sliding_field`) is traceable by JAX with a fixed number of
-Newton iterations and fixed shapes (the active set is a mask), so a jitted field can call it;
-:func:`equivalent_control` is its diagnostic for NumPy callers: whether the control exists, is unique and
-holds the state on the surfaces, and if not, why.
+The kernel (:func:`solve_control`, :func:`sliding_field`) is traceable by JAX with a bounded number of
+Newton iterations and fixed shapes (the active set is a mask; a concrete one for ``"convex"``, whose corners
+are enumerated), so a jitted field can call it. :func:`equivalent_control` is its diagnostic for NumPy
+callers (whether the control exists, is unique, stays in [-1, 1] and attracts, and if not, why), and
+:func:`resolve` decides at a switch which entries slide and which leave to which side.
 """
 
 from __future__ import annotations
@@ -37,8 +46,10 @@ import numpy as np
 from flowsim._jax import jax, jnp
 from flowsim.integrate.filippov import entry_name
 
-#: Newton iterations of the traced kernel (quadratic convergence from the previous control: 3-4 suffice)
-ITERATIONS = 12
+#: most Newton iterations of the traced kernel (quadratic convergence: 4-5 from +-1, 2-3 from the previous control)
+ITERATIONS = 8
+#: Newton stops once its step is below this (s is O(1))
+STEP_TOL = 1e-14
 #: the control solves the condition when its residual is below this fraction of |dG/dtheta| |F|
 RESIDUAL_TOL = 1e-10
 #: the condition determines s_A when the smallest singular value of M_AA is above this fraction of its largest
@@ -107,7 +118,8 @@ def selected_field(vf, theta, Z, rho, sigma, active, selection="control"):
 
 
 def solve_control(vf, theta, Z, rho, sigma, active, iterations=ITERATIONS, selection="control"):
-    """Newton's method for the sliding control s_A, traceable by JAX (fixed shapes and iterations).
+    """Newton's method for the sliding control s_A, traceable by JAX (fixed shapes, at most ``iterations`` steps;
+    a ``lax.while_loop``: forward-mode differentiable, as implicit solvers' Jacobians need, not reverse-mode).
 
     Args:
         vf: the JAX :class:`flowsim.integrate.vector_field.VectorField` of a sign-dependent flow.
@@ -116,7 +128,7 @@ def solve_control(vf, theta, Z, rho, sigma, active, iterations=ITERATIONS, selec
         rho: the radius of the evaluation point.
         sigma: the signs (K, d); its active entries are the Newton start (the previous control, or +-1).
         active: boolean mask (K, d) of the sliding entries.
-        iterations: Newton iterations.
+        iterations: the most Newton iterations.
         selection: ``"control"`` or ``"convex"`` (:func:`selected_field`).
 
     Returns:
@@ -134,13 +146,18 @@ def solve_control(vf, theta, Z, rho, sigma, active, iterations=ITERATIONS, selec
         """The rates dG/dtau (Kd,) and their Jacobian M in the signs."""
         return dG @ jnp.reshape(field(s)[0], (-1,)), dG @ _flat_jacobian(lambda x: field(x)[0], s)
 
-    def step(_, s):
+    def step(state):
+        count, s, _ = state
         rate, M = linearised(s)
-        move = jnp.linalg.solve(jnp.where(both, M, eye), jnp.where(on, -rate, 0.0))
-        new = s + jnp.reshape(move, s.shape)
-        return jnp.where(jnp.all(jnp.isfinite(new)), new, s)  # a singular M: keep the iterate, the verdict says why
+        move = jnp.reshape(jnp.linalg.solve(jnp.where(both, M, eye), jnp.where(on, -rate, 0.0)), s.shape)
+        finite = jnp.all(jnp.isfinite(move))  # a singular M: keep the iterate, the verdict says why
+        return count + 1, jnp.where(finite, s + move, s), jnp.where(finite, jnp.max(jnp.abs(move)), 0.0)
 
-    s = jax.lax.fori_loop(0, iterations, step, jnp.asarray(sigma, dtype=float))
+    def going(state):
+        count, _, size = state
+        return (count < iterations) & (size > STEP_TOL)
+
+    _, s, _ = jax.lax.while_loop(going, step, (0, jnp.asarray(sigma, dtype=float), jnp.inf))
     rate, M = linearised(s)
     top = jnp.max(jnp.where(both, jnp.abs(M), 0.0))
     return {
@@ -274,7 +291,7 @@ def _reason(where, control, residual, singular, unique, exists, in_box, diagonal
                 f"smallest singular value {singular[-1]:.3g} of {singular[0]:.3g}), so no unique equivalent control")
     if not exists:
         return (f"no equivalent control holds the state on the surfaces G = 0 of {entries}: Newton's method left "
-                f"a residual {residual:.3g} (relative) after {ITERATIONS} iterations")
+                f"a residual {residual:.3g} (relative) after at most {ITERATIONS} iterations")
     if not in_box:
         k = int(np.argmax(np.abs(control)))
         return (f"the control that holds the surfaces G = 0 of {entries} needs s = {control[k]:.6g} for {where[k]}, "
