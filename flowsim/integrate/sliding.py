@@ -122,7 +122,7 @@ def solve_control(vf, theta, Z, rho, sigma, active, iterations=ITERATIONS, selec
     a ``lax.while_loop``: forward-mode differentiable, as implicit solvers' Jacobians need, not reverse-mode).
 
     Args:
-        vf: the JAX :class:`flowsim.integrate.vector_field.VectorField` of a sign-dependent flow.
+        vf: the JAX :class:`flowsim.field.vector_field.VectorField` of a sign-dependent flow.
         theta: the state (K, d), on every active surface.
         Z: the data (n, d).
         rho: the radius of the evaluation point.
@@ -234,8 +234,8 @@ def equivalent_control(vf, theta, Z, rho, sigma, active, selection="control") ->
     """Solve for the sliding control on the active surfaces and say whether the sliding mode holds.
 
     Args:
-        vf: the JAX :class:`flowsim.integrate.vector_field.VectorField` of a sign-dependent flow
-            (``flowsim.integrate.vector_field.jax_field(system, K, d)``).
+        vf: the JAX :class:`flowsim.field.vector_field.VectorField` of a sign-dependent flow
+            (``flowsim.field.vector_field.jax_field(system, K, d)``).
         theta: the state (K, d), on every active surface G_k = 0.
         Z: the data (n, d).
         rho: the radius of the evaluation point.
@@ -251,7 +251,7 @@ def equivalent_control(vf, theta, Z, rho, sigma, active, selection="control") ->
         ValueError: ``vf`` is not a JAX field, the shapes disagree, or ``selection`` is unknown.
     """
     if vf.xp is not jnp:
-        raise ValueError("vf must be the JAX field of the system (flowsim.integrate.vector_field.jax_field(system, "
+        raise ValueError("vf must be the JAX field of the system (flowsim.field.vector_field.jax_field(system, "
                          "K, d)): the control's Jacobians are taken by autodiff.")
     if selection not in SELECTIONS:
         raise ValueError(f"selection must be one of {SELECTIONS}; got {selection!r}.")
