@@ -98,27 +98,23 @@ def main():
 def implicit_path():
     """backend="auto" beyond log10 t1 = 1000: scipy BDF with the symbolic Jacobian, and what the one-thread
     BLAS limit inside the scipy backend is worth (baseline: the limit switched off, same run)."""
-    from flowsim.integrate.backends import _scipy
-
-    class NoLimit:
-        def restore_original_limits(self):
-            pass
+    from flowsim._blas import ONE_BLAS_THREAD
 
     print("\n## beyond float range: backend auto = scipy:BDF in the tau clock with the symbolic Jacobian, depth-2 "
           "l2-SAM (rho 0.02), rtol 1e-8")
     print("| n | d | log10 t1 | status | wall ms | steps | Jacobians | wall ms without the BLAS thread limit | ratio |")
     print("|---|---|---|---|---|---|---|---|---|")
     system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.02, 2))
-    limit = _scipy.threadpool_limits
     for n, d in [(20, 10), (100, 100)]:
         data = data_set(n, d, seed=1)
         for L in [1e4, 1e6]:
             wall, sol = timed(lambda: fs.solve(system, data, 0.1, log10_t1=L, throw=False), repeat=2)
-            _scipy.threadpool_limits = lambda **kw: NoLimit()
+            enter, leave = ONE_BLAS_THREAD.enter, ONE_BLAS_THREAD.leave
+            ONE_BLAS_THREAD.enter = ONE_BLAS_THREAD.leave = lambda: None  # the limit switched off
             try:
                 base, _ = timed(lambda: fs.solve(system, data, 0.1, log10_t1=L, throw=False), repeat=2)
             finally:
-                _scipy.threadpool_limits = limit
+                ONE_BLAS_THREAD.enter, ONE_BLAS_THREAD.leave = enter, leave
             print(f"| {n} | {d} | {L:g} | {sol.status} | {wall * 1e3:.0f} | {sol.stats['steps']} | {sol.stats['njev']} | {base * 1e3:.0f} | "
                   f"{base / wall:.1f}x |")
 
