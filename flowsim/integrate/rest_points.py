@@ -135,7 +135,7 @@ def normalised_rest_point(vf, theta, Z, rho) -> SaddleRestPoint:
 def _trapped(eig, rho, ray):
     return (f"a rest point of the flow at a saddle of the loss: along every unstable direction (smallest eigenvalue "
             f"{eig[0]:.4g}) the ascent by rho = {rho:.4g} overshoots the saddle and the descent from there pulls "
-            f"back, so |G| falls to 0 (slowest radial rate {ray.radial_rate:.3g} per unit tau, "
+            f"back, so |G| falls to 0 (radial rate {ray.radial_rate:.3g} per unit tau on the least trapping ray, "
             f"margin {ray.margin:.3g})")
 
 
