@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from flowsim.field.jacobian import FieldJacobian
-from flowsim.integrate import critical
+from flowsim.integrate import critical, rest_points
 from flowsim.integrate.arrival import ORDER, arrivals, reached, sliding
 from flowsim.integrate.backends import ATOL_MIN_IMPLICIT, Ending, backend_for
 from flowsim.integrate.backends._events import SCORES
@@ -222,15 +222,22 @@ def _on_failure(run, seg):
 
 
 def _at_saddle(run, why):
-    """A normalised SAM flow that fails or runs out of steps at a saddle of the loss: say so."""
+    """A normalised SAM flow that fails or runs out of steps at a saddle of the loss. Where the saddle traps the
+    exact flow (``rest_points.normalised_rest_point``: the ascent overshoots it and the descent pulls back) it is
+    a rest point of the flow, held as "converged"; where the flow passes it, or that is undecided, say so."""
     radius = critical.arrival_radius(run.system.flow, run.theta.size)
     if radius == 0 or not critical.stops_at_minima(run.system.flow) or _too_large(run) or run.log_rate() > 700:
         return  # (a rate beyond float range is the reason, said by Run.solution)
     cp = critical.saddle(run.vf, run.theta, run.Z, run.rtol, run.atol, radius)
-    if cp is not None:
-        run.status = Status.CHATTERING
-        run.message = SADDLE.format(log10_t=run.log10_t_asked, rate=cp.growth_rate,
-                                    reason=why)
+    if cp is None:
+        return
+    verdict = rest_points.normalised_rest_point(run.vf, cp.limit, run.Z, run.rho)
+    if verdict.is_rest_point:
+        run.y = np.concatenate([cp.limit.ravel(), run.y[-1:]])
+        run.hold(Status.CONVERGED, SADDLE_REST.format(log10_t=run.log10_t_asked, reason=verdict.reason))
+        return
+    run.status = Status.CHATTERING
+    run.message = SADDLE.format(log10_t=run.log10_t_asked, rate=cp.growth_rate, reason=why, verdict=verdict.reason)
 
 
 def _at_a_jump(run):
@@ -323,9 +330,24 @@ def _converged(run, loss_still=False) -> bool:
     if cp is None:
         return False
     message = critical.describe(run.system, run.data, cp, run.log10_t_asked)
+    if run.uses_sign and cp.of_loss:
+        verdict = _sign_rest_point(run, cp)
+        if not verdict.is_rest_point:
+            return False  # the fields all leave the minimum: it is no end of the flow
+        message += f"; {verdict.reason}"
     run.y = np.concatenate([cp.limit.ravel(), run.y[-1:]])
     run.hold(Status.CONVERGED, message)
     return True
+
+
+def _sign_rest_point(run, cp):
+    """Whether a minimum of the loss can be a Filippov rest point of a sign flow at this rho: 0 in the convex
+    hull of its one-sided fields (``rest_points.linf_sam_minimum_is_rest_point``, an LP)."""
+    try:
+        return rest_points.linf_sam_minimum_is_rest_point(run.vf, cp.limit, run.Z, run.rho)
+    except ValueError as err:  # too many entries with G = 0 to enumerate their sign patterns
+        return rest_points.SignRestPoint(True, f"held without the convex-hull check ({err})", run.rho, 0, np.nan,
+                                         None)
 
 
 #: segment endings (backend reasons) that end a solve normally, and the status each gives
@@ -355,10 +377,12 @@ def end_status(reason, clock):
     return ENDINGS[reason], ""
 
 
-SADDLE = ("at log10 t = {log10_t:.6g} the flow reached a saddle of the loss (its evaluation point is within rho of it): "
-          "the loss has unstable directions there (growth rate {rate:.3g} per unit tau, along entries that are tiny "
-          "but not 0), so the exact flow leaves it, sliding meanwhile where its field -grad L(theta + rho g/|g|) is "
-          "discontinuous (g = 0), a sliding mode flowsim does not integrate ({reason}); the trajectory up to it is kept")
+SADDLE = ("at log10 t = {log10_t:.6g} the flow reached a saddle of the loss (growth rate {rate:.3g} per unit tau "
+          "along its unstable directions) where its field -grad L(theta + rho g/|g|) is discontinuous (g = 0): "
+          "{verdict}. flowsim does not follow the flow through the saddle ({reason}); the trajectory up to it is kept")
+SADDLE_REST = ("at log10 t = {log10_t:.6g} the flow came to rest, {reason}. The exact flow stays there, as its "
+               "regularisation and discrete SAM do in the limits eps -> 0 and step -> 0 (docs/theory.md 9); the state "
+               "is held")
 
 
 TOO_LARGE = ("the step budget max_steps ran out at log10 t = {log10_t:.6g}. With {size} parameter entries integrated "
