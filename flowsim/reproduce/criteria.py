@@ -113,14 +113,33 @@ def angle_falls(log10_t, angle_deg, *, near: float = 15.0, far: float = 45.0) ->
     return Outcome(None, text, numbers)
 
 
-def minor_to_major(amplification: dict, status: str = "completed") -> Outcome:
+def minor_to_major(amplification: dict, status: str = "completed", finality=None) -> Outcome:
     """The leading coordinate runs from the minor features to the major one, which leads last (Thm 4.4),
-    in a run that reached its horizon (a collapsed run has leaders but no limit: undecided)."""
+    in a run that reached its horizon (a collapsed run has leaders but no limit: undecided) with an order that
+    is final there (``finality``, a :class:`~flowsim.reproduce.horizons.Finality`; None: not asked). An order
+    cut off by the horizon is undecided: its next switch may be the one that makes it minor to major."""
     order = [j + 1 for j in amplification["order"]]
     numbers = (Number("leaders", order, "coordinate"),)
     if status != "completed":
         return Outcome(None, f"the run ended {status!r}; leaders over time (1-based): {order}", numbers)
+    if finality is not None:
+        numbers += (Number("order_final", finality.final, "1"), Number("finality_slack", finality.slack, "1"))
+        if not finality.final:
+            return Outcome(None, f"leaders so far (1-based): {order}, not final at the horizon ({finality.why})",
+                           numbers)
     return Outcome(bool(amplification["minor_to_major"]), f"leaders over time (1-based): {order}", numbers)
+
+
+def no_minor_lead(amplification: dict, major: int, finality) -> Outcome:
+    """No minor coordinate ever leads: the major one (``major``, 0-based) leads from the start and for ever (its
+    order is final: ``finality``). Fails as soon as another coordinate leads at some time, final or not."""
+    order = [j + 1 for j in amplification["order"]]
+    numbers = (Number("leaders", order, "coordinate"), Number("order_final", finality.final, "1"))
+    if order != [major + 1]:
+        return Outcome(False, f"a minor coordinate leads at some time: leaders (1-based) {order}", numbers)
+    if not finality.final:
+        return Outcome(None, f"only the major coordinate led so far, not final ({finality.why})", numbers)
+    return Outcome(True, f"the major coordinate leads throughout: leaders (1-based) {order}", numbers)
 
 
 def crossover_law(N, mu_from: float, mu_to: float, rho: float, rtol: float = 1e-6) -> Outcome:
