@@ -129,7 +129,7 @@ def l1_limits_l2(out: Path, quick: bool) -> Claim:
         sol = _solve(fs.Linear(), make(rho), data, alpha, t1=t1)
         o = converges_to(sol, _refs(data), "l2")
         key = f"case {i + 1}: {name}, data seed {seed}, alpha {alpha:.3g}, rho {rho:.3g}"
-        if sol.status == "chattering":  # a sliding mode on G_j = 0 off the planes w_j = 0: not integrated by flowsim
+        if sol.status == fs.Status.CHATTERING:  # a sliding mode on G_j = 0 off the planes w_j = 0: not integrated by flowsim
             numbers[key] = Measured(f"not judged: flowsim cannot integrate it ({sol.message})",
                                     (Number("log10_t_end", float(sol.log10_t[-1]), "log10 t"),))
             continue
@@ -611,7 +611,7 @@ def _leader_at_tau(sol, taus):
         gap = np.log(sol.beta[:, 1]) - np.log(sol.beta[:, 0])
     g = np.interp(taus, sol.tau, gap, right=np.nan)
     lead = np.where(np.isnan(g), np.nan, (g > 0).astype(float))
-    if sol.status == "collapsed":
+    if sol.status == fs.Status.COLLAPSED:
         lead = np.where(taus >= sol.tau[-1], -1.0, lead)
     return lead, g
 
@@ -630,7 +630,7 @@ def amplification_alpha(out: Path, quick: bool) -> Claim:
             rows.append(ld)
             if flow_name == "l2-SAM":
                 gaps.append(g)
-                collapsed.append(sol.status == "collapsed")
+                collapsed.append(sol.status == fs.Status.COLLAPSED)
         lead[flow_name] = np.array(rows)  # (alpha, tau)
     gaps = np.array(gaps)
     numbers, outcomes = {}, []
