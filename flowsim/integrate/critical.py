@@ -8,7 +8,7 @@ and runs into any step budget, while the flow itself has nothing left to do.
 
 It applies to the flows whose rest points are the critical points of the loss
 (``flowsim.symbolic.flow.rest_points_are_critical``): GD, USAM and :math:`\ell_p`-SAM with p finite, and to
-:math:`\ell_\infty`-SAM, which stops at a minimum as a Filippov rest point (:func:`stops_at_minima`;
+:math:`\ell_\infty`-SAM, which stops at a minimum where it is a Filippov rest point (:func:`stops_at_minima`;
 sign and Adam-proxy directions stop at exact equilibria instead, ``stalled``). The test uses the gradient field :math:`F = -G = -\nabla L/e^S` (O(1)) and its exact
 Jacobian :math:`A = \partial F/\partial\theta` (:mod:`flowsim.field.jacobian`), i.e. the derived field at
 rho = 0:
@@ -54,10 +54,11 @@ class CriticalPoint:
 
 
 def stops_at_minima(flow) -> bool:
-    """Whether a critical point that is a minimum of the loss stops the flow: the gradient-following
-    flows (``rest_points_are_critical``), and SAM with any norm, whose
-    field -grad L(theta + rho P) points into a minimum from within rho of it (l_inf-SAM's P = sign(g)
-    included: 0 is in the convex hull of -H s over the sign patterns s, a Filippov rest point)."""
+    """Whether a critical point that is a minimum of the loss may stop the flow: the gradient-following
+    flows (``rest_points_are_critical``), and SAM with any norm, whose field -grad L(theta + rho P) points into
+    a minimum from within rho of it. For l_inf-SAM (P = sign(g)) a minimum is a Filippov rest point only where
+    0 is in the convex hull of its one-sided fields, which depends on rho: the solve checks that at the point
+    (``rest_points.linf_sam_minimum_is_rest_point``)."""
     from flowsim.symbolic.directions import Gradient
     from flowsim.symbolic.flow import rest_points_are_critical
     from flowsim.symbolic.points import Ascent
