@@ -166,11 +166,11 @@ def test_a_ctrl_c_keeps_the_chunks_finished_and_marks_the_rest_interrupted(l2_sw
 
     real, calls = sweep._chunk, []
 
-    def chunk(spec, data, inits, rhos, opts):
+    def chunk(spec, data, inits, rhos, *how):
         calls.append(1)
         if rhos[0] == RHOS[0] and inits[0][0, 0] == ALPHAS[2]:  # the second chunk (rho, then alpha order)
             raise KeyboardInterrupt
-        return real(spec, data, inits, rhos, opts)
+        return real(spec, data, inits, rhos, *how)
 
     monkeypatch.setattr(sweep, "_chunk", chunk)
     monkeypatch.setattr(sweep, "_cores", lambda: cores)
@@ -428,9 +428,11 @@ def test_a_point_solve_hands_over_is_handed_over_in_the_sweep():
 def test_lockstep_points_with_an_excluded_sign_are_solved_again():
     """The lockstep solve has no sign check of its own: a point ending with a beta_j its start excludes (a
     balanced start of a model of your own, integrated in full) is handed to solve, which fails it and says why."""
+    from flowsim.integrate.options import Options
     from flowsim.integrate.sweep import _signs_left
 
     system = fs.derive(fs.Parametrization("w1 w2", 2, lambda a, b: a * b), "logistic", fs.GD())
     inits = [system.model.init_params(a, 2) for a in (0.5, 0.5)]
     out = {"beta_end": np.array([[1.0, 2.0], [1.0, -2.0]])}
-    assert _signs_left(system, inits, np.zeros(2), out, {"rtol": 1e-8, "atol": None}).tolist() == [False, True]
+    opts = Options.checked(t1=10.0, rtol=1e-8)
+    assert _signs_left(system, inits, np.zeros(2), out, opts).tolist() == [False, True]
