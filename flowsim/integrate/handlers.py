@@ -232,6 +232,10 @@ def _at_saddle(run, why):
     if cp is None:
         return
     verdict = rest_points.normalised_rest_point(run.vf, cp.limit, run.Z, run.rho)
+    if verdict.is_rest_point and not np.any(cp.limit):  # beta = 0, where a run with steps enough collapses
+        run.status, run.message = end_status("collapse", run.clock)
+        run.y = np.concatenate([cp.limit.ravel(), run.y[-1:]])
+        return
     if verdict.is_rest_point:
         run.y = np.concatenate([cp.limit.ravel(), run.y[-1:]])
         run.hold(Status.CONVERGED, SADDLE_REST.format(log10_t=run.log10_t_asked, reason=verdict.reason))

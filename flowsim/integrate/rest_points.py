@@ -258,7 +258,10 @@ def linf_sam_minimum_is_rest_point(vf, theta, Z, rho, tol=1e-9) -> SignRestPoint
     if m > SIGN_ENTRIES_MAX:
         raise ValueError(f"theta: {m} entries have G = 0, over the {SIGN_ENTRIES_MAX} whose 2^m sign patterns "
                          "are enumerated.")
-    fields = _one_sided_fields(vf, theta, Z, rho, np.where(idle, 0.0, np.sign(G)), free)
+    sigma = np.where(idle, 0.0, np.sign(G))
+    # less the field at rho = 0, -G(theta): to first order the fields at the exact critical point, where the
+    # residual G(theta) of a numerical one (rounding, ~1e-16) is 0; against a tiny rho it dominated every field
+    fields = _one_sided_fields(vf, theta, Z, rho, sigma, free) - np.ravel(vf.field_and_scale(theta, Z, 0.0, sigma)[0])
     lengths = np.linalg.norm(fields, axis=1)
     if np.any(lengths == 0.0):
         return SignRestPoint(True, "a one-sided field vanishes there", rho, len(fields), 0.0, None)

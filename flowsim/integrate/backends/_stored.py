@@ -26,6 +26,12 @@ from pathlib import Path
 import numpy as np
 
 from flowsim._jax import jax
+from flowsim.integrate.segment_args import SegmentArgs
+
+# a kernel takes the segment's arguments as one SegmentArgs: its exported form names the type (a JAX without the
+# registration exports nothing, and each process traces its kernels again)
+if hasattr(jax.export, "register_namedtuple_serialization"):
+    jax.export.register_namedtuple_serialization(SegmentArgs, serialized_name="flowsim.SegmentArgs")
 
 #: kernels kept at most (each ~100 KB): every change of flowsim's source or a shape makes new ones
 KEEP = 1000
