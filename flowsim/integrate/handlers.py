@@ -211,8 +211,8 @@ def _on_crossing(run, seg):
 
 def _on_failure(run, seg):
     """A failed step: near a minimum the l2-SAM field -grad L(theta + rho g/|g|) is discontinuous, and an
-    implicit method fails there, so a converged critical point is looked for first, then a saddle
-    (said so: the exact flow leaves it, sliding where the field is discontinuous)."""
+    implicit method fails there, so a converged critical point is looked for first, then a saddle (``_at_saddle``:
+    a rest point of the flow where it traps it)."""
     if seg.reason == Ending.FAILED and _converged(run, loss_still=True):
         return
     run.status, run.message = Status(seg.reason), seg.message
@@ -231,7 +231,10 @@ def _at_saddle(run, why):
     cp = critical.saddle(run.vf, run.theta, run.Z, run.rtol, run.atol, radius)
     if cp is None:
         return
-    verdict = rest_points.normalised_rest_point(run.vf, cp.limit, run.Z, run.rho)
+    try:
+        verdict = rest_points.normalised_rest_point(run.vf, cp.limit, run.Z, run.rho)
+    except ValueError as err:  # the saddle is not resolved well enough to tell
+        verdict = rest_points.SaddleRestPoint(False, f"undecided ({err})", np.empty(0), run.rho, np.nan, None)
     if verdict.is_rest_point and not np.any(cp.limit):  # beta = 0, where a run with steps enough collapses
         run.status, run.message = end_status("collapse", run.clock)
         run.y = np.concatenate([cp.limit.ravel(), run.y[-1:]])
