@@ -85,7 +85,7 @@ class SaddleRestPoint:
 
 def normalised_rest_point(vf, theta, Z, rho) -> SaddleRestPoint:
     """Decide whether the critical point ``theta`` of the loss is a rest point of the normalised-perturbation
-    flow ``vf`` (a :class:`flowsim.integrate.vector_field.VectorField` without signs) at radius ``rho``.
+    flow ``vf`` (a :class:`flowsim.field.vector_field.VectorField` without signs) at radius ``rho``.
 
     Args:
         vf: the flow's NumPy vector field (l2/lp-SAM, ASAM, normalised GD, steepest descent for finite p).
