@@ -64,6 +64,12 @@ class Options:
         return float(u_of(self.log10_t1))
 
     @property
+    def auto(self) -> bool:
+        """Backend and clock both "auto": an explicit method that spends a whole chunk of steps may hand over to
+        an implicit one."""
+        return self.backend == "auto" and self.clock == "auto"
+
+    @property
     def asked_saves(self) -> dict:
         """The saves as asked, in JSON's types (a saved run reads back equal): the points, or the grid's size."""
         if self.points_given:

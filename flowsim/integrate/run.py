@@ -49,7 +49,6 @@ class Run:
     the counters and, once decided, the status. Each segment ending has one handler (``HANDLERS``)."""
 
     def __init__(self, problem, progress=False):
-        self.problem = problem
         system, data, theta0 = problem.system, problem.data, problem.theta0
         self.system, self.data, self.be, self.clock = system, data, problem.backend, problem.clock
         self.adaptive = problem.adaptive  # may hand over to an implicit method (``_hand_over``)

@@ -119,7 +119,6 @@ def solve(
                            save_at_log10_t=save_at_log10_t, save_at_t=save_at_t, save_at=save_at, max_steps=max_steps,
                            collapse_tol=collapse_tol, blowup_size=blowup_size)
     be = backend_for(backend, opts.log10_t1)
-    adaptive = backend == "auto" and clock == "auto"
     run_clock = check_problem(system, data, clock, be, allow_nonseparable)
     track = (track,) if isinstance(track, str) else tuple(track)  # track="magnitude" was read letter by letter
     if any(k not in SCORES for k in track):
@@ -143,7 +142,7 @@ def solve(
     reduced = reduction(system, theta0, data)
     run_system, speedup, run_data, flips = reduced or (system, 1.0, data, None)
     flow_clock = run_clock.for_flow(run_system.flow)
-    adaptive = adaptive and atol >= ATOL_MIN_IMPLICIT and flow_clock.hands_over and not run_system.flow.uses_sign
+    adaptive = opts.auto and atol >= ATOL_MIN_IMPLICIT and flow_clock.hands_over and not run_system.flow.uses_sign
     problem = Problem(run_system, run_data, theta0[: run_system.model.n_layers], be, flow_clock, opts.log10_t1, points,
                       opts.rtol, atol, opts.max_steps, *floors, track, speedup, adaptive)
     sol = _integrate(problem, progress, config)

@@ -418,8 +418,7 @@ def _signs_left(system, inits, rhos, out, opts):
 def _handed_over_by_solve(steps, opts):
     """Points whose lockstep solve spent a chunk of steps, where solve with backend and clock "auto" hands over to
     an implicit method (so it ends elsewhere within rtol: 5e-8 apart at a point of 11,953 Tsit5 steps)."""
-    auto = opts.backend == "auto" and opts.clock == "auto"
-    return np.asarray(steps) >= chunk_of(opts.max_steps) if auto else np.zeros(len(steps), bool)
+    return np.asarray(steps) >= chunk_of(opts.max_steps) if opts.auto else np.zeros(len(steps), bool)
 
 
 def _flipped_balance(model, theta0) -> bool:
