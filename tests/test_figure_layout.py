@@ -160,7 +160,7 @@ def _figures_of(check, tmp_path, monkeypatch):
 
 
 DRAWING = [c for c in sam.CHECKS if c not in (sam.depth3_switches, sam.crossover_identity)] + [adam.per_sample_vs_full, adam.signum_batches,
-                                                                    adam.proxy_flow_limit]
+                                                                    adam.proxy_flow_limit, adam.fixed_point_basins]
 
 
 @pytest.mark.slow

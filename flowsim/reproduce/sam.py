@@ -38,6 +38,7 @@ from .criteria import (
     share_above,
 )
 from .horizons import LATER_LOG10_T1, order_is_final
+from .rates import gap_rate_law
 
 INF = float("inf")
 MU = np.array([1.0, 2.0])
@@ -859,8 +860,8 @@ def digits_pixels(out: Path, quick: bool) -> Claim:
                  numbers, "sam_digits.png")
 
 
-CHECKS = [l1_limits_l2, linf_trichotomy, linf_blow_up_limits, linf_phase_diagram, depth2_limits, amplification_time,
-          amplification_mechanism, crossover_identity, amplification_alpha, depth3_switches, discrete_tracks_flow, digits_pixels]
+CHECKS = [l1_limits_l2, linf_trichotomy, linf_blow_up_limits, linf_phase_diagram, depth2_limits, gap_rate_law,
+          amplification_time, amplification_mechanism, crossover_identity, amplification_alpha, depth3_switches, discrete_tracks_flow, digits_pixels]
 
 
 def run(out: Path, quick: bool = False, progress=print) -> Iterator[Claim]:

@@ -4,7 +4,8 @@ For c on the simplex, :math:`M(c) = \mathrm{diag}(\sqrt{\sum_i c_i^2 x_i[k]^2})`
 normalised vector of dual multipliers of :math:`\min w^\top M(c) w` s.t. :math:`Zw \ge 1`. The limit
 direction of the beta_2 -> 1 proxy solves the Mahalanobis problem at a fixed point c* = T(c*),
 found here by damped fixed-point iteration: :func:`adam_fixed_point` from one start,
-:func:`adam_fixed_points` from several, returning every distinct fixed point they reach (it need not be unique).
+:func:`adam_fixed_points` from several, returning every distinct fixed point they reach (it need not be unique),
+and :func:`adam_basins`, which of them the proxy flow reaches from each init scale.
 """
 
 from __future__ import annotations
@@ -12,9 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import log_expit
 
 from flowsim._checks import is_real_number, is_whole
 from flowsim.data import Dataset
+from flowsim.integrate.solve import solve
+from flowsim.symbolic.derive import derive
+from flowsim.symbolic.flows import AdamProxy
+from flowsim.symbolic.model import Linear
 from flowsim.theory.references import MaxMargin, check_separable, max_margin
 
 
@@ -164,3 +170,79 @@ def adam_fixed_points(data: Dataset, *, random_starts: int = 10, seed: int = 0, 
     order = np.argsort(-np.array(reached), kind="stable")
     return FixedPointSearch(points=tuple(points[i] for i in order), reached=tuple(reached[i] for i in order),
                             starts=len(starts), failed=tuple(failed))
+
+
+@dataclass(frozen=True)
+class Basins:
+    """Which fixed point the Adam proxy flow reaches from each init scale (:func:`adam_basins`): ``search`` (the
+    :class:`FixedPointSearch` whose ``points`` are named by index), ``scales``, ``direction`` (the init is
+    scale * direction), ``reached`` (per scale: the index of the fixed point in ``search.points``, or None where
+    the flow's end is not decided or not confirmed), ``ends`` (the flow's end direction per scale) and ``why``
+    (per scale, a sentence)."""
+
+    search: FixedPointSearch
+    scales: np.ndarray
+    direction: np.ndarray
+    reached: tuple
+    ends: np.ndarray
+    why: tuple
+
+    def scales_of(self, index: int) -> np.ndarray:
+        """The init scales in the basin of ``search.points[index]``."""
+        return self.scales[[r == index for r in self.reached]]
+
+
+def adam_basins(data: Dataset, scales, direction, *, log10_t1: float = 1e5, search: FixedPointSearch | None = None,
+                **solve_kw) -> Basins:
+    """The basins of the fixed points of ``search`` (:func:`adam_fixed_points` of ``data`` by default) on the init
+    scale, along the init ``direction`` (d numbers, normalised here): the init scale * direction is in the basin of
+    fixed point k when the AdamProxy flow (linear model, logistic loss, to ``log10_t1``; ``solve_kw`` go to
+    :func:`flowsim.solve`) from it ends nearest fixed point k, by more than its distance to k moved over the last
+    quarter of the saves, and damped iteration (:func:`adam_fixed_point`) started from the flow's end loss weights
+    (-l'(z_i . theta), normalised) converges to fixed point k again (within ``SAME_DIRECTION``). Otherwise the
+    scale is in no basin found (None, and ``why`` says which test failed)."""
+    check_separable(data)
+    try:
+        scales = np.asarray(scales, dtype=np.float64).ravel()
+        u = np.asarray(direction, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"scales and direction must be numbers; got {scales!r}, {direction!r}.") from None
+    if not (scales.size and np.all(np.isfinite(scales)) and np.all(scales > 0)):
+        raise ValueError(f"scales must be finite numbers > 0; got {scales.tolist()}.")
+    if u.shape != (data.d,) or not np.all(np.isfinite(u)) or not np.linalg.norm(u) > 0:
+        raise ValueError(f"direction must be {data.d} finite numbers, not all 0; got {u.tolist()}.")
+    u = u / np.linalg.norm(u)
+    search = adam_fixed_points(data) if search is None else search
+    points = np.array([p.direction for p in search.points])
+    system = derive(Linear(), "logistic", AdamProxy())
+    reached, ends, why = [], [], []
+    for scale in scales:
+        sol = solve(system, data, scale * u, log10_t1=log10_t1, throw=False, **solve_kw)
+        index, text = _basin_of(data, sol, points) if sol.ok else (None, f"the flow ended {sol.status!r}")
+        reached.append(index)
+        ends.append(sol.direction[-1])
+        why.append(f"scale {scale:g}: {text}")
+    return Basins(search=search, scales=scales, direction=u, reached=tuple(reached), ends=np.array(ends),
+                  why=tuple(why))
+
+
+def _basin_of(data, sol, points) -> tuple:
+    """(the index of the fixed point the flow ``sol`` reaches, or None; why, a sentence)."""
+    dist = np.linalg.norm(sol.direction[:, None, :] - points[None], axis=2)
+    end = dist[-1]
+    nearest = int(np.argmin(end))
+    moved = float(abs(dist[-1, nearest] - dist[-max(2, len(dist) // 4), nearest]))
+    rival = np.min(np.delete(end, nearest), initial=np.inf)
+    text = f"nearest search.points[{nearest}] at {end[nearest]:.3g} (moved {moved:.2g}), the next at {rival:.3g}"
+    if not end[nearest] + moved < rival:
+        return None, text + ": not nearest by more than it moves"
+    log_weights = log_expit(-(data.z @ sol.beta[-1]))  # -l'(m) of the logistic loss, in logs (it underflows)
+    weights = np.exp(log_weights - log_weights.max())
+    try:
+        confirmed = adam_fixed_point(data, c0=weights / weights.sum())
+    except RuntimeError as err:
+        return None, text + f"; the iteration from the flow's loss weights found no fixed point ({err})"
+    off = float(np.linalg.norm(confirmed.direction - points[nearest]))
+    if off >= SAME_DIRECTION:
+        return None, text + f"; the iteration from the flow's loss weights ends {off:.2g} from it"
+    return nearest, text + f"; confirmed from the flow's loss weights (residual {confirmed.residual:.2g})"
