@@ -46,7 +46,8 @@ N, D = 3, 5
 @dataclass(frozen=True)
 class RateCase:
     """One data set's run: ``predicted`` delta, ``fitted`` exponent, ``controls`` (name -> the control's
-    prediction), ``needed`` (log10 t the law's regime needs, inf where the support is not balanced) and ``why``."""
+    prediction), ``needed`` (log10 t the law's regime needs; inf where the support is not balanced or not settled,
+    or the run failed), ``reached`` (log10 t at the run's end) and ``why``."""
 
     seed: int
     predicted: float
@@ -114,7 +115,9 @@ def rate_case(seed: int) -> RateCase | None:
     why = (f"gap / (gamma* sum delta_j share_j) = {gap_ratio:.3g}, support shares off w*'s by {support_off:.2g} (log), "
            f"slow share {share[np.argmin(slacks)]:.2g}, "
            f"off-support slacks {np.round(np.sort(slacks), 3).tolist()}")
-    return RateCase(seed, slack.delta, fitted, controls, needed, float(sol.log10_t[-1]) if sol.ok else -np.inf, why)
+    if not sol.ok:
+        needed, why = np.inf, f"the run ended {sol.status!r}: {sol.message}"
+    return RateCase(seed, slack.delta, fitted, controls, needed, float(sol.log10_t[-1]), why)
 
 
 def rate_matches(fitted: float, predicted: float, what: str) -> Outcome:
@@ -171,7 +174,7 @@ def gap_rate_law(out: Path, quick: bool) -> Claim:
     numbers = {}
     for c in cases:
         horizon = (f"needs log10 t >= {c.needed:.3g}" if np.isfinite(c.needed)
-                   else "support not balanced or settled at the horizon")
+                   else "support not balanced or settled at the horizon, or the run failed")
         key = f"data seed {c.seed}" + ("" if c.judged else " (not judged: " + horizon + ")")
         o = rate_matches(c.fitted, c.predicted, "delta")
         numbers[key] = Measured(f"{o.why}; {horizon}; {c.why}",
