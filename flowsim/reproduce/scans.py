@@ -279,8 +279,8 @@ def adam_b2_scan(out: Path, quick: bool) -> Claim:
                      "threshold on, outside below it), on one data set whose fixed point flowsim finds unique (002-metric). "
                      "Left out: the b2 -> 1 limit after t -> infinity; near 1 the budget leaves b2 unsettled.",
                      "weaker"),
-                 f"iid_gaussian(10, 20), {adam.ADAM_SETTING} but b2 in {[p.value for p in points]}, {steps} steps, "
-                 f"tolerance {ADAM_TOLERANCE_DEG:g} deg", main,
+                 f"iid_gaussian(10, 20), {adam.ADAM_SETTING} but b2 in {', '.join(f'{p.value:.6g}' for p in points)}, "
+                 f"{steps} steps, tolerance {ADAM_TOLERANCE_DEG:g} deg", main,
                  [Control("the same runs against the l_inf max-margin (full-batch Adam's limit)", control)], numbers,
                  "adam_b2_scan.png")
 
