@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 
 import flowsim as fs
 from flowsim import plot
-from flowsim.reproduce import adam, sam
+from flowsim.reproduce import adam, depth_maps, sam, scans
 
 
 def _axes(**kw):
@@ -160,7 +160,7 @@ def _figures_of(check, tmp_path, monkeypatch):
 
 
 DRAWING = [c for c in sam.CHECKS if c not in (sam.depth3_switches, sam.crossover_identity)] + [adam.per_sample_vs_full, adam.signum_batches,
-                                                                    adam.proxy_flow_limit, adam.fixed_point_basins]
+                                                                    adam.proxy_flow_limit, adam.fixed_point_basins] + scans.CHECKS + depth_maps.CHECKS
 
 
 @pytest.mark.slow

@@ -201,6 +201,11 @@ def rademacher_pairs(out: Path, quick: bool) -> Claim:
                  numbers)
 
 
+def signum_label(beta, batch) -> str:
+    """The label of Signum(lr 0.05, ``beta``, ``batch``) runs, shared with the momentum scan (scans.py)."""
+    return f"signum {float(beta):g} {batch}"
+
+
 def signum_batches(out: Path, quick: bool) -> Claim:
     steps = _steps(quick)
     data = _discriminating()
@@ -209,7 +214,7 @@ def signum_batches(out: Path, quick: bool) -> Claim:
     outcomes, numbers = [], {}
     for b in (1, 5, data.n):
         batch = "cyclic" if b == 1 else (b if b < data.n else "full")
-        o, run, dist = _judged(OPT.signum(0.05, 0.99, batch=batch), data, refs, steps, "linf")
+        o, run, dist = _judged(OPT.signum(0.05, 0.99, batch=batch), data, refs, steps, "linf", label=signum_label(0.99, batch))
         outcomes.append(o)
         numbers[f"beta 0.99, batch {b}"] = o
         (line,) = axes[0, 0].loglog(np.maximum(run.steps, 1), dist["linf"], label=f"beta 0.99, batch {b}")
@@ -217,11 +222,13 @@ def signum_batches(out: Path, quick: bool) -> Claim:
             _fit_tail(axes[0, 0], np.maximum(run.steps, 1), dist["linf"], line.get_color(), "step")
         for beta in () if quick else (0.9, 0.0):
             if beta or b > 1:  # beta 0 at batch 1 is the control below
-                shown, run, dist = _judged(OPT.signum(0.05, beta, batch=batch), data, refs, steps, "linf")
+                shown, run, dist = _judged(OPT.signum(0.05, beta, batch=batch), data, refs, steps, "linf",
+                                           label=signum_label(beta, batch))
                 numbers[f"beta {beta}, batch {b} (shown, not judged)"] = shown
                 axes[0, 0].loglog(np.maximum(run.steps, 1), dist["linf"], ls=(0, (4, 2)) if beta else ":",
                                   color=line.get_color(), lw=1.0, label=f"beta {beta:g}, batch {b} (shown)")
-    control, run, dist = _judged(OPT.signum(0.05, 0.0, batch="cyclic"), data, refs, steps, "linf")
+    control, run, dist = _judged(OPT.signum(0.05, 0.0, batch="cyclic"), data, refs, steps, "linf",
+                                 label=signum_label(0.0, "cyclic"))
     axes[0, 0].loglog(np.maximum(run.steps, 1), dist["linf"], "k--", label="beta 0, batch 1 (control)")
     axes[0, 0].set(xlabel="step (log axis)", ylabel="|direction - l_inf max-margin direction|",
                    title="Signum on iid_gaussian(10, 20): distance to l_inf")
@@ -235,7 +242,7 @@ def signum_batches(out: Path, quick: bool) -> Claim:
                      "We prove that Signum converges to the l_inf-max-margin classifier for any batch size (abstract); "
                      "Thm 5.1, provided its momentum beta is close enough to 1 (notes).",
                      "Signum with momentum 0.99 ends nearest the l_inf max-margin at batch 1, 5 and N; without momentum "
-                     "(beta = 0, batch 1) it does not. How close to 1 beta must be is not located.", "as stated"),
+                     "(beta = 0, batch 1) it does not. How close to 1 beta must be: 002-thm5.1-scan.", "as stated"),
                  f"iid_gaussian(10, 20), Signum(lr 0.05 (t+1)^-1/2), beta 0.99 judged"
                  f"{'' if quick else ', beta 0.9 and 0 shown'}, {steps} steps",
                  every(outcomes, "batch sizes end nearest l_inf at beta 0.99"),

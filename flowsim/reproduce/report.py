@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import json
 import platform
@@ -32,9 +33,12 @@ from pathlib import Path
 import flowsim as fs
 from flowsim._interrupts import propagating, stopped_by
 
-from . import adam, sam
+from . import adam, depth_maps, sam, scans
+from ._claim import run_checks
 
-SUITES = {"sam": sam.run, "adam": adam.run}
+#: each suite's checks: its seed's claims, then the scans and maps built on the same runs
+SUITES = {"sam": functools.partial(run_checks, sam.CHECKS + depth_maps.CHECKS),
+          "adam": functools.partial(run_checks, adam.CHECKS + scans.CHECKS)}
 SCHEMA_VERSION = 3
 
 
