@@ -15,6 +15,9 @@ import importlib as _importlib
 import os as _os
 import sys as _sys
 
+#: the persistent compile cache's bound, least recently used entries evicted first (a kernel: ~0.1 MB)
+COMPILE_CACHE_BYTES = 1024**3
+
 
 def _configure_jax():
     """float64 everywhere, before any array is created, and a persistent compile cache (a solve compiles
@@ -27,18 +30,24 @@ def _configure_jax():
     # instead, the solve kernel is cached (a second process's first solve: 2.1 s, not 5.8). flowsim calls
     # diffrax with throw=False and reads its result codes; a NaN state ends a solve as "failed".
     _os.environ.setdefault("EQX_ON_ERROR", "nan")
-    if where != "0":
-        _os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", where)
-        _os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+    settings = {} if where == "0" else _compile_cache_settings(where)
+    for name, value in settings.items():
+        _os.environ.setdefault(name.upper(), str(value))
     if "jax" in _sys.modules:
         jax = _sys.modules["jax"]
         jax.config.update("jax_enable_x64", True)
-        if where != "0":
-            try:
-                jax.config.update("jax_compilation_cache_dir", where)
-                jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
-            except Exception:  # an older jax without the persistent cache: compile every time
-                pass
+        for name, value in settings.items():
+            jax.config.update(name, value)
+
+
+def _compile_cache_settings(where):
+    """JAX's persistent compile cache in ``where/xla``, bounded, so that JAX takes the folder's file lock
+    (``filelock``) around every read and write of it: unbounded, JAX writes its entries in place unlocked, and
+    a process sharing the folder could read one half written. A new folder, as a bounded cache needs an
+    access-time file beside each entry, which the unbounded one (``where`` itself) never wrote."""
+    return {"jax_compilation_cache_dir": _os.path.join(where, "xla"),
+            "jax_persistent_cache_min_compile_time_secs": 0.5,
+            "jax_compilation_cache_max_size": COMPILE_CACHE_BYTES}
 
 
 _configure_jax()

@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 
 # each test process (an xdist worker) compiles into a JAX cache of its own, kept between runs, apart from the
-# user's (~/.cache/flowsim/jax) and from other environments' test runs (named after this venv): JAX writes its
-# cache files in place, and a worker aborted inside XLA's deserialize_executable reading one that a concurrent
-# run was writing. An explicit FLOWSIM_JAX_CACHE is kept.
+# user's (~/.cache/flowsim/jax) and from other environments' test runs (named after this venv). An explicit
+# FLOWSIM_JAX_CACHE is kept.
 os.environ.setdefault("FLOWSIM_JAX_CACHE", os.path.join(tempfile.gettempdir(), "flowsim-test-jax-cache-{}-{}".format(
     hashlib.sha256(sys.prefix.encode()).hexdigest()[:12], os.environ.get("PYTEST_XDIST_WORKER", "main"))))
 

@@ -567,6 +567,54 @@ def test_blas_is_held_at_one_thread_while_any_solve_runs_and_restored_after_the_
         assert blas() == {2}
 
 
+def test_a_diffrax_solve_finds_the_margins_and_losses_of_its_saves_with_blas_on_one_thread(monkeypatch):
+    """The saves' margins (a (saves, d) x (d, n) product) are found on the host just after the compiled
+    solve: BLAS threads woken then waited for cores XLA's still held (up to twice the solve itself at
+    n = d = 100, 400 saves). A solve finds them with BLAS on one thread, and restores it after."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from flowsim.field import vector_field
+
+    def blas():
+        return {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
+
+    seen = []
+    observe = vector_field.VectorField.observe
+
+    def observing(self, *args, **kwargs):
+        seen.append(blas())
+        return observe(self, *args, **kwargs)
+
+    monkeypatch.setattr(vector_field.VectorField, "observe", observing)
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
+    data = fs.datasets.gaussian_clusters(20, 10, seed=0, separation=4.0)
+    with threadpool_limits(limits=2, user_api="blas"):
+        if blas() != {2}:
+            pytest.skip("this BLAS runs on one thread only")
+        sol = fs.solve(system, data, [[0.1] * 10, [0.2] * 10], t1=1e6, backend="diffrax:Tsit5")
+        assert sol.status == "completed" and seen and all(s == {1} for s in seen)
+        assert blas() == {2}
+
+
+def test_the_log_of_softplus_is_exact_to_rounding_across_float_range():
+    """log(log(1 + e^x)), the logistic loss's log (each save's loss): against mpmath at 50 digits, to a few
+    roundings of the result and of softplus (the log of a number rounded to relative eps is off by eps: near
+    x = 0.5413, where softplus is 1, that is all the digits), on either side of the small-x branch at -30,
+    and at the ends of float range."""
+    import mpmath
+
+    from flowsim.symbolic.functions import _np_log_softplus
+
+    x = np.concatenate([np.linspace(-745, 709, 2001), np.linspace(-31, -29, 201), [0.0, 1e-300, -1e-300, 0.5413]])
+    with mpmath.workdps(50):
+        exact = [mpmath.log(mpmath.log1p(mpmath.exp(mpmath.mpf(v)))) for v in x]
+        error = np.array([float(abs(mpmath.mpf(g) - e)) for g, e in zip(_np_log_softplus(x), exact)])
+    assert np.all(error <= 4 * np.spacing(np.abs(np.array(exact, float))) + 4 * 2.0**-53)
+    assert _np_log_softplus(np.array([np.inf, -np.inf])).tolist() == [np.inf, -np.inf]
+    large = x >= -30  # margins with no entry below -30 take a shorter path: the same numbers
+    assert np.array_equal(_np_log_softplus(x[large]), _np_log_softplus(x)[large])
+
+
 @pytest.mark.parametrize("backend", ["scipy:LSODA", "scipy:BDF", "auto"])
 def test_the_losses_found_for_the_rest_point_look_back_are_the_solutions(backend):
     """Each save's loss is found once, by the look-back for rest points, and kept for the Solution. Here

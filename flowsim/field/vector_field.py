@@ -145,6 +145,41 @@ class VectorField:
         S = mx + xp.log(0.5 * (a + b))
         return xp.where(pinned, 0.0, F), S
 
+    def fields(self, thetas, Z, rho, sigma):
+        """``field_and_scale``'s F at m states at once (NumPy): ``thetas`` (K, m, d) -> (K, m, d). The derived
+        formulas are elementwise, so a state is one more row; the sums (margins, sample weights, moments, the dual
+        norm) are each state's own, and the products are matrix products. Equal to F at each state to rounding
+        (the sums are taken in another order)."""
+        q, n = self.dual_exponent, Z.shape[0]
+        if q is None and at_theta(rho):
+            theta_t, N = thetas, 1.0
+        else:
+            r, S, _ = self._rows_moments(thetas, Z, moments=False)
+            N = 1.0
+            if q is not None:
+                N = (np.abs(self.compiled.normed(thetas, r)) ** q).sum(axis=(0, 2))[:, None] ** (1.0 / q)
+                N = np.where(N > 0, N, 1.0)
+            theta_t = self.compiled.perturbed(thetas, r, N, S, rho, sigma)
+        r_t, S_t, P_t = self._rows_moments(theta_t, Z, moments=self.needs_P)
+        return self.compiled.field(theta_t, r_t, P_t, float(n), N, sigma)
+
+    def _rows_moments(self, thetas, Z, moments):
+        """Per state of ``thetas`` (K, m, d): r (m, d), the log scale S (m, 1), and P (m, d) as
+        ``scaled_moments`` gives them (``moments``: one state at a time, as its (n, d) weights are large; else
+        r again)."""
+        beta = self.compiled.beta(thetas)
+        lq = self.compiled.log_q(flushed(np, beta) @ Z.T)
+        mx = lq.max(axis=1, keepdims=True)
+        log_e = lq - mx
+        e = flushed(np, np.exp(log_e))
+        total = e.sum(axis=1, keepdims=True)
+        S = mx + np.log(total) - math.log(Z.shape[0])
+        if not moments:
+            r = e @ Z / total
+            return r, S, r
+        r, P, _ = zip(*(self.scaled_moments(row, Z) for row in log_e))
+        return np.array(r), S, np.array(P)
+
     def observe(self, params, Z, known=()):
         """beta (m, d), margins (m, n) and the log of the mean loss (m,) at parameters (m, K, d), all at
         once (the derived formulas are elementwise). ``known``: the log-losses of the first rows, found

@@ -38,20 +38,42 @@ ORDER = 0.9
 RATIO = 16.0
 
 
-def _field_at(vf, theta, Z, rho, sigma, k, w):
-    """Entry ``k``'s field with that entry moved to ``w``."""
-    probe = theta.copy()
-    probe[k] = w
+#: states evaluated in one call of ``VectorField.fields``: its (states, n) sample weights stay near 16 MB
+STATES_PER_CALL = 2**21
+
+
+def _fields_at(vf, theta, Z, rho, sigma, entries, values):
+    """Each entry's own field with that entry (and no other) moved to its value: ``entries`` (layers, coordinates)
+    index arrays, ``values`` one per entry; all in a few calls of ``VectorField.fields``."""
+    layers, coordinates = entries
+    out = np.empty(len(values))
+    block = max(1, STATES_PER_CALL // Z.shape[0])
+    for start in range(0, len(values), block):
+        at = slice(start, start + block)
+        rows = np.arange(len(values[at]))
+        probes = np.repeat(theta[:, None, :], len(rows), axis=1)
+        probes[layers[at], rows, coordinates[at]] = values[at]
+        with np.errstate(all="ignore"):
+            out[at] = vf.fields(probes, Z, rho, sigma)[layers[at], rows, coordinates[at]]
+    return out
+
+
+def _reached(vf, theta, Z, rho, sigma, entries, centers, deltas):
+    """``reached`` for many entries at once (index arrays, with a center and a delta each)."""
+    m = len(centers)
+    right, left, near = np.split(_fields_at(vf, theta, Z, rho, sigma, tuple(np.tile(i, 3) for i in entries),
+                                            np.concatenate([centers + deltas, centers - deltas,
+                                                            centers + deltas / RATIO])), [m, 2 * m])
     with np.errstate(all="ignore"):
-        return float(vf.field_and_scale(probe, Z, rho, sigma)[0][k])
+        ratio = np.where(near != 0, right / np.where(near != 0, near, 1.0), math.inf)
+    return (right < 0) & (0 < left) & (0 < ratio) & (ratio < RATIO**ORDER)
 
 
 def reached(vf, theta, Z, rho, sigma, k, center, delta):
     """Whether entry ``k``'s field points into ``center`` from both sides (probed at ``delta``) while
     vanishing there sub-linearly, so that ``center`` is reached in finite time."""
-    right, left, near = (_field_at(vf, theta, Z, rho, sigma, k, center + w) for w in (delta, -delta, delta / RATIO))
-    ratio = right / near if near else math.inf
-    return right < 0 < left and 0 < ratio < RATIO ** ORDER
+    entry = (np.array([k[0]]), np.array([k[1]]))
+    return bool(_reached(vf, theta, Z, rho, sigma, entry, np.array([center], float), np.array([delta], float))[0])
 
 
 def arrivals(vf, theta, Z, rho, sigma, planes, tol) -> np.ndarray:
@@ -59,10 +81,11 @@ def arrivals(vf, theta, Z, rho, sigma, planes, tol) -> np.ndarray:
     per layer) that the field reaches in finite time from both sides (see the module docstring)."""
     tol = np.broadcast_to(np.asarray(tol, float), theta.shape)
     near = (np.abs(theta) <= tol) & (theta != 0) & np.asarray(planes, bool)[:, None]
+    entries = np.nonzero(near)
+    invariant = _fields_at(vf, theta, Z, rho, sigma, entries, np.zeros(len(entries[0]))) == 0.0
+    entries = tuple(i[invariant] for i in entries)
     out = np.zeros_like(near)
-    for k in zip(*np.nonzero(near)):
-        out[k] = _field_at(vf, theta, Z, rho, sigma, k, 0.0) == 0.0 and reached(vf, theta, Z, rho, sigma, k, 0.0,
-                                                                               float(tol[k]))
+    out[entries] = _reached(vf, theta, Z, rho, sigma, entries, np.zeros(len(entries[0])), tol[entries])
     return out
 
 
@@ -73,12 +96,13 @@ def sliding(vf, theta, Z, rho, sigma, rtol, atol, planes=()) -> np.ndarray:
     invariant plane (``planes``: per layer) is probed about the plane, the field's own zero: about its
     value, a field vanishing linearly at the plane looked sub-linear (l2-SAM decaying to a critical point
     at rate 2e5: Tsit5 dithered at 1e-12..1e-8 and was called sliding)."""
-    out = np.zeros(theta.shape, bool)
     planes = np.asarray(planes, bool) if len(planes) else np.zeros(theta.shape[0], bool)
     # every entry is probed: near a critical point all of g is small, and which g_k is "near 0" is not
     # told by its size against max |g| (0.5-1% on two entries sliding together)
-    for k in zip(*np.nonzero(theta != 0)):
-        delta = atol + rtol * abs(theta[k])
-        center = 0.0 if planes[k[0]] and abs(theta[k]) <= delta else theta[k]
-        out[k] = reached(vf, theta, Z, rho, sigma, k, center, delta)
+    entries = np.nonzero(theta != 0)
+    values = theta[entries]
+    deltas = atol + rtol * np.abs(values)
+    centers = np.where(planes[entries[0]] & (np.abs(values) <= deltas), 0.0, values)
+    out = np.zeros(theta.shape, bool)
+    out[entries] = _reached(vf, theta, Z, rho, sigma, entries, centers, deltas)
     return out

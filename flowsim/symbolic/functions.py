@@ -33,8 +33,16 @@ class logsumexp(sp.Function):
 def _np_log_softplus(x):
     x = np.asarray(x, dtype=np.float64)
     small = x < -30.0
+    if not small.any():  # (the usual case: a solve's margins)
+        return _np_log_of_softplus(x)
     xs = np.where(small, x, 0.0)
-    return np.where(small, xs + np.log1p(-0.5 * np.exp(xs)), np.log(np.logaddexp(0.0, np.where(small, 0.0, x))))
+    return np.where(small, xs + np.log1p(-0.5 * np.exp(xs)), _np_log_of_softplus(np.where(small, 0.0, x)))
+
+
+def _np_log_of_softplus(x):
+    """log softplus(x), softplus as np.logaddexp(0, x) computes it, max(x, 0) + log1p(e^-|x|), in vectorised
+    ufuncs: logaddexp's loop is not, and was two thirds of the losses of a solve's 400 saves."""
+    return np.log(np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x))))
 
 
 def _jax_log_softplus(x):
