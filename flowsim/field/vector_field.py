@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+
+from flowsim.field import surfaces as _surfaces
 
 #: the smallest normal float64: below it NumPy computes with subnormals, at up to 30x the cost (a matrix-vector
 #: product with subnormal entries; the LU of a matrix holding them), where XLA on CPU flushes them to 0
@@ -59,6 +61,8 @@ class VectorField:
     needs_P: bool = False
     #: the field has sigma in it (a sign flow's formulas, whatever rho): on a plane it averages two sides
     signed: bool = True
+    #: () -> the same field on JAX, for a NumPy field (its sliding on surfaces is evaluated there: ``surfaces``)
+    twin: object = field(default=None, compare=False, repr=False)
 
     def _unnormalised_weights(self, theta, Z):
         """beta, margins m, log gradient scale S, and the sample weights e = q / max q with their sum."""
@@ -145,6 +149,21 @@ class VectorField:
         S = mx + xp.log(0.5 * (a + b))
         return xp.where(pinned, 0.0, F), S
 
+    def surface_field_and_scale(self, theta, Z, rho, sigma, pinned, spread):
+        """The Filippov field while sliding on the switching surfaces ``spread`` ((m, K d):
+        :func:`flowsim.field.surfaces.spread_of`); the entries in ``pinned`` slide on their planes w = 0."""
+        if self.twin is None:
+            return _surfaces.field_and_scale(self, theta, Z, rho, sigma, pinned, spread)
+        return _surfaces.evaluate(self.twin(), "field_and_scale", theta, Z, rho, sigma, pinned, spread)
+
+    def any_field_and_scale(self, theta, Z, rho, sigma, pinned, spread=None):
+        """The field with whatever slides: on surfaces (``spread``), on planes, or nothing."""
+        if spread is not None and len(spread):
+            return self.surface_field_and_scale(theta, Z, rho, sigma, pinned, spread)
+        if pinned.any():
+            return self.sliding_field_and_scale(theta, Z, rho, sigma, pinned)
+        return self.field_and_scale(theta, Z, rho, sigma)
+
     def fields(self, thetas, Z, rho, sigma):
         """``field_and_scale``'s F at m states at once (NumPy): ``thetas`` (K, m, d) -> (K, m, d). The derived
         formulas are elementwise, so a state is one more row; the sums (margins, sample weights, moments, the dual
@@ -195,17 +214,24 @@ class VectorField:
             log_loss = xp.concatenate([xp.asarray(known, dtype=xp.float64), log_loss])
         return beta, margins, log_loss
 
-    def rhs(self, clock, sliding: bool):
+    def rhs(self, clock, sliding: bool, surfaces: int = 0):
         """dy/ds for the flat state under ``clock`` (a :class:`flowsim.integrate.clock.Clock`); ``args`` a
-        :class:`flowsim.integrate.segment_args.SegmentArgs`."""
+        :class:`flowsim.integrate.segment_args.SegmentArgs`. ``sliding``: some entries are held on their planes;
+        ``surfaces``: the state slides on this many switching surfaces (``args.surfaces``)."""
         xp, K, d = self.xp, self.K, self.d
-        fs = self.sliding_field_and_scale if sliding else self.field_and_scale
+        if surfaces:
+            def fs(theta, args):
+                return self.surface_field_and_scale(theta, args.Z, args.rho, args.sigma, args.pinned, args.surfaces)
+        else:
+            plain = self.sliding_field_and_scale if sliding else self.field_and_scale
+
+            def fs(theta, args):
+                return plain(theta, args.Z, args.rho, args.sigma, args.pinned)
         flat = _flat_numpy if xp is np else functools.partial(_flat, xp)
 
         def f(s, y, args):
-            Z, rho, sigma, pinned = args.Z, args.rho, args.sigma, args.pinned
             theta = y[:-1].reshape(K, d)
-            F, S_t = fs(theta, Z, rho, sigma, pinned)
+            F, S_t = fs(theta, args)
             scale, last = clock.rates(xp, S_t, s, y[-1])
             return flat(F, last) if scale is None else flat(F, last, scale)
 
@@ -240,7 +266,8 @@ def at_theta(rho) -> bool:
 
 def numpy_field(system, K, d) -> VectorField:
     """The field of a derived ``System`` on NumPy (scipy backend, events, Filippov checks)."""
-    return VectorField(system.numpy, np, K, d, system.flow.dual_exponent, system.flow.needs_P, _signed(system.flow))
+    return VectorField(system.numpy, np, K, d, system.flow.dual_exponent, system.flow.needs_P, _signed(system.flow),
+                       twin=functools.cache(lambda: jax_field(system, K, d)))
 
 
 def jax_field(system, K, d) -> VectorField:

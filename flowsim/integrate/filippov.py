@@ -5,17 +5,29 @@ At a switch (or at the start) every entry k with sigma_k G_k ~ 0 is a candidate.
 fields (sigma_k = +1 and -1) are probed: a side is *consistent* if moving along its field keeps the
 sign of G_k equal to that side's sigma. One consistent side: the trajectory crosses into it. Both:
 a repelling surface, the trajectory leaves to the side it was not on. Neither: both fields point
-into the surface, a Filippov sliding mode. flowsim integrates sliding on coordinate planes w_k = 0
-with mirror-image one-sided fields (what diagonal networks produce): the entry is held at 0 and the
-other entries see the average of the two one-sided fields. Any other sliding mode is reported as
-status "chattering" rather than integrated wrongly.
+into the surface, a Filippov sliding mode. On a coordinate plane w_k = 0 with mirror-image one-sided
+fields (what diagonal networks produce) the entry is held at 0 and the other entries see the average of
+the two one-sided fields. Any other sliding mode is handed on (``Signs.sliding``) to
+:func:`flowsim.integrate.sliding.continuation`, which finds the Filippov continuation on the surfaces.
 """
 
 from __future__ import annotations
 
 import itertools
+from typing import NamedTuple
 
 import numpy as np
+
+
+class Signs(NamedTuple):
+    """The signs at a state and what slides: ``sigma`` (K, d), ``pinned`` (entries held on their planes w = 0),
+    ``theta`` (pinned entries set to 0), ``sliding`` (entries whose one-sided fields both point into their
+    surface G_k = 0 away from a plane: a sliding mode for ``continuation``)."""
+
+    sigma: np.ndarray
+    pinned: np.ndarray
+    theta: np.ndarray
+    sliding: np.ndarray
 
 
 def entry_name(layer, coordinate) -> str:
@@ -24,8 +36,10 @@ def entry_name(layer, coordinate) -> str:
     return f"w[layer {int(layer) + 1}, coordinate {int(coordinate) + 1}]"
 
 
-def classify(vf, theta, Z, rho, sigma, pinned, tol=1e-9):
-    """Return ``(sigma, pinned, theta, problem)``; ``problem`` is None or a message."""
+def classify(vf, theta, Z, rho, sigma, pinned, surfaces=None, tol=1e-9) -> Signs:
+    """The side each entry near its switching surface takes, and which slide. ``surfaces``: entries sliding on
+    their surfaces G_k = 0 now, left as they are (``continuation`` decides them)."""
+    surfaces = np.zeros(np.shape(theta), bool) if surfaces is None else surfaces
     G, _ = vf.direction(theta, Z)
     scale = max(float(np.abs(G).max()), 1.0)  # G can be tiny everywhere (all w -> 0): absolute floor
     sigma = np.where((sigma == 0) & ~pinned, np.sign(G), sigma).astype(float)
@@ -33,9 +47,10 @@ def classify(vf, theta, Z, rho, sigma, pinned, tol=1e-9):
     # sign descent by hand does; it is no sliding mode
     idle = np.broadcast_to(~np.any(Z != 0, axis=0), G.shape)
     sigma = np.where(idle, 0.0, sigma)
-    cand = (pinned | (sigma * G <= tol * scale)) & ~idle
+    cand = (pinned | (sigma * G <= tol * scale)) & ~idle & ~surfaces
+    sliding = np.zeros_like(cand)
     if not cand.any():
-        return sigma, pinned, theta, None
+        return Signs(sigma, pinned, theta, sliding)
     Fp, _ = vf.field_and_scale(theta, Z, rho, np.where(cand, 1.0, sigma))
     Fm, _ = vf.field_and_scale(theta, Z, rho, np.where(cand, -1.0, sigma))
     size = 1.0 + float(np.abs(theta).max())
@@ -53,13 +68,12 @@ def classify(vf, theta, Z, rho, sigma, pinned, tol=1e-9):
             sigma[k], pinned[k] = (-sigma[k] if sigma[k] != 0 else 1.0), False
         else:
             on_plane = abs(theta[k]) <= 1e-8 * size
-            mirror = on_plane and _mirror_on_plane(vf, theta, Z, rho, sigma, cand, k)
-            if not (on_plane and mirror):
-                return sigma, pinned, theta, (
-                    f"sliding mode on G = 0 of {entry_name(*k)} away from the "
-                    f"plane w = 0 (|w| = {abs(theta[k]):.3g}) or with one-sided fields that are not mirror images"
-                )
-            sigma[k], pinned[k], theta[k] = 0.0, True, 0.0
+            if on_plane and _mirror_on_plane(vf, theta, Z, rho, sigma, cand, k):
+                sigma[k], pinned[k], theta[k] = 0.0, True, 0.0
+            else:
+                sliding[k] = True
+    if sliding.any():
+        return Signs(sigma, pinned, theta, sliding)
     return _jointly(vf, theta, Z, rho, sigma, pinned, cand & ~pinned, h)
 
 
@@ -81,21 +95,19 @@ def _jointly(vf, theta, Z, rho, sigma, pinned, switching, h):
     """Entries switching together are coupled (a difference net's u_k and v_k mirror each other): the
     sides chosen one by one, each probed with the others on the same side, must also hold together.
     If they do not, every combination of sides is probed; none holding is a sliding mode on the
-    intersection of their switching surfaces away from w = 0, which flowsim does not integrate."""
+    intersection of their switching surfaces away from w = 0, handed on as ``sliding``."""
     idx = list(zip(*np.nonzero(switching)))
+    none = np.zeros_like(switching)
     if len(idx) < 2 or _holds(vf, theta, Z, rho, sigma, pinned, switching, h):
-        return sigma, pinned, theta, None
+        return Signs(sigma, pinned, theta, none)
     if len(idx) <= JOINT:
         for signs in itertools.product((1.0, -1.0), repeat=len(idx)):
             trial = sigma.copy()
             for k, v in zip(idx, signs):
                 trial[k] = v
             if _holds(vf, theta, Z, rho, trial, pinned, switching, h):
-                return trial, pinned, theta, None
-    entries = ", ".join(entry_name(i, j) for i, j in idx)
-    return sigma, pinned, theta, (
-        f"entries {entries} switch sign together with no combination of sides that "
-        "holds: a sliding mode on the intersection of their switching surfaces G = 0, away from the planes w = 0")
+                return Signs(trial, pinned, theta, none)
+    return Signs(sigma, pinned, theta, switching)
 
 
 def _holds(vf, theta, Z, rho, sigma, pinned, switching, h):

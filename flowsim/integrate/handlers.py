@@ -9,15 +9,15 @@ import math
 
 import numpy as np
 
-from flowsim.field.jacobian import FieldJacobian
 from flowsim.integrate import critical, rest_points
 from flowsim.integrate.arrival import ORDER, arrivals, reached, sliding
-from flowsim.integrate.backends import ATOL_MIN_IMPLICIT, Ending, backend_for
+from flowsim.integrate.backends import ATOL_MIN_IMPLICIT, Ending, backend_for, segment_jacobian
 from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.clock import TAU
 from flowsim.integrate.critical import LOSS_STILL
-from flowsim.integrate.filippov import classify, entry_name
+from flowsim.integrate.filippov import entry_name
 from flowsim.integrate.segment_args import SegmentArgs
+from flowsim.integrate.sliding import sliding_rest_point, switched
 from flowsim.integrate.status import Status
 from flowsim.integrate.timeline import log10_t_from_u
 from flowsim.symbolic.flow import rest_points_are_critical
@@ -65,20 +65,24 @@ def _on_switch(run, seg):
     tau_now, lt_now = run.tau_now, float(log10_t_from_u(run.u_now))
     theta = run.theta
     if run.uses_sign:
-        was, signs = run.pinned.copy(), run.sigma.copy()
-        run.sigma, run.pinned, theta, run.problem = classify(run.vf, theta, run.Z, run.rho, run.sigma, run.pinned)
+        was, signs, slid = run.pinned.copy(), run.sigma.copy(), run.surfaces.copy()
+        run.sigma, run.pinned, theta, run.surfaces, run.problem = switched(
+            run.vf, theta, run.Z, run.rho, run.sigma, run.pinned, run.surfaces)
         if run.problem is not None and _has_own_rest_points(run) and _earlier_rest_point(run):
             run.problem = None  # a step across a one-sided rest point led there: the rest point is the end
             return
-        if (run.sigma != signs).any() or (run.pinned != was).any():  # not an entry settling on its side
+        changed = (np.sign(run.sigma) != np.sign(signs)) | (run.pinned != was) | (run.surfaces != slid)
+        if changed.any():  # not an entry settling on its side, nor a control moving inside the box
             run.stats["switches"] += 1
             run.events.append({"kind": "sign_switch", "log10_t": lt_now, "tau": tau_now,
-                               "pinned": weight_entries(run, run.pinned & ~was)})
+                               "pinned": weight_entries(run, run.pinned & ~was),
+                               "sliding": weight_entries(run, run.surfaces & ~slid),
+                               "left": weight_entries(run, slid & ~run.surfaces)})
         run.y = np.concatenate([theta.ravel(), [run.y[-1]]])
     run.segment_steps = 0
     run.restarts += 1
     if run.uses_sign:  # the saves from here on were made under these signs (``_earlier_rest_point``)
-        run.records.signs_from_here(run.sigma, run.pinned.any())
+        run.records.signs_from_here(run.sigma, run.slides)
     for i, kind in enumerate(run.track):
         old = int(run.leaders[i])
         run.leaders[i] = run.leader(kind, theta, exclude=old if seg.reason == f"lead_{kind}" else None)
@@ -132,13 +136,12 @@ def _stability_limited(run):
     if run.be.implicit or _too_large(run):
         return
     with np.errstate(all="ignore"):
-        J = FieldJacobian(run.vf).rhs_jacobian(run.clock, bool(run.pinned.any()))(
-            run.s, run.y, SegmentArgs(run.Z, run.rho, run.sigma, run.pinned))
+        J = segment_jacobian(run.vf, run.clock, run.sliding_shape)(run.s, run.y, run.segment_args())
         radius = float(np.abs(np.linalg.eigvals(J)).max()) if np.all(np.isfinite(J)) else math.nan
     if radius * abs(run.mean_step) >= 1.0:
         # backend="auto" hands over in the log-time clock only, not on a schedule's clock, for sign flows or below
         # the atol scipy:BDF takes
-        hands_over = run.clock.hands_over and not run.system.flow.uses_sign and run.atol >= ATOL_MIN_IMPLICIT
+        hands_over = run.clock.hands_over and run.atol >= ATOL_MIN_IMPLICIT
         auto = AUTO_HANDS_OVER if hands_over else ""
         run.message = STIFF.format(backend=run.be.name, log10_t=run.log10_t_asked, h=abs(run.mean_step),
                                    radius=radius, product=radius * abs(run.mean_step), auto=auto)
@@ -322,13 +325,15 @@ def _has_own_rest_points(run) -> bool:
 def _converged(run, loss_still=False) -> bool:
     """Hold the limit as "converged" if the state has converged to a critical point (``_critical``).
     Unless ``loss_still``, only where the loss has stopped decreasing (the test costs O((Kd)^3))."""
+    if run.surfaces.any():
+        return _at_sliding_rest(run, loss_still)
     if not critical.stops_at_minima(run.system.flow) or _too_large(run):
         return False
     own = _has_own_rest_points(run)
     if own and _earlier_rest_point(run):
         return True
     sigma = run.sigma if run.uses_sign else None
-    own = own and not (run.uses_sign and run.pinned.any())  # a sliding sign flow's field is not smooth
+    own = own and not (run.uses_sign and run.slides)  # a sliding sign flow's field is not smooth
     if not (loss_still or run.log_loss_change <= LOSS_STILL):
         return False
     cp = critical.find(run.vf, run.theta, run.Z, run.rtol, run.atol,
@@ -344,6 +349,21 @@ def _converged(run, loss_still=False) -> bool:
         message += f"; {verdict.reason}"
     run.y = np.concatenate([cp.limit.ravel(), run.y[-1:]])
     run.hold(Status.CONVERGED, message)
+    return True
+
+
+def _at_sliding_rest(run, loss_still) -> bool:
+    """Hold the state as "converged" where a flow sliding on switching surfaces has come to rest: its one-sided
+    fields balance there and every other entry is still (``sliding.sliding_rest_point``)."""
+    if _too_large(run) or not (loss_still or run.log_loss_change <= LOSS_STILL):
+        return False
+    limit = sliding_rest_point(run.vf, run.theta, run.Z, run.rho, run.sigma, run.pinned, run.surfaces,
+                               run.atol + run.rtol * np.abs(run.theta))
+    if limit is None:
+        return False
+    run.y = np.concatenate([limit.ravel(), run.y[-1:]])
+    entries = ", ".join(f"coordinate {j + 1}" for j in np.flatnonzero(run.surfaces.any(axis=0)))
+    run.hold(Status.CONVERGED, SLIDING_REST.format(log10_t=run.log10_t_asked, entries=entries))
     return True
 
 
@@ -392,6 +412,11 @@ SADDLE_REST = ("at log10 t = {log10_t:.6g} the flow came to rest, {reason}. The 
                "is held")
 
 
+SLIDING_REST = ("at log10 t = {log10_t:.6g} the flow came to rest while sliding on the switching surfaces of "
+                "{entries}: its one-sided fields balance there and every other entry is still (a rest point of the "
+                "Filippov flow, docs/theory.md 3b); the state is held")
+
+
 TOO_LARGE = ("the step budget max_steps ran out at log10 t = {log10_t:.6g}. With {size} parameter entries integrated "
              "(over {most}) flowsim does not test whether the flow has converged to a critical point (a dense O(n^3) "
              "test): where the loss has stopped decreasing the flow may have; plot sol.log_loss. Otherwise raise "
@@ -428,6 +453,6 @@ CROSSING = ("{backend} stepped across {entry} = 0 at log10 t = "
             "follow a solver across it; the trajectory up to it is kept")
 
 
-HANDLERS = {**{reason: _on_end for reason in ENDINGS}, "switch": _on_switch, Ending.MAX_STEPS: _on_chunk_end,
+HANDLERS = {**{reason: _on_end for reason in ENDINGS}, "switch": _on_switch, "slide_exit": _on_switch, Ending.MAX_STEPS: _on_chunk_end,
             "crossing": _on_crossing, Ending.FAILED: _on_failure, Ending.INTERRUPTED: _on_failure,
             **{f"lead_{kind}": _on_switch for kind in SCORES}}

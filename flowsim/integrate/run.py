@@ -10,12 +10,13 @@ import numpy as np
 
 from flowsim._blas import ONE_BLAS_THREAD
 from flowsim._interrupts import after_block
+from flowsim.field.surfaces import spread_of
 from flowsim.field.vector_field import numpy_field
 from flowsim.integrate.backends import SegmentRequest
 from flowsim.integrate.backends._events import scores, sides, watched
-from flowsim.integrate.filippov import classify
 from flowsim.integrate.records import Records
-from flowsim.integrate.segment_args import SegmentArgs
+from flowsim.integrate.segment_args import SegmentArgs, Sliding
+from flowsim.integrate.sliding import switched
 from flowsim.integrate.solution import Solution
 from flowsim.integrate.status import Status
 from flowsim.integrate.timeline import (
@@ -71,9 +72,10 @@ class Run:
         self.planes = invariant_planes(system.model) if system.flow.follows_gradient else ()
         self.status, self.message, self.problem = None, "", None
         theta = theta0
+        self.surfaces = np.zeros((self.K, self.d), bool)  # entries sliding on their switching surfaces G_k = 0
         if self.uses_sign:
-            self.sigma, self.pinned, theta, self.problem = classify(self.vf, theta, self.Z, self.rho,
-                                                                    np.zeros((self.K, self.d)), self.pinned)
+            self.sigma, self.pinned, theta, self.surfaces, self.problem = switched(
+                self.vf, theta, self.Z, self.rho, np.zeros((self.K, self.d)), self.pinned, self.surfaces)
         self.track = () if self.d == 1 else problem.track  # one coordinate always leads
         self.leaders = np.array([self.leader(kind, theta) for kind in self.track], dtype=np.int64)
         self.first_leaders = dict(zip(self.track, self.leaders.tolist()))  # who leads before any switch
@@ -84,7 +86,7 @@ class Run:
         self.sliding = None  # entries found sliding at the last chunk's end (``handlers._sliding``)
         self.looked = 0  # saves up to here were tested for a rest point of the flow (``_earlier_rest_point``)
         if self.uses_sign:  # the signs each save was made under (``_earlier_rest_point``)
-            self.records.signs_from_here(self.sigma, self.pinned.any())
+            self.records.signs_from_here(self.sigma, self.slides)
         self.stats = {"steps": 0, "segments": 0, "switches": 0}
         self.segment_steps = 0  # steps since the last sign switch, against max_steps
         self.restarts = 0  # segments ended by a switch event (not by a chunk of steps)
@@ -97,6 +99,22 @@ class Run:
     def theta(self):
         return self.y[:-1].reshape(self.K, self.d)
 
+    @property
+    def slides(self) -> bool:
+        """Some entries slide, on their planes or on their switching surfaces: the field is a Filippov one."""
+        return bool(self.pinned.any() or self.surfaces.any())
+
+    def field_and_scale(self, theta=None):
+        """The field and its log scale at theta (default: now), with whatever slides."""
+        theta = self.theta if theta is None else theta
+        return self.vf.any_field_and_scale(theta, self.Z, self.rho, self.sigma, self.pinned, self.spread(theta))
+
+    def spread(self, theta=None):
+        """The switching surfaces slid on (``flowsim.field.surfaces.spread_of``), None if none."""
+        if not self.surfaces.any():
+            return None
+        return spread_of(self.vf, self.theta if theta is None else theta, self.surfaces)
+
     def leader(self, kind, theta, exclude=None):
         return leader_of(self.vf, kind, theta, self.Z, self.rho, self.sigma, exclude)
 
@@ -104,7 +122,7 @@ class Run:
         """Before a segment: a Filippov problem, an exact equilibrium or Zeno switching ends the solve."""
         if self.problem is not None:
             self.status, self.message = Status.CHATTERING, self.problem
-        elif at_rest(self.vf, self.y, self.Z, self.rho, self.sigma, self.pinned):
+        elif at_rest(self.field_and_scale):
             self.hold(Status.STALLED)
         elif self.restarts >= MAX_SEGMENTS:
             self.status, self.message = Status.CHATTERING, f"more than {MAX_SEGMENTS} sign-switch segments (Zeno switching?)"
@@ -115,20 +133,28 @@ class Run:
         self.status, self.message = status, message
         if self.bar:
             self.bar.to_u(self.u1)  # the rest of the way is held
-        _, S = self.vf.sliding_field_and_scale(self.theta, self.Z, self.rho, self.sigma, self.pinned)
+        _, S = self.field_and_scale()
         for s, y in self.clock.held(self.theta, self.s, self.y[-1], S, self.remaining):
             self.records.add(s, y)
         self.remaining = self.remaining[:0]
 
+    @property
+    def sliding_shape(self) -> Sliding:
+        return Sliding(bool(self.pinned.any()), int(self.surfaces.any(axis=0).sum()))
+
+    def segment_args(self) -> SegmentArgs:
+        """The arguments of a segment from the current state."""
+        held = self.pinned | self.surfaces
+        watch = watched(self.vf, self.y, self.Z, self.sigma, held) if self.uses_sign else ~self.pinned
+        return SegmentArgs(self.Z, self.rho, self.sigma, self.pinned, u_end=self.u1, log_floor=self.log_floor,
+                           log_ceiling=self.log_ceiling, leaders=self.leaders.copy(), watched=watch,
+                           sides=sides(self.y, self.K, self.d, self.atol), surfaces=self.spread())
+
     def integrate(self):
         """One backend call from the current state, at most ``chunk`` steps; its saves are recorded."""
-        watch = watched(self.vf, self.y, self.Z, self.sigma, self.pinned) if self.uses_sign else ~self.pinned
-        args = SegmentArgs(self.Z, self.rho, self.sigma, self.pinned, u_end=self.u1, log_floor=self.log_floor,
-                           log_ceiling=self.log_ceiling, leaders=self.leaders.copy(), watched=watch,
-                           sides=sides(self.y, self.K, self.d, self.atol))
         request = SegmentRequest(
-            self.vf_run, structure_key(self.system), self.clock, self.uses_sign, bool(self.pinned.any()), self.y,
-            self.s, self.s_max, args, self.remaining, self.rtol, self.atol, self.chunk, n_targets=len(self.targets),
+            self.vf_run, structure_key(self.system), self.clock, self.uses_sign, self.sliding_shape, self.y,
+            self.s, self.s_max, self.segment_args(), self.remaining, self.rtol, self.atol, self.chunk, n_targets=len(self.targets),
             track=self.track, resume=self.resume, progress=self.bar.to_u if self.bar else None)
         log_loss_before = self.log_loss()
         with after_block():  # a compiled solve cannot be stopped midway: the interrupt lands once the saves are in
@@ -183,7 +209,7 @@ class Run:
         if not self.clock.carries_rate:
             return -math.inf
         with np.errstate(all="ignore"):
-            _, S_end = self.vf.sliding_field_and_scale(self.theta, self.Z, self.rho, self.sigma, self.pinned)
+            _, S_end = self.field_and_scale()
         return self.clock.log_rate(S_end, self.s)
 
     def solution(self, config):

@@ -5,11 +5,19 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 
+class Sliding(NamedTuple):
+    """What slides in a segment, part of its compiled structure: entries held on their planes w = 0
+    (``planes``), and on how many switching surfaces the state slides (``surfaces``, one per coordinate)."""
+
+    planes: bool = False
+    surfaces: int = 0
+
+
 class SegmentArgs(NamedTuple):
     """The arguments of one segment, by name. A NamedTuple is a JAX pytree: a compiled solve takes it whole,
     and ``jax.vmap`` maps its fields by name (``in_axes=SegmentArgs(...)`` with 0 or None per field).
 
-    The field reads the first four; the events read the rest (``backends._events``). Fields an event set does
+    The field reads the first four and ``surfaces``; the events read the rest (``backends._events``). Fields an event set does
     not use may be None (a sweep's kernels have no sign switches: no ``watched`` nor ``sides``).
     """
 
@@ -33,6 +41,8 @@ class SegmentArgs(NamedTuple):
     watched: Any = None
     #: the side of 0 each parameter entry started on (0: not watched for a crossing)
     sides: Any = None
+    #: the switching surfaces slid on, (m, K d) (``flowsim.field.surfaces.spread_of``; sign flows; None: none)
+    surfaces: Any = None
 
     def on_host(self) -> SegmentArgs:
         """The fields as NumPy arrays (None kept), ready for a compiled solve's C++ dispatch."""

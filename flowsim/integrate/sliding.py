@@ -40,11 +40,13 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from flowsim._jax import jax, jnp
-from flowsim.integrate.filippov import entry_name
+from flowsim.field import surfaces
+from flowsim.integrate.filippov import classify, entry_name
 
 #: most Newton iterations of the traced kernel (quadratic convergence: 4-5 from +-1, 2-3 from the previous control)
 ITERATIONS = 8
@@ -270,15 +272,7 @@ def _classify(out, active) -> EquivalentControl:
     where = [entry_name(*k) for k in zip(*np.nonzero(active))]
     residual = float(np.max(np.abs(out["residual"]))) / max(float(out["scale"]), 1e-300)
     on = active.reshape(-1)
-    M = out["slope"][np.ix_(on, on)]
-    singular = np.linalg.svd(M, compute_uv=False) if M.size else np.ones(1)
-    unique = bool(singular[-1] > SINGULAR_TOL * singular[0])
-    exists = bool(np.all(np.isfinite(control)) and residual <= RESIDUAL_TOL)
-    in_box = bool(np.all(np.abs(control) <= 1 + BOX_TOL))
-    diagonal, eigen = np.diag(M), np.linalg.eigvals(M) if M.size else np.zeros(0)
-    attracting = bool(np.all(diagonal < 0) and np.all(eigen.real < 0))
-    reason = _reason(where, control, residual, singular, unique, exists, in_box, diagonal, eigen)
-    return EquivalentControl(sigma, control, residual, exists, unique, in_box, attracting, reason)
+    return _judged(sigma, control, residual, out["slope"][np.ix_(on, on)], where)
 
 
 def _reason(where, control, residual, singular, unique, exists, in_box, diagonal, eigen):
@@ -395,3 +389,162 @@ def _consistent(vf, theta, Z, rho, sigma, active, index, choice, selection):
         if not all(c * rates[k] > 0 for k, c in leaving):
             return None
     return sigma
+
+
+def filippov_control(vf, theta, Z, rho, sigma, pinned, active) -> EquivalentControl:
+    """The Filippov control (:mod:`flowsim.field.surfaces`, the selection ``solve`` integrates) on the surfaces
+    of the entries in ``active`` (one per coordinate) and whether the sliding mode holds, for a NumPy field
+    (through its JAX twin) or a JAX one. ``control`` and the verdict are per surface; ``sigma`` has the active
+    entries' signs set to their share of it (sign(dbeta/dw) s)."""
+    twin = vf.twin() if vf.twin is not None else vf
+    spread = surfaces.spread_of(vf, theta, active)
+    out = surfaces.evaluate(twin, "control", theta, Z, rho, sigma, pinned, spread)
+    signs = np.where(np.any(spread != 0, axis=0), out["s"] @ spread, np.ravel(sigma)).reshape(np.shape(theta))
+    where = [f"coordinate {j + 1}" for j in np.flatnonzero(np.asarray(active).any(axis=0))]
+    residual = float(np.max(np.abs(out["residual"]), initial=0.0))
+    return _judged(signs, out["s"], residual, out["slope"], where)
+
+
+def _judged(sigma, control, residual, M, where) -> EquivalentControl:
+    """The verdict on a control and the slope M of its condition."""
+    singular = np.linalg.svd(M, compute_uv=False) if M.size else np.ones(1)
+    unique = bool(singular[-1] > SINGULAR_TOL * singular[0])
+    exists = bool(np.all(np.isfinite(control)) and residual <= RESIDUAL_TOL)
+    in_box = bool(np.all(np.abs(control) <= 1 + BOX_TOL))
+    diagonal, eigen = np.diag(M), np.linalg.eigvals(M) if M.size else np.zeros(0)
+    attracting = bool(np.all(diagonal < 0) and np.all(eigen.real < 0))
+    reason = _reason(where, control, residual, singular, unique, exists, in_box, diagonal, eigen)
+    return EquivalentControl(sigma, control, residual, exists, unique, in_box, attracting, reason)
+
+
+def continuation(vf, theta, Z, rho, sigma, pinned, active, candidates) -> Resolution:
+    """How a sign flow continues from a state where the ``candidates`` lie on their switching surfaces, with the
+    entries of ``active`` sliding on theirs: :func:`resolve`'s search over sliding and leaving sides, per surface
+    (a coordinate's entries share one: ``surfaces.spread_of``), judged on Filippov's convex combination
+    (:func:`filippov_control`), the field ``solve`` integrates. At most ``surfaces.MOST`` surfaces at once."""
+    sigma, active, candidates = (np.asarray(a) for a in (sigma, active, candidates))
+    free = ~np.asarray(pinned) & (surfaces.spread_of(vf, theta, np.ones_like(active)).sum(axis=0) != 0).reshape(
+        np.shape(theta))
+    columns = np.flatnonzero(candidates.any(axis=0))
+    names = ", ".join(f"coordinate {j + 1}" for j in columns)
+    staying = np.flatnonzero((active & ~candidates).any(axis=0))
+    if len(columns) > JOINT or len(staying) + len(columns) > surfaces.MOST:
+        return Resolution(sigma, active, f"{len(staying) + len(columns)} switching surfaces (of {names}, and those "
+                                         f"slid on already) at once; at most {surfaces.MOST} are followed")
+    twin = vf.twin() if vf.twin is not None else vf
+    slope = np.sign(np.asarray(vf.compiled.direction(np.asarray(theta, float), np.ones(vf.d)))).reshape(np.shape(theta))
+    consistent = []
+    for choice in itertools.product(("slide", 1.0, -1.0), repeat=len(columns)):
+        trial_sigma, trial_active = sigma.astype(float).copy(), active.copy()
+        for j, c in zip(columns, choice):
+            trial_active[:, j] = free[:, j] if c == "slide" else False
+            if c != "slide":
+                trial_sigma[:, j] = np.where(free[:, j], c * slope[:, j], trial_sigma[:, j])
+        if trial_active.any():
+            verdict = filippov_control(vf, theta, Z, rho, trial_sigma, pinned, trial_active)
+            if not verdict.holds:
+                continue
+            trial_sigma = verdict.sigma
+        leaving = [(j, c) for j, c in zip(columns, choice) if c != "slide"]
+        if leaving:
+            spread = surfaces.spread_of(vf, theta, trial_active)
+            rates = surfaces.evaluate(twin, "rates", theta, Z, rho, trial_sigma, pinned, spread)
+            # the side c of coordinate j: each of its free entries' G moves to its sign c sign(dbeta/dw)
+            if not all(np.all(c * slope[free[:, j], j] * rates[free[:, j], j] > 0) for j, c in leaving):
+                continue
+        consistent.append((choice, trial_sigma, trial_active))
+    if len(consistent) == 1:
+        _, signs, now = consistent[0]
+        return Resolution(signs, now, None)
+    if not consistent:
+        return Resolution(sigma, active, f"no continuation at the switch of {names}: no choice of sliding and leaving "
+                                         "sides is consistent (a sliding mode whose control leaves [-1, 1], is not "
+                                         "unique or repels, with every side pointing back)")
+    ways = "; ".join(", ".join(f"coordinate {j + 1} {c if c == 'slide' else f'{c:+.0f}'}" for j, c in zip(columns, ch))
+                     for ch, _, _ in consistent)
+    return Resolution(sigma, active, f"the switch of {names} has {len(consistent)} consistent continuations ({ways}): "
+                                     "the forward solution is not unique (a repelling surface or an ambiguous junction)")
+
+
+class SignState(NamedTuple):
+    """A sign flow's discrete state after a switch: ``sigma`` (controls on the entries sliding on surfaces),
+    ``pinned`` (held on planes), ``theta``, ``surfaces`` (sliding on G_k = 0), ``problem`` (None, or why the
+    flow cannot be continued: the run ends "chattering" with it)."""
+
+    sigma: np.ndarray
+    pinned: np.ndarray
+    theta: np.ndarray
+    surfaces: np.ndarray
+    problem: str | None
+
+
+#: an active entry whose control is this close to +-1 leaves its surface (the ``slide_exit`` event's root)
+EXIT_TOL = 1e-6
+
+
+def switched(vf, theta, Z, rho, sigma, pinned, sliding_now) -> SignState:
+    """The signs and sliding sets from a state at a switch (or the start): entries leaving their surfaces (their
+    control at +-1, whichever event fired), sides chosen for the entries reaching theirs (``classify``), and,
+    where anything slides on a surface, the Filippov continuation (:func:`continuation`)."""
+    sigma, sliding_now = np.array(sigma, dtype=float), np.array(sliding_now, dtype=bool)
+    leaving = np.zeros_like(sliding_now)
+    if sliding_now.any():
+        # a leaving entry's side is its control's: its G is tangent there, so it is left alone here (its sign is
+        # examined again once |G_k| has grown: the switch event's SETTLE rule)
+        control = filippov_control(vf, theta, Z, rho, sigma, pinned, sliding_now)
+        columns = np.flatnonzero(sliding_now.any(axis=0))
+        leaving = sliding_now & np.isin(np.arange(sliding_now.shape[1]), columns[np.abs(control.control) >= 1 - EXIT_TOL])
+        sigma = np.where(leaving, np.sign(control.sigma), sigma)
+        sliding_now &= ~leaving
+    signs = classify(vf, theta, Z, rho, sigma, pinned, sliding_now | leaving)
+    if not (signs.sliding.any() or sliding_now.any()):
+        return SignState(signs.sigma, signs.pinned, signs.theta, sliding_now, None)
+    found = continuation(vf, signs.theta, Z, rho, signs.sigma, signs.pinned, sliding_now, signs.sliding)
+    if found.reason is not None and sliding_now.any():  # the entries sliding already may stop here too
+        found = continuation(vf, signs.theta, Z, rho, signs.sigma, signs.pinned, np.zeros_like(sliding_now),
+                             signs.sliding | sliding_now)
+    return SignState(found.sigma, signs.pinned, signs.theta, found.active, found.reason)
+
+
+#: Newton steps toward a rest point of the sliding field
+REST_STEPS = 8
+
+
+def sliding_rest_point(vf, theta, Z, rho, sigma, pinned, active, scale) -> np.ndarray | None:
+    """The rest point of the sliding field (the one-sided fields balancing on the active surfaces with every
+    other entry at rest) that ``theta`` has converged to, or None: Newton's method on F = 0 with F's exact
+    Jacobian (forward-mode, through the Newton solve of the control), accepted where the step left is within
+    the solver's tolerance (``scale``: atol + rtol |theta| per entry), no direction grows and the control stays
+    in the box."""
+    twin = vf.twin() if vf.twin is not None else vf
+    spread = surfaces.spread_of(vf, theta, active)
+    shape = np.shape(theta)
+
+    def build():
+        def field(th, Z, rho, sigma, pinned, spread):
+            return jnp.reshape(surfaces.field_and_scale(twin, jnp.reshape(th, shape), Z, rho, sigma, pinned,
+                                                         spread)[0], (-1,))
+        return lambda th, *rest: (field(th, *rest), jax.jacfwd(field)(th, *rest))
+
+    kernel = surfaces.compiled(twin, ("rest", shape), build)
+    args = (np.asarray(Z, np.float64), np.float64(rho), np.asarray(sigma, np.float64), np.asarray(pinned, bool),
+            spread)
+    x = np.ravel(np.asarray(theta, float))
+    for _ in range(REST_STEPS):
+        F, J = (np.asarray(a) for a in kernel(x, *args))
+        if not (np.all(np.isfinite(F)) and np.all(np.isfinite(J))):
+            return None
+        delta = np.linalg.lstsq(J, -F, rcond=None)[0]
+        x = x + delta
+        if np.sqrt(np.mean((delta / np.ravel(scale)) ** 2)) <= 1.0:
+            break
+    else:
+        return None
+    offset = (x - np.ravel(theta)) / np.ravel(scale)
+    eig = np.linalg.eigvals(np.asarray(kernel(x, *args)[1]))
+    size = float(np.abs(eig).max(initial=0.0))
+    if np.sqrt(np.mean(offset**2)) > 1.0 or size == 0.0 or eig.real.max() > 1e-9 * size:
+        return None
+    limit = x.reshape(shape)
+    control = surfaces.evaluate(twin, "control", limit, Z, rho, sigma, pinned, spread)["s"]
+    return limit if np.all(np.abs(control) <= 1.0) else None

@@ -142,7 +142,7 @@ def solve(
     reduced = reduction(system, theta0, data)
     run_system, speedup, run_data, flips = reduced or (system, 1.0, data, None)
     flow_clock = run_clock.for_flow(run_system.flow)
-    adaptive = opts.auto and atol >= ATOL_MIN_IMPLICIT and flow_clock.hands_over and not run_system.flow.uses_sign
+    adaptive = opts.auto and atol >= ATOL_MIN_IMPLICIT and flow_clock.hands_over
     problem = Problem(run_system, run_data, theta0[: run_system.model.n_layers], be, flow_clock, opts.log10_t1, points,
                       opts.rtol, atol, opts.max_steps, *floors, track, speedup, adaptive)
     sol = _integrate(problem, progress, config)

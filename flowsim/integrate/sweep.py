@@ -35,7 +35,7 @@ from flowsim.integrate.critical import LOSS_STILL
 from flowsim.integrate.handlers import ENDINGS, end_status
 from flowsim.integrate.options import Options
 from flowsim.integrate.run import chunk_of, structure_key
-from flowsim.integrate.segment_args import SegmentArgs
+from flowsim.integrate.segment_args import SegmentArgs, Sliding
 from flowsim.integrate.solve import check_problem, check_scales, excluded_signs, initial_params, solve
 from flowsim.integrate.status import FAILURES, Status
 from flowsim.integrate.timeline import (
@@ -478,7 +478,7 @@ def _vmapped(system, data, inits, rhos, opts):
     sigma = signs[0] if all(np.array_equal(s, signs[0]) for s in signs) else np.zeros((K, d))
     pinned, leaders = np.zeros((K, d), bool), np.zeros(0, np.int64)
     log_ceiling = math.log(opts.blowup_size)
-    run, names = kernel(jax_field(system, K, d), structure_key(system), clock, False, False, be.solver,
+    run, names = kernel(jax_field(system, K, d), structure_key(system), clock, False, Sliding(), be.solver,
                         opts.max_steps, len(targets), (), batched=True)
     args = SegmentArgs(Z, rhos, sigma, pinned, u_end=u1, log_floor=floors, log_ceiling=log_ceiling, leaders=leaders)
     tol = np.stack([np.full(m, opts.rtol), atol], axis=1)  # per point, as each point's solve would have it

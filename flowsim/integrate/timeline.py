@@ -174,14 +174,12 @@ def clock_plan(clock, u1, points, shift=0.0):
     return targets, clock.own(targets), clock.end(u1)
 
 
-def at_rest(vf, y, Z, rho, sigma, pinned) -> bool:
-    """An exact equilibrium: the field vanishes (every entry sliding, l_inf-SAM with alpha_j = rho, a
-    critical point), so the state stays put for ever. Integrating it instead would follow the clocks
-    alone until they leave float range (t ~ 1e300), short of any longer horizon."""
-    theta = y[:-1].reshape(vf.K, vf.d)
+def at_rest(field_and_scale) -> bool:
+    """An exact equilibrium: the field (``field_and_scale()``, with whatever slides) vanishes (every entry sliding,
+    l_inf-SAM with alpha_j = rho, a critical point), so the state stays put for ever. Integrating it instead would
+    follow the clocks alone until they leave float range (t ~ 1e300), short of any longer horizon."""
     with np.errstate(all="ignore"):
-        F, _ = (vf.sliding_field_and_scale(theta, Z, rho, sigma, pinned) if pinned.any()
-                else vf.field_and_scale(theta, Z, rho, sigma))
+        F, _ = field_and_scale()
     return not np.any(F)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from flowsim.integrate.backends._base import Backend, Ending, Segment, SegmentRequest
 from flowsim.integrate.backends._diffrax import DiffraxBackend
-from flowsim.integrate.backends._scipy import ScipyBackend
+from flowsim.integrate.backends._scipy import ScipyBackend, segment_jacobian
 
 #: Beyond this log10 t1 ``backend="auto"`` switches to an implicit method: in either clock the
 #: relation between t and the loss relaxes at an O(1) rate, so explicit steps stay O(1) in log t.
@@ -28,4 +28,4 @@ def backend_for(spec: str, log10_t1: float):
 
 
 __all__ = ["ATOL_MIN_IMPLICIT", "AUTO_IMPLICIT_LOG10_T1", "Backend", "DiffraxBackend", "Ending", "ScipyBackend", "Segment",
-           "SegmentRequest", "backend_for"]
+           "SegmentRequest", "backend_for", "segment_jacobian"]

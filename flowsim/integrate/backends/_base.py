@@ -61,7 +61,7 @@ class SegmentRequest:
     key: Any  # the system's structure: what a compiled solve is keyed by
     clock: Any  # a :class:`flowsim.integrate.clock.Clock`
     uses_sign: bool  # a Filippov flow: watch sign switches
-    sliding: bool  # some entries are pinned: integrate the sliding field
+    sliding: Any  # a :class:`flowsim.integrate.segment_args.Sliding`: what slides, on planes and on surfaces
     y0: np.ndarray
     s0: float
     s_max: float

@@ -15,6 +15,9 @@ falls through zero:
   0: free), so this event fires only when a solver steps across an invariant plane w_k = 0, by more
   than it resolves.
 
+- ``slide_exit`` (entries sliding on their switching surfaces, ``surfaces``): 1 - max |s_k| of their
+  Filippov control (:mod:`flowsim.field.surfaces`): an entry stops sliding where its control reaches +-1.
+
 - ``lead_magnitude`` / ``lead_growth`` (tracked scores): score of the current leader (``leaders``)
   minus the best other score: another coordinate is about to lead in |beta_j| or in the relative
   growth rate d log|beta_j| / dtau (clock-free: every clock rescales all rates alike).
@@ -35,6 +38,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from typing import NamedTuple
+
+from flowsim.field import surfaces
 
 SCORES = ("magnitude", "growth")
 #: an unwatched entry (sigma_k G_k ~ 0 at the segment's start) ends the segment once |G_k| exceeds this
@@ -64,8 +69,9 @@ class Events(NamedTuple):
     at: Callable
 
 
-def event_functions(vf, clock, uses_sign: bool, track=()) -> Events:
-    """The events of a segment of ``vf``'s flow under ``clock`` (see the module's list), in one ``Events``."""
+def event_functions(vf, clock, uses_sign: bool, track=(), surfaces: int = 0) -> Events:
+    """The events of a segment of ``vf``'s flow under ``clock`` (see the module's list), in one ``Events``;
+    ``surfaces``: entries sliding on their switching surfaces in the segment."""
     xp = vf.xp
     # each maps the segment's args to a function (s, y, size) with size = log max|theta|, computed once
     fns = {"blowup": lambda args: lambda s, y, size: args.log_ceiling - size}
@@ -76,6 +82,8 @@ def event_functions(vf, clock, uses_sign: bool, track=()) -> Events:
         fns["horizon"] = lambda args: lambda s, y, size: args.u_end - y[-1]
     if uses_sign:
         fns["switch"] = functools.partial(_switch, vf)
+    if surfaces:
+        fns["slide_exit"] = functools.partial(_slide_exit, vf)
     for i, kind in enumerate(track):
         fns[f"lead_{kind}"] = functools.partial(_lead, vf, i, kind)
 
@@ -117,6 +125,19 @@ def _switch(vf, args):
         # back to positive by the step's end, and the switch went unseen (depth-3 SignFlow: a wrong beta)
         crossed = xp.min(xp.where(sides != 0, sides * y[:-1], xp.inf))
         return xp.minimum(switched, crossed)
+
+    return value
+
+
+def _slide_exit(vf, args):
+    K, d = vf.K, vf.d
+
+    def value(s, y, size):
+        theta = y[:-1].reshape(K, d)
+        if vf.twin is None:
+            return surfaces.exit_margin(vf, theta, args.Z, args.rho, args.sigma, args.pinned, args.surfaces)
+        return surfaces.evaluate(vf.twin(), "exit_margin", theta, args.Z, args.rho, args.sigma, args.pinned,
+                                 args.surfaces)
 
     return value
 

@@ -14,6 +14,8 @@ from scipy import integrate, optimize
 
 from flowsim._blas import ONE_BLAS_THREAD
 from flowsim._interrupts import stopped_by
+from flowsim._jax import jax
+from flowsim.field import surfaces
 from flowsim.field.jacobian import FieldJacobian
 from flowsim.field.vector_field import numpy_field
 from flowsim.integrate.backends._base import Backend, Ending, Segment
@@ -31,6 +33,21 @@ RATE_UNDERFLOW = ("scipy {method}: the step from s = {s_old:.6g} to {s:.6g} reac
                   "clock='tau' (the default for implicit methods) has no such factor")
 NOT_FINITE = (" (a non-finite Jacobian or Newton iterate: the field is not differentiable there, e.g. lp-SAM with "
               "p > 2 where a g_k is 0; an explicit method, scipy:DOP853 or diffrax:Tsit5, needs no Jacobian)")
+
+
+def segment_jacobian(vf, clock, sliding):
+    """d(rhs)/dy of a segment: assembled from the derived partials (``FieldJacobian``), or, while entries slide
+    on their switching surfaces (a field with a Newton solve inside), by forward-mode autodiff of the JAX twin."""
+    if not sliding.surfaces:
+        return FieldJacobian(vf).rhs_jacobian(clock, sliding.planes)
+    twin = vf.twin()
+    jac = surfaces.compiled(twin, ("jacobian", clock.name, sliding),
+                            lambda: jax.jacfwd(twin.rhs(clock, sliding.planes, sliding.surfaces), argnums=1))
+
+    def on_host(s, y, args):
+        return np.asarray(jac(np.float64(s), np.asarray(y, np.float64), args.on_host()))
+
+    return on_host
 
 
 def _root(f, lo, hi):
@@ -76,14 +93,14 @@ class ScipyBackend(Backend):
 
     def _start(self, r):
         """A solver at (s0, y0) for this segment, with its events (armed in ``_run``)."""
-        rhs = r.vf.rhs(r.clock, r.sliding)
+        rhs = r.vf.rhs(r.clock, r.sliding.planes, r.sliding.surfaces)
         kwargs = {}
         if self.implicit:
-            jac = FieldJacobian(r.vf).rhs_jacobian(r.clock, r.sliding)
+            jac = segment_jacobian(r.vf, r.clock, r.sliding)
             kwargs["jac"] = lambda s, y: jac(s, y, r.args)
         solver = METHODS[self.method](lambda s, y: rhs(s, y, r.args), r.s0, np.asarray(r.y0, float), r.s_max,
                                       rtol=r.rtol, atol=r.atol, **kwargs)
-        return _Live(solver, event_functions(r.vf, r.clock, r.uses_sign, r.track), None)
+        return _Live(solver, event_functions(r.vf, r.clock, r.uses_sign, r.track, r.sliding.surfaces), None)
 
     def _run(self, live, r):
         """Step ``live.solver`` (already at (s0, y0)) for at most ``max_steps`` steps. ``live.armed``: the indices of
