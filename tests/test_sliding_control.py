@@ -411,3 +411,38 @@ def test_slide_reaches_the_l2_max_margin(case):
         times.append(round(float(slide.log10_t), 1))
     print(f"\nseed {seed}: log10 t {times}, angle to the l2 max-margin {angles} deg")
     assert angles[1] < angles[0] / 2 and angles[1] < 0.5
+
+
+def test_discrete_sam_converges_to_the_solve_as_its_step_shrinks():
+    """Item 3(b) at the solve level: discrete l_inf-SAM (steps h in the clock du = L dt) approaches fs.solve's
+    sliding trajectory as h -> 0, on a case that slides on one surface (seed 0) and one that slides on two at
+    once (seed 4); errors printed, shrinking at least like h / 2."""
+    for seed, alpha, rho in (CHATTERING[0], CHATTERING[2]):
+        data = fs.datasets.iid_gaussian(10, 4, seed)
+        slide = Slide(data.z, rho, "convex")
+        u1 = 4.0
+        slide.run(np.full(4, alpha), u1)
+        system = fs.derive(fs.Linear(), "exponential", fs.SAM(rho, INF))
+        sol = fs.solve(system, data, init=alpha, t1=np.expm1(slide.log10_t * np.log(10.0)), rtol=1e-10, atol=1e-12)
+        assert any(e.get("sliding") for e in sol.events)
+        errors = [float(np.abs(discrete_sam(data.z, rho, np.full(4, alpha), u1, h) - sol.params[-1, 0]).max())
+                  for h in (4e-3, 1e-3, 2.5e-4)]
+        print(f"\nseed {seed}: max |w_h - w_solve| at u = {u1} for h = 4e-3, 1e-3, 2.5e-4: {errors}")
+        assert errors[0] > 2 * errors[1] > 4 * errors[2]
+
+
+def test_regularised_sign_flow_converges_to_the_solve():
+    """Item 3(a) at the solve level: the sign flow's field is affine in the sign, so Filippov's combination and the
+    equivalent control coincide and tanh(G/eps) converges to fs.solve's slides (three surfaces in turn on each set,
+    joins and an exit); errors printed, shrinking like eps. The sign flow's clock tau has dw/dtau = -sign(G)."""
+    for data in (fs.datasets.scaled_rademacher(10, 4, seed=0), fs.datasets.iid_gaussian(10, 4, 3)):
+        system = fs.derive(fs.Linear(), "exponential", fs.SignFlow())
+        sol = fs.solve(system, data, 1e-3, t1=20.0, rtol=1e-11, atol=1e-13, saves=8)
+        assert len({x["coordinate"] for e in sol.events for x in e.get("sliding", [])}) == 3
+        errors = []
+        for eps in EPS:
+            ref = solve_ivp(lambda _, w: -np.tanh(direction(w, data.z) / eps), (0.0, float(sol.tau[-1])),
+                            np.full(4, 1e-3), method="Radau", rtol=1e-11, atol=1e-13)
+            errors.append(float(np.abs(ref.y[:, -1] - sol.params[-1, 0]).max()))
+        print(f"\nsign flow to t = 20: max |w_tanh - w_solve| for eps {EPS}: {errors}")
+        assert errors[0] > 5 * errors[1] > 25 * errors[2] and errors[2] < 1e-3
