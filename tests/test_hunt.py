@@ -9,7 +9,7 @@ import flowsim as fs
 from flowsim.reproduce import hunts
 from flowsim.reproduce._claim import Control, Outcome, Statement, claim, judge
 from flowsim.reproduce.report import _markdown
-from flowsim.theory.hunt import Case, Choice, Floats, HuntResult, Ints, SearchSpace
+from flowsim.theory.hunt import Case, Choice, Floats, Ints, SearchSpace
 
 SPACE = SearchSpace({"n": Ints(1, 50), "d": Ints(0, 10), "x": Floats(0.0, 1.0), "kind": Choice(("a", "b"))})
 
@@ -135,6 +135,3 @@ def test_the_hunt_control_leaves_a_claim_inconclusive_when_it_finds_nothing(monk
     assert control.verdict == "holds" and searched.result.cases == 3
     assert judge(Outcome(True, "y"), [control], searched=searched)[0] == "inconclusive"
 
-
-def test_a_hunt_result_counts_its_counterexamples():
-    assert HuntResult(5, 5, 0, (), 5, 0, True).found == 0

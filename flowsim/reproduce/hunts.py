@@ -88,7 +88,7 @@ def _linf_fates(depth, mu_2, alpha_1, alpha_2, rho, predicted_from) -> Outcome:
     sol = fs.solve(system, fs.Dataset(mu[None], [1]), alpha, t1=1e30, backend=BACKEND, throw=False,
                    atol=1e-14 if depth % 2 else 1e-10)
     if not sol.ok:
-        return ran(sol, Outcome(None, ""))
+        return Outcome(None, f"the run ended {sol.status!r}: {sol.message}")
     theory = fs.linf_sam_prediction(mu, alpha, rho, depth)
     reached = fates_match(theory, _closed_form_beta(mu, alpha, rho, depth, sol.tau[-1]), alpha, rho, depth)
     if reached.holds is not True:
