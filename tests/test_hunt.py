@@ -35,6 +35,22 @@ def test_a_true_statement_has_no_counterexample_and_undecided_cases_are_counted(
     assert 0 < result.undecided < 60
 
 
+def test_a_case_flowsim_cannot_judge_is_undecided_and_a_bug_ends_the_hunt():
+    def uncertified(n, d, x, kind):
+        if n % 2:
+            raise fs.UncertifiedError("the bounds are 1e-3 apart")
+        return True
+
+    result = fs.hunt(uncertified, SPACE, budget=40, seed=0)
+    assert result.found == 0 and 0 < result.undecided < 40
+
+    def buggy(n, d, x, kind):
+        raise ZeroDivisionError("a bug")
+
+    with pytest.raises(ZeroDivisionError):
+        fs.hunt(buggy, SPACE, budget=5)
+
+
 def test_the_same_seed_gives_the_same_hunt():
     one, two = (fs.hunt(fails_when_large, SPACE, budget=100, seed=5) for _ in range(2))
     assert one == two

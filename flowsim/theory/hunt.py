@@ -19,6 +19,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from flowsim._checks import is_whole
+from flowsim.errors import IntegrationError, NonSeparableError, UncertifiedError
+
+#: what a case may raise and still be only undecided: flowsim cannot judge it (its data are not separable, a
+#: reference is not certified, the solve failed); any other exception is a bug and ends the hunt
+NOT_JUDGED = (NonSeparableError, IntegrationError, UncertifiedError)
 
 
 @dataclass(frozen=True)
@@ -223,7 +228,8 @@ def hunt(criterion: Callable, space: SearchSpace, *, budget: int = 100, seed: in
     Args:
         criterion: called with a case's values as keyword arguments; returns True (holds), False (a
             counterexample), None (undecided), or an object with those in ``holds`` and a sentence in ``why``
-            (as the report's criteria do).
+            (as the report's criteria do). A case on which it raises one of ``NOT_JUDGED`` (non-separable
+            data, an uncertified reference, a failed solve) is undecided; any other exception ends the hunt.
         space: the :class:`SearchSpace` to draw from.
         budget: the most criterion calls, drawing and shrinking together.
         seed: the random generator's seed: the same seed and budget give the same hunt.
@@ -273,7 +279,10 @@ class _Search:
 
     def judge(self, case: Case) -> tuple:
         if case not in self.seen:
-            self.seen[case] = _verdict(self.criterion(**case))
+            try:
+                self.seen[case] = _verdict(self.criterion(**case))
+            except NOT_JUDGED as err:
+                self.seen[case] = (None, f"not judged: {type(err).__name__}: {' '.join(str(err).split())}")
         return self.seen[case]
 
     def shrink(self, case: Case) -> Case:
