@@ -169,11 +169,11 @@ _LINF = SearchSpace({"depth": Choice((2, 3)), "mu_2": Floats(1.0, 3.0), "alpha_1
 HUNTS = {h.claim: h for h in (
     Hunt("000-thm3.1", "L = 1: GD and l2-SAM converge in direction to the l2 max-margin", gd_converges_to_l2, _LINEAR,
          budget=300, quick_budget=30, control="000-thm3.1-false-l1"),
-    Hunt("000-thm3.1-false-l1", "(false) L = 1: GD and l2-SAM converge in direction to the l1 max-margin",
+    Hunt("000-thm3.1-false-l1", "L = 1: GD and l2-SAM converge in direction to the l1 max-margin",
          gd_converges_to_l1, _LINEAR, budget=30, quick_budget=10),
     Hunt("000-thm3.2", "l_inf-SAM on one example, L = 2 and 3: the fates of Thm 3.2 and the limit of Cor 3.5",
          linf_fates, _LINF, budget=400, quick_budget=40, control="000-thm3.2-false-reversed"),
-    Hunt("000-thm3.2-false-reversed", "(false) l_inf-SAM fates with Thm 3.2's thresholds reversed about rho",
+    Hunt("000-thm3.2-false-reversed", "l_inf-SAM fates with Thm 3.2's thresholds reversed about rho",
          linf_fates_reversed, _LINF, budget=30, quick_budget=10),
 )}
 
