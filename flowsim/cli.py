@@ -6,6 +6,7 @@
     flowsim sweep experiment.toml --out sweep.nc      # the same over a grid ([sweep] alpha/rho)
     flowsim iterate discrete.toml --out iterate.nc    # a discrete optimizer ([optimizer], steps)
     flowsim plot run.nc                               # -> run.png (or --out fig.svg)
+    flowsim hunt 000-thm3.1 --budget 200 --out hunt   # search a claim for counterexamples -> hunt/hunt.json
 """
 
 from __future__ import annotations
@@ -53,26 +54,68 @@ def reproduce(
     suite: str = typer.Argument(..., help="sam (seed 000), adam (seed 002) or all", metavar=SUITE_CHOICES),
     out: Path = typer.Option(Path("report"), help="output folder for report.md and figures"),
     quick: bool = typer.Option(False, help="short horizons and small grids, every control kept (about 2 minutes)"),
+    hunt_budget: Optional[int] = typer.Option(None, help="criterion calls of each claim's search for "
+                                                         "counterexamples (default: sized to the suite's time)"),
 ):
     """Run every claim of a paper as a check, with negative controls: report.md, report.json, report.html, figures."""
     from flowsim._interrupts import exit_code, terminable
-    from flowsim.reproduce.report import Interrupted, check_suite, prepare_out
+    from flowsim.reproduce.report import Interrupted, check_hunt_budget, check_suite, prepare_out
     from flowsim.reproduce.report import reproduce as run_suite
 
     try:
         check_suite(suite)  # checked first: an error inside a check is a bug, with its traceback
+        check_hunt_budget(hunt_budget)
         prepare_out(out)
     except ValueError as err:
         _user_error(err)
     try:
         with terminable():  # SIGTERM as a Ctrl-C: the claims so far are written
-            path = run_suite(suite, out, quick=quick, progress=typer.echo)
+            path = run_suite(suite, out, quick=quick, progress=typer.echo, hunt_budget=hunt_budget)
     except Interrupted as stop:
         typer.echo(f"flowsim: {stop}", err=True)
         raise typer.Exit(exit_code()) from None
     figures = len(list(path.parent.glob("*.png")))
     typer.echo(f"wrote {path} ({path.with_suffix('.html').name}, {path.with_suffix('.json').name} and {figures} "
                f"figures beside it)")
+
+
+@app.command()
+def hunt(
+    claim: str = typer.Argument(..., help="the claim whose statement is searched (an unknown id lists the known ones)",
+                                metavar="CLAIM-ID"),
+    budget: Optional[int] = typer.Option(None, help="criterion calls, drawing and shrinking together (default: the "
+                                                    "claim's budget in the full report)"),
+    seed: int = typer.Option(0, help="seed of the random search"),
+    out: Optional[Path] = typer.Option(None, help="folder for hunt.json (the search and every counterexample)"),
+):
+    """Search a claim's statement for counterexamples: random cases over data, init, rho and depth, each failing one
+    shrunk to the simplest that still fails, printed with a one-line reproducer. Exit code 1 when a counterexample
+    is found, 2 for bad input."""
+    import json
+
+    from flowsim._checks import is_whole
+    from flowsim.reproduce.hunts import check_claim
+    from flowsim.reproduce.report import prepare_out
+
+    try:
+        chosen = check_claim(claim)
+        for name, value, least in (("--budget", budget, 1), ("--seed", seed, 0)):
+            if value is not None and not is_whole(value, least):
+                raise ValueError(f"{name} must be a whole number >= {least}; got {value!r}.")
+        folder = None if out is None else prepare_out(out)
+    except ValueError as err:
+        _user_error(err)
+    searched = chosen.run(budget, seed)
+    typer.echo(searched.summary)
+    for k in searched.result.counterexamples:
+        typer.echo(f"counterexample: {k.shrunk} ({k.why})\n  rerun: {k.reproducer}")
+    if folder is not None:
+        path = folder / "hunt.json"
+        path.write_text(json.dumps({"claim": claim, "searched": searched.as_dict(),
+                                    "counterexamples": searched.counterexamples()}, indent=1) + "\n")
+        typer.echo(f"wrote {path}")
+    if searched.result.found:
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -1,5 +1,6 @@
 """CLI via typer's runner, saved runs (round trip, atomic write), and the reproduce machinery."""
 
+import json
 import os
 import re
 
@@ -802,3 +803,33 @@ def test_reproduce_usage_lists_the_suites():
     r = runner.invoke(app, ["reproduce", "--help"])
     assert r.exit_code == 0 and "{" + SUITE_CHOICES + "}" in r.output.splitlines()[0], r.output
     assert SUITE_CHOICES == "|".join([*SUITES, "all"])
+
+
+@pytest.mark.parametrize("args, message", [
+    (["hunt", "000-nope"], "claim-id must be one with a hunt: 000-thm3.1"),
+    (["hunt", "000-thm3.1", "--budget", "0"], "--budget must be a whole number >= 1"),
+    (["hunt", "000-thm3.1", "--seed", "-1"], "--seed must be a whole number >= 0"),
+])
+def test_hunt_refuses_bad_input_in_one_line_with_exit_code_2(args, message):
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
+    assert len(r.output.strip().splitlines()) == 1
+
+
+def test_hunt_exit_code_says_whether_a_counterexample_was_found(tmp_path):
+    """The false statement's hunt finds one (exit 1; hunt.json lists it with its reproducer); the true one's small
+    hunt finds none (exit 0)."""
+    r = runner.invoke(app, ["hunt", "000-thm3.1-false-l1", "--budget", "8", "--out", str(tmp_path)])
+    assert r.exit_code == 1, r.output
+    assert "found" in r.output and "rerun: python -c" in r.output
+    saved = json.loads((tmp_path / "hunt.json").read_text())
+    assert saved["searched"]["found"] == len(saved["counterexamples"]) >= 1
+    assert saved["counterexamples"][0]["reproducer"].startswith('python -c "from flowsim.reproduce.hunts import')
+    r = runner.invoke(app, ["hunt", "000-thm3.2", "--budget", "5", "--seed", "4"])
+    assert r.exit_code == 0 and "5 cases" in r.output and "found 0" in r.output
+
+
+def test_reproduce_refuses_a_bad_hunt_budget_before_running(tmp_path):
+    r = runner.invoke(app, ["reproduce", "sam", "--quick", "--hunt-budget", "0", "--out", str(tmp_path / "r")])
+    assert r.exit_code == 2 and "hunt_budget must be a whole number >= 1" in r.output
+    assert not (tmp_path / "r").exists()

@@ -248,8 +248,8 @@ def test_a_corrected_claim_needs_its_counterexample_to_refute_the_stated_form():
     assert verdict == "inconclusive" and "counterexample 'case'" in why
     assert judge(YES, [Control("c", NO)], [Counterexample("diverges", "case", YES)])[0] == "inconclusive"
     d = claim("x", "000", STATED, "s", YES, [Control("c", NO)], {}, counterexamples=[refuted]).as_dict()
-    assert d["counterexamples"] == [{"statement": "diverges", "setting": "case", "verdict": "fails", "why": "n",
-                                     "numbers": []}]
+    assert d["counterexamples"] == [{"found_by": "measured", "statement": "diverges", "setting": "case",
+                                     "verdict": "fails", "why": "n", "numbers": []}]
 
 
 LT = np.linspace(1.0, 100.0, 60)

@@ -9,6 +9,9 @@ the same criterion, on at least one control setting where the conclusion must NO
 Every claim also says how what was checked relates to what the paper states (:class:`Statement`): a
 corrected form is reported as such, with the measured counterexamples to the stated form
 (:class:`Counterexample`), which must fail the stated form's criterion for the claim to hold.
+
+A claim with a cheap per-case criterion is also searched for counterexamples (:mod:`flowsim.reproduce.hunts`):
+one found means the claim "fails", whatever its own runs say.
 """
 
 from __future__ import annotations
@@ -151,6 +154,7 @@ class Claim:
     controls: list = field(default_factory=list)  # list[Control]
     figure: str | None = None
     counterexamples: list = field(default_factory=list)  # list[Counterexample]
+    searched: object = None  # a hunts.Searched: the hunt for counterexamples to the checked statement
     seconds: float = 0.0
     cpu_seconds: float = 0.0
 
@@ -165,7 +169,9 @@ class Claim:
                 "measured": [_row(v).as_dict(run) for run, v in self.numbers.items()],
                 "controls": [{"setting": c.setting, "verdict": c.verdict, "why": c.outcome.why,
                               "numbers": [n.as_dict() for n in c.outcome.numbers]} for c in self.controls],
-                "counterexamples": [k.as_dict() for k in self.counterexamples],
+                "searched": None if self.searched is None else self.searched.as_dict(),
+                "counterexamples": [{"found_by": "measured", **k.as_dict()} for k in self.counterexamples]
+                + ([] if self.searched is None else self.searched.counterexamples()),
                 "figure": self.figure, "wall_s": round(self.seconds, 2), "cpu_s": round(self.cpu_seconds, 2)}
 
 
@@ -177,10 +183,15 @@ def _row(value) -> Measured:
     return value
 
 
-def judge(main: Outcome, controls: list[Control], counterexamples=()) -> tuple[str, str]:
-    """The verdict of a claim from its criterion's outcome, its controls' outcomes and, for a corrected claim,
-    the stated form's outcomes on its counterexamples (each must fail: a stated form that holds there was
-    not refuted, and the correction is not shown)."""
+def judge(main: Outcome, controls: list[Control], counterexamples=(), searched=None) -> tuple[str, str]:
+    """The verdict of a claim from its criterion's outcome, its controls' outcomes, for a corrected claim the
+    stated form's outcomes on its counterexamples (each must fail: a stated form that holds there was not
+    refuted, and the correction is not shown) and the hunt ``searched`` for counterexamples to the checked
+    statement (one found: the claim fails)."""
+    if searched is not None and searched.result.found:
+        k = searched.result.counterexamples[0]
+        return "fails", (f"a hunt over {searched.result.cases} cases found {searched.result.found} counterexample(s); "
+                         f"the simplest: {k.shrunk}: {k.why} (rerun: {k.reproducer})")
     if main.holds is not True:
         return main.word, main.why
     standing = [k for k in counterexamples if k.outcome.holds is not False]
@@ -199,9 +210,9 @@ def judge(main: Outcome, controls: list[Control], counterexamples=()) -> tuple[s
 
 
 def claim(id: str, seed: str, statement: Statement, setting: str, main: Outcome, controls: list[Control],
-          numbers: dict, figure: str | None = None, counterexamples=()) -> Claim:
-    verdict, why = judge(main, controls, counterexamples)
-    return Claim(id, seed, statement, setting, verdict, why, numbers, controls, figure, list(counterexamples))
+          numbers: dict, figure: str | None = None, counterexamples=(), searched=None) -> Claim:
+    verdict, why = judge(main, controls, counterexamples, searched)
+    return Claim(id, seed, statement, setting, verdict, why, numbers, controls, figure, list(counterexamples), searched)
 
 
 def run_checks(checks, out, quick: bool, progress=print):

@@ -1,8 +1,8 @@
 """Run a reproduction suite and write ``report.md``, ``report.json`` and ``report.html`` (figures embedded).
 
-``report.json`` schema (``SCHEMA_VERSION`` 3; docs/cli.md describes it)::
+``report.json`` schema (``SCHEMA_VERSION`` 4; docs/cli.md describes it)::
 
-    {"schema_version": 3, "suite": str, "quick": bool, "complete": bool (false: stopped early, by a Ctrl-C or
+    {"schema_version": 4, "suite": str, "quick": bool, "complete": bool (false: stopped early, by a Ctrl-C or
      still running; the claims that finished are listed), "flowsim_version": str, "python": str,
      "wall_s": float, "cpu_s": float,
      "claims": [{"id": str, "seed": "000" | "002",
@@ -13,8 +13,14 @@
                  "verdict": "holds" | "fails" | "inconclusive" | "open" | "descriptive", "why": str,
                  "measured": [{"run": str, "sentence": str, "numbers": [NUMBER]}],
                  "controls": [{"setting": str, "verdict": str, "why": str, "numbers": [NUMBER]}],
-                 "counterexamples": [{"statement": str, "setting": str, "verdict": str, "why": str,
-                                      "numbers": [NUMBER]}],
+                 "searched": null | {"statement": str, "cases": int, "drawn": int, "undecided": int, "found": int,
+                                     "budget": int, "seed": int, "exhausted": bool, "space": {str: str | list},
+                                     "wall_s": float},
+                 "counterexamples": [{"found_by": "measured", "statement": str, "setting": str, "verdict": str,
+                                      "why": str, "numbers": [NUMBER]}
+                                     | {"found_by": "hunt", "statement": str, "setting": str, "verdict": "fails",
+                                        "why": str, "case": {str: value}, "shrunk_case": {str: value},
+                                        "reproducer": str}],
                  "figure": str | null (a PNG next to the report), "wall_s": float, "cpu_s": float}]}
 
     NUMBER: {"key": str, "value": number | str | bool | list, "unit": str ("1": dimensionless)}
@@ -31,20 +37,26 @@ import time
 from pathlib import Path
 
 import flowsim as fs
+from flowsim._checks import is_whole
 from flowsim._interrupts import propagating, stopped_by
 
-from . import adam, depth_maps, sam, scans
+from . import adam, depth_maps, hunts, sam, scans
 from ._claim import run_checks
 
 #: each suite's checks: its seed's claims, then the scans and maps built on the same runs
 SUITES = {"sam": functools.partial(run_checks, sam.CHECKS + depth_maps.CHECKS),
           "adam": functools.partial(run_checks, adam.CHECKS + scans.CHECKS)}
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def check_suite(suite: str) -> None:
     if suite not in (*SUITES, "all"):
         raise ValueError(f"suite must be one of {', '.join([*SUITES, 'all'])}; got {suite!r}.")
+
+
+def check_hunt_budget(budget) -> None:
+    if budget is not None and not is_whole(budget):
+        raise ValueError(f"hunt_budget must be a whole number >= 1 (criterion calls per claim's hunt); got {budget!r}.")
 
 
 class Interrupted(Exception):
@@ -65,10 +77,13 @@ def prepare_out(out) -> Path:
     return out
 
 
-def reproduce(suite: str, out, quick: bool = False, progress=print) -> Path:
+def reproduce(suite: str, out, quick: bool = False, progress=print, hunt_budget: int | None = None) -> Path:
     """Run the suite's checks, rewriting the report after each claim (a run stopped later keeps them). A Ctrl-C
-    stops the suite at once (a claim is not judged on a run it cut short) and raises :class:`Interrupted`."""
+    stops the suite at once (a claim is not judged on a run it cut short) and raises :class:`Interrupted`.
+    ``hunt_budget``: the criterion calls of each claim's search for counterexamples (None: each hunt's default,
+    sized to keep the suite's time)."""
     check_suite(suite)
+    check_hunt_budget(hunt_budget)
     out = prepare_out(out)
     names = [*SUITES] if suite == "all" else [suite]
     start, cpu = time.perf_counter(), time.process_time()
@@ -85,6 +100,7 @@ def reproduce(suite: str, out, quick: bool = False, progress=print) -> Path:
         path.write_text(_markdown(summary))
         return path
 
+    budget = hunts.BUDGET.set(hunt_budget)
     try:
         with propagating():
             for name in names:
@@ -94,6 +110,8 @@ def reproduce(suite: str, out, quick: bool = False, progress=print) -> Path:
     except KeyboardInterrupt as err:
         stopped_by(err)
         raise Interrupted(write(complete=False), len(claims)) from None
+    finally:
+        hunts.BUDGET.reset(budget)
     return write(complete=True)
 
 
@@ -153,14 +171,35 @@ def _markdown(s) -> str:
         if c["controls"]:
             lines += ["", "| negative control | verdict (must be fails) | measured |", "|---|---|---|"]
             lines += [f"| {_cell(k['setting'])} | **{k['verdict']}** | {_cell(k['why'])} |" for k in c["controls"]]
-        if c["counterexamples"]:
+        if _measured(c):
             lines += ["", "| counterexample to the stated form | stated form | its verdict (must be fails) | measured |",
                       "|---|---|---|---|"]
             lines += [f"| {_cell(k['setting'])} | {_cell(k['statement'])} | **{k['verdict']}** | {_cell(k['why'])} |"
-                      for k in c["counterexamples"]]
+                      for k in _measured(c)]
+        if c["searched"]:
+            lines += ["", _searched(c)]
+            if _hunted(c):
+                lines += ["", "| counterexample found (shrunk) | why it fails | reproducer |", "|---|---|---|"]
+                lines += [f"| {_cell(k['setting'])} | {_cell(k['why'])} | `{_cell(k['reproducer'])}` |" for k in _hunted(c)]
         if c["figure"]:
             lines += ["", f"![{c['id']}]({c['figure']})"]
     return "\n".join(lines) + "\n"
+
+
+def _measured(c) -> list:
+    return [k for k in c["counterexamples"] if k["found_by"] == "measured"]
+
+
+def _hunted(c) -> list:
+    return [k for k in c["counterexamples"] if k["found_by"] == "hunt"]
+
+
+def _searched(c) -> str:
+    h = c["searched"]
+    return (f"Searched for counterexamples: {h['cases']} cases, found {h['found']} (statement: {h['statement']}; "
+            f"{h['drawn']} drawn at random, the rest shrinking a failing case; {h['undecided']} undecided; seed "
+            f"{h['seed']}, budget {h['budget']}, {h['wall_s']:.1f} s; space: "
+            + ", ".join(f"{k} {v}" for k, v in h["space"].items()) + ").")
 
 
 def _table(rows, head) -> str:
@@ -183,10 +222,15 @@ def _html(s, out: Path) -> str:
         if c["controls"]:
             parts.append(_table([(k["setting"], k["verdict"], k["why"]) for k in c["controls"]],
                                 ["negative control", "verdict (must be fails)", "measured"]))
-        if c["counterexamples"]:
-            parts.append(_table([(k["setting"], k["statement"], k["verdict"], k["why"]) for k in c["counterexamples"]],
+        if _measured(c):
+            parts.append(_table([(k["setting"], k["statement"], k["verdict"], k["why"]) for k in _measured(c)],
                                 ["counterexample to the stated form", "stated form", "its verdict (must be fails)",
                                  "measured"]))
+        if c["searched"]:
+            parts.append(f"<p>{html.escape(_searched(c))}</p>")
+            if _hunted(c):
+                parts.append(_table([(k["setting"], k["why"], k["reproducer"]) for k in _hunted(c)],
+                                    ["counterexample found (shrunk)", "why it fails", "reproducer"]))
         if c["figure"] and (out / c["figure"]).exists():
             data = base64.b64encode((out / c["figure"]).read_bytes()).decode()
             parts.append(f"<img alt='{c['id']}' src='data:image/png;base64,{data}' style='max-width:100%'>")

@@ -20,6 +20,7 @@ from flowsim import plot
 from flowsim.progress import progress_bar
 from flowsim.theory.analysis import linf_sam_beta_at_tau, linf_sam_leader_tau
 
+from . import hunts
 from ._claim import Claim, Control, Counterexample, Measured, Number, Outcome, Statement, claim, every, run_checks
 from .criteria import (
     angle_falls,
@@ -150,6 +151,7 @@ def l1_limits_l2(out: Path, quick: bool) -> Claim:
                         "its limit is l1, not l2",
                         converges_to(_solve(fs.DiagonalNet(2, "difference"), flow, data, 0.1, t1=1e100), _refs(data), "l2"))
                 for name, flow in (("GD", fs.GD()), ("l2-SAM", fs.SAM(0.1, 2)))]
+    searched, hunt_control = hunts.search("000-thm3.1", quick)
     return claim("000-thm3.1", SEED, Statement(
                      "For linear models (L = 1), both l_inf- and l2-SAM recover the l2 max-margin classifier, matching "
                      "gradient descent (abstract); Thm 3.1: for almost all separable data sets, any rho, any "
@@ -163,7 +165,8 @@ def l1_limits_l2(out: Path, quick: bool) -> Claim:
                  every(outcomes + [Outcome(None, f"only {len(outcomes)} cases could be judged")] * (len(outcomes) < cases),
                        f"judged cases converge to l2 by the fitted-gap verdict ({len(numbers) - len(outcomes)} "
                        "more drawn, not integrable, listed; judged per flow: "
-                       + ", ".join(f"{k} {v}" for k, v in judged.items()) + ")"), controls, numbers, "sam_depth1.png")
+                       + ", ".join(f"{k} {v}" for k, v in judged.items()) + ")"), [*controls, hunt_control], numbers,
+                 "sam_depth1.png", searched=searched)
 
 
 def _basis_cases():
@@ -241,6 +244,7 @@ def linf_trichotomy(out: Path, quick: bool) -> Claim:
         sol = _solve(fs.DiagonalNet(depth), fs.GD(), fs.Dataset(MU3[None], [1]), np.array(alpha), t1=t1)
         controls.append(Control(f"GD instead of l_inf-SAM, L={depth}, alpha={_plain(alpha)} (SAM selects {what})",
                                 ran(sol, _trichotomy_outcome(sol, alpha, rho, depth))))
+    searched, hunt_control = hunts.search("000-thm3.2", quick)
     return claim("000-thm3.2", SEED, Statement(
                      PAPER_THM_3_2,
                      "l_inf-SAM, L = 2 and 3, one example: each coordinate with alpha_j < rho collapses (beta_j -> 0 at "
@@ -252,7 +256,8 @@ def linf_trichotomy(out: Path, quick: bool) -> Claim:
                      "weaker"),
                  _setting(mu=MU3.tolist(), rho=rho, depths=[2, 3], t1=t1, atol="1e-10 (L=2), 1e-14 (L=3)",
                           judged_by="each coordinate's fate, and the angle to e_j* falling over the last half of log10 t"),
-                 every(outcomes, "initialisations match the predicted fates and limit"), controls, numbers, "sam_linf.png")
+                 every(outcomes, "initialisations match the predicted fates and limit"), [*controls, hunt_control],
+                 numbers, "sam_linf.png", searched=searched)
 
 
 def _blow_up_rows(sol, alpha, rho, depth, judge_collapse: bool):
