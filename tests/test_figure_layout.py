@@ -159,7 +159,7 @@ def _figures_of(check, tmp_path, monkeypatch):
     return saved
 
 
-DRAWING = [c for c in sam.CHECKS if c not in (sam.depth3_switches, sam.crossover_identity)] + [adam.per_sample_vs_full, adam.signum_batches,
+DRAWING = [c for c in sam.CHECKS if c not in (sam.depth3_switches, sam.crossover_identity)] + [adam.per_sample_vs_full, adam.signum_batches, adam.sign_flow_limit,
                                                                     adam.proxy_flow_limit, adam.fixed_point_basins] + scans.CHECKS + depth_maps.CHECKS
 
 

@@ -33,7 +33,14 @@ The kernel (:func:`solve_control`, :func:`sliding_field`) is traceable by JAX wi
 Newton iterations and fixed shapes (the active set is a mask; a concrete one for ``"convex"``, whose corners
 are enumerated), so a jitted field can call it. :func:`equivalent_control` is its diagnostic for NumPy
 callers (whether the control exists, is unique, stays in [-1, 1] and attracts, and if not, why), and
-:func:`resolve` decides at a switch which entries slide and which leave to which side.
+:func:`resolve` decides at a switch which entries slide and which leave to which side; both serve as the
+independent check of the Utkin selection (tests/test_sliding_control.py).
+
+``flowsim.solve`` integrates the convex selection, per coordinate surface r_j = 0 (all layers of a coordinate
+share it), through :mod:`flowsim.field.surfaces`: :func:`switched` gives a sign flow's signs and sliding sets at a
+switch (entries whose control reached +-1 leave, ``classify`` settles the crossings, :func:`continuation` finds the
+one consistent way on), :func:`filippov_control` judges a sliding mode, and :func:`sliding_rest_point` recognises
+a rest point of the sliding field.
 """
 
 from __future__ import annotations

@@ -157,8 +157,9 @@ def l1_limits_l2(out: Path, quick: bool) -> Claim:
                      "gradient descent (abstract); Thm 3.1: for almost all separable data sets, any rho, any "
                      "initialisation (notes).",
                      "L = 1: GD, l2-SAM and l_inf-SAM converge in direction to the l2 max-margin on random data, rho and "
-                     "initialisations. l_inf-SAM runs that enter a sliding mode on a gradient coordinate G_j = 0 (which "
-                     "flowsim reports as 'chattering' and does not integrate) are listed, not judged.", "as stated"),
+                     "initialisations, l_inf-SAM through its sliding modes on G_j = 0 (Filippov solutions, docs/theory.md "
+                     "3b). A run flowsim cannot continue (a junction without a unique continuation, 'chattering') would "
+                     "be listed, not judged.", "as stated"),
                  _setting(model="Linear", loss="logistic", cases=f"{cases} random (Gaussian data n=10 d=4 whose l2 max-margin "
                           "is >= 5 deg from the l1 one and >= 2 deg from the l_inf one, alpha in [0.01, 1], rho in [0.01, 0.3]), flows GD / l2-SAM / "
                           "l_inf-SAM in turn, drawn until that many are judged", t1=t1),
