@@ -361,6 +361,7 @@ def _at_sliding_rest(run, loss_still) -> bool:
                                run.atol + run.rtol * np.abs(run.theta))
     if limit is None:
         return False
+    limit = np.where(np.abs(limit) <= run.atol, 0.0, limit)  # below what the solver resolves, as at a critical point
     run.y = np.concatenate([limit.ravel(), run.y[-1:]])
     entries = ", ".join(f"coordinate {j + 1}" for j in np.flatnonzero(run.surfaces.any(axis=0)))
     run.hold(Status.CONVERGED, SLIDING_REST.format(log10_t=run.log10_t_asked, entries=entries))
