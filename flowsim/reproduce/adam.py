@@ -256,14 +256,16 @@ def sign_flow_limit(out: Path, quick: bool) -> Claim:
     data = fs.datasets.iid_gaussian(20, 5, seed=1)
     refs = {"l1": fs.max_margin(data, 1), "l2": fs.max_margin(data, 2), "linf": fs.max_margin(data, INF)}
     flows = {"sign flow": fs.SignFlow(), "steepest descent, l_inf": fs.SteepestDescent(INF)}
+    if quick:  # the same limit by a time change: one flow shows it
+        flows.pop("sign flow")
     sols = {name: fs.solve(fs.derive(fs.Linear(), "logistic", flow), data, 1e-3, t1=1e100, throw=False)
             for name, flow in flows.items()}
     outcomes = {name: converges_to(sol, refs, "linf") for name, sol in sols.items()}
     numbers = {name: Measured(f"{o.why}; slid on the surfaces of coordinates "
                               f"{sorted({x['coordinate'] for e in sols[name].events for x in e.get('sliding', [])})}",
                               o.numbers) for name, o in outcomes.items()}
-    fig = Figure(figsize=(11.0, 3.4), constrained_layout=True)
-    for ax, (name, sol) in zip(fig.subplots(1, 2), sols.items()):
+    fig = Figure(figsize=(5.6 * len(sols), 3.4), constrained_layout=True)
+    for ax, (name, sol) in zip(np.atleast_1d(fig.subplots(1, len(sols))), sols.items()):
         plot.margin_gaps(sol, refs, ax)
         ax.set_title(f"{name}: {outcomes[name].word}", fontsize=9)
     fig.suptitle("Sign flow and l_inf steepest descent on iid_gaussian(20, 5): the gap to the l_inf max-margin "
@@ -276,7 +278,7 @@ def sign_flow_limit(out: Path, quick: bool) -> Claim:
                      "limit is sign descent, steepest descent in l_inf (Gunasekar et al. 2018).",
                      "The sign flow dw/dt = -sign(grad L) and l_inf steepest descent (the flows without momentum and "
                      "sampling) converge in direction to the l_inf max-margin, through their sliding modes.", "weaker"),
-                 "iid_gaussian(20, 5, seed 1), Linear, logistic, init 1e-3, t1 1e100", every(
+                 f"iid_gaussian(20, 5, seed 1), Linear, logistic, init 1e-3, t1 1e100, flows: {', '.join(flows)}", every(
                      list(outcomes.values()), "both flows converge to l_inf by the fitted-gap verdict"),
                  controls, numbers, "sign_flow.png")
 
