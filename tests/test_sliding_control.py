@@ -449,3 +449,34 @@ def test_regularised_sign_flow_converges_to_the_solve(data):
         errors.append(float(np.abs(ref.y[:, -1] - sol.params[-1, 0]).max()))
     print(f"\nsign flow to t = 20: max |w_tanh - w_solve| for eps {EPS}: {errors}")
     assert errors[0] > 5 * errors[1] > 25 * errors[2] and errors[2] < 1e-3
+
+
+#: a depth-4 tied l_inf-SAM case (hypothesis, tests/test_agreement.py) where coordinate 3 slides from log10 t = -0.6244
+#: and coordinate 4 joins at -0.1752
+JOIN_X = [[-1.6413972945846467, -0.005203264171931977, -0.6234637409883934, 0.14863152325202633],
+          [-1.608187784186389, 0.2417718768768513, 0.23538091873745476, 1.5756260314314627],
+          [0.3166450164719021, 0.5105466616976417, -1.4931166849642326, 2.2527291247240275],
+          [-1.9156455579583005, 1.1018018558224842, -0.3299040738738497, -0.8806465179277969],
+          [-0.6562850109290311, -0.6720146806586559, 0.3801890922489917, -0.11005869527805158],
+          [1.482571163033857, -1.8296040234453508, -0.0030809646658509597, -0.892055788321591],
+          [0.7758718474580595, -2.118060042185068, -0.3436943500994811, 0.21017292733610196],
+          [-1.4842685839963512, 0.9852155828581877, 0.1787134291183962, 1.006856770707084],
+          [0.9591848586745111, -0.9798545663746768, -0.7977957578895382, -0.20333248577190258],
+          [0.7479597259631346, 0.8509672909755427, -0.7096848707086849, -0.6071971852553313]]
+JOIN_Y = [1, 1, -1, -1, 1, -1, -1, 1, -1, -1]
+
+
+def test_a_switch_while_another_entry_slides_is_seen_by_every_backend():
+    """While coordinate 3 slides its G_3 stays ~0 only to the integration error; as an unwatched entry's SETTLE term
+    that hovered at 0 in the switch event's minimum, and the explicit methods (DOP853, Tsit5 in log-time) stepped
+    over coordinate 4's switch (5% off at the end). Sliding entries leave by slide_exit and are out of the minimum."""
+    rho = 0.029440255387212184
+    system = fs.derive(fs.DiagonalNet(4, "tied"), "exponential", fs.SAM(rho, INF))
+    ends = {}
+    for backend in ("scipy:LSODA", "scipy:DOP853", "diffrax:Tsit5"):
+        sol = fs.solve(system, fs.Dataset(JOIN_X, JOIN_Y), 1.0, log10_t1=rho, backend=backend)
+        joins = [(round(e["log10_t"], 3), [x["coordinate"] for x in e["sliding"]]) for e in sol.events if e.get("sliding")]
+        assert joins == [(-0.624, [3]), (-0.175, [4])], backend
+        ends[backend] = sol.beta[-1]
+    for backend, beta in ends.items():
+        np.testing.assert_allclose(beta, ends["scipy:LSODA"], rtol=1e-6, err_msg=backend)

@@ -12,7 +12,7 @@ from flowsim._blas import ONE_BLAS_THREAD
 from flowsim._interrupts import after_block
 from flowsim.field.surfaces import spread_of
 from flowsim.field.vector_field import numpy_field
-from flowsim.integrate.backends import SegmentRequest
+from flowsim.integrate.backends import SURFACE_BACKEND, SegmentRequest
 from flowsim.integrate.backends._events import scores, sides, watched
 from flowsim.integrate.records import Records
 from flowsim.integrate.segment_args import SegmentArgs, Sliding
@@ -152,13 +152,17 @@ class Run:
 
     def integrate(self):
         """One backend call from the current state, at most ``chunk`` steps; its saves are recorded."""
+        be, vf = self.be, self.vf_run
+        if self.surfaces.any() and not be.slides_on_surfaces:
+            be, vf = SURFACE_BACKEND, self.vf
         request = SegmentRequest(
-            self.vf_run, structure_key(self.system), self.clock, self.uses_sign, self.sliding_shape, self.y,
+            vf, structure_key(self.system), self.clock, self.uses_sign, self.sliding_shape, self.y,
             self.s, self.s_max, self.segment_args(), self.remaining, self.rtol, self.atol, self.chunk, n_targets=len(self.targets),
-            track=self.track, resume=self.resume, progress=self.bar.to_u if self.bar else None)
+            track=self.track, resume=self.resume if be is self.be else None,
+            progress=self.bar.to_u if self.bar else None)
         log_loss_before = self.log_loss()
         with after_block():  # a compiled solve cannot be stopped midway: the interrupt lands once the saves are in
-            seg = self.be.integrate(request)
+            seg = be.integrate(request)
             self.record(seg, log_loss_before)
         return seg
 

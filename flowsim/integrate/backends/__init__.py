@@ -12,6 +12,9 @@ from flowsim.integrate.backends._scipy import ScipyBackend, segment_jacobian
 AUTO_IMPLICIT_LOG10_T1 = 1000.0
 #: scipy's implicit methods square error / atol in their error norms, which overflows below this atol
 ATOL_MIN_IMPLICIT = 1e-150
+#: integrates the segments that slide on switching surfaces for a backend that does not (an explicit method,
+#: in any clock, with events on its dense output)
+SURFACE_BACKEND = ScipyBackend("DOP853")
 
 
 def backend_for(spec: str, log10_t1: float):
@@ -28,4 +31,4 @@ def backend_for(spec: str, log10_t1: float):
 
 
 __all__ = ["ATOL_MIN_IMPLICIT", "AUTO_IMPLICIT_LOG10_T1", "Backend", "DiffraxBackend", "Ending", "ScipyBackend", "Segment",
-           "SegmentRequest", "backend_for", "segment_jacobian"]
+           "SURFACE_BACKEND", "SegmentRequest", "backend_for", "segment_jacobian"]

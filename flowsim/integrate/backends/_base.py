@@ -16,6 +16,7 @@ A backend subclasses :class:`Backend`: it says its ``name``, whether it is ``imp
 points in one compiled solve (``batches``), and implements ``integrate(request) -> Segment``.
 
 Everything else (sign switches, sliding, statuses, saving) is the driver's (``flowsim.integrate.solve``).
+A backend that cannot follow sliding on switching surfaces says so (``slides_on_surfaces``).
 """
 
 from __future__ import annotations
@@ -85,6 +86,9 @@ class Backend(abc.ABC):
     default_clock: str
     #: a sweep may integrate its points together in one compiled, vmapped solve
     batches: bool = False
+    #: integrates segments that slide on switching surfaces (``SegmentRequest.sliding.surfaces``); where not, the
+    #: driver hands those segments to ``SURFACE_BACKEND``
+    slides_on_surfaces: bool = True
 
     @abc.abstractmethod
     def field(self, system, K: int, d: int):

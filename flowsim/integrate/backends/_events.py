@@ -114,12 +114,15 @@ def _switch(vf, args):
     xp, K, d = vf.xp, vf.K, vf.d
     Z, sigma, pinned = args.Z, args.sigma, args.pinned
     sides = args.sides.reshape(-1)
+    # entries sliding on their switching surfaces leave by ``slide_exit``: their G_k stays ~0 (to the integration
+    # error), which as a SETTLE term would hover at 0 in the minimum and hide the other entries' switches
+    held = pinned if args.surfaces is None else pinned | xp.reshape(xp.any(args.surfaces != 0, axis=0), (K, d))
 
     def value(s, y, size):
         G, _ = vf.direction(xp.reshape(y[:-1], (K, d)), Z)
         # an entry that has just switched (unwatched) is re-examined once |G_k| has grown out of 0
         settle = SETTLE * xp.max(xp.abs(G)) - xp.abs(G)
-        switched = xp.min(xp.where(pinned, 1.0, xp.where(args.watched, sigma * G, settle)))
+        switched = xp.min(xp.where(held, 1.0, xp.where(args.watched, sigma * G, settle)))
         # a parameter entry crossing 0 changes the sign of G_k for the entries its product carries: two
         # such crossings in one step (a piecewise-constant field allows long steps) turned sigma_k G_k
         # back to positive by the step's end, and the switch went unseen (depth-3 SignFlow: a wrong beta)
