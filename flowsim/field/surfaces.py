@@ -51,12 +51,18 @@ def corner_weights(c, s):
     return jnp.prod((1.0 + c * s) / 2.0, axis=1)
 
 
+def layer_signs(vf, theta) -> np.ndarray:
+    """sign(dbeta_j/dw_lj) (K, d) at theta, up to one sign for all entries (0 where the entry's factor vanishes:
+    it does not switch with its coordinate)."""
+    return np.sign(np.asarray(vf.compiled.direction(np.asarray(theta, float), np.ones(vf.d)))).reshape(vf.K, vf.d)
+
+
 def spread_of(vf, theta, active) -> np.ndarray:
     """The switching surfaces of the entries in ``active`` (K, d), one per coordinate: (m, K d), row k the signs
     sign(dbeta_j/dw_lj) on the active entries of coordinate j, 0 elsewhere. In a diagonal model every layer's
     G_lj = (dbeta_j/dw_lj) r_j vanishes with r_j, so a coordinate's entries share one surface r_j = 0 and switch
     together, with these relative signs; h_k = row_k . G is that surface's function."""
-    slope = np.sign(np.asarray(vf.compiled.direction(np.asarray(theta, float), np.ones(vf.d)))).reshape(vf.K, vf.d)
+    slope = layer_signs(vf, theta)
     columns = np.flatnonzero(np.asarray(active).any(axis=0))
     spread = np.zeros((columns.size, vf.K * vf.d))
     for k, j in enumerate(columns):
@@ -155,10 +161,26 @@ def compiled(vf, name, build):
     return _JITTED[key][1]
 
 
+#: the functions ``evaluate`` and ``at`` call by name
+FUNCTIONS = {"control": control, "field_and_scale": field_and_scale, "exit_margin": exit_margin, "rates": rates}
+
+
 def _compiled(vf, name):
     """One of this module's functions jitted for the JAX field ``vf`` (m follows from the spread's shape)."""
-    fn = {"control": control, "field_and_scale": field_and_scale, "exit_margin": exit_margin, "rates": rates}[name]
-    return compiled(vf, name, lambda: functools.partial(fn, vf))
+    return compiled(vf, name, lambda: functools.partial(FUNCTIONS[name], vf))
+
+
+def jax_of(vf):
+    """The JAX field of ``vf``: itself, or a NumPy field's twin."""
+    return vf if vf.twin is None else vf.twin()
+
+
+def at(vf, name, theta, Z, rho, sigma, pinned, spread):
+    """``name`` for the field ``vf``: traced as it is on a JAX field (inside a compiled solve), evaluated through
+    the JAX twin on NumPy arrays for a NumPy field (``evaluate``)."""
+    if vf.twin is None:
+        return FUNCTIONS[name](vf, theta, Z, rho, sigma, pinned, spread)
+    return evaluate(vf.twin(), name, theta, Z, rho, sigma, pinned, spread)
 
 
 def evaluate(vf, name, theta, Z, rho, sigma, pinned, spread):

@@ -152,9 +152,7 @@ class VectorField:
     def surface_field_and_scale(self, theta, Z, rho, sigma, pinned, spread):
         """The Filippov field while sliding on the switching surfaces ``spread`` ((m, K d):
         :func:`flowsim.field.surfaces.spread_of`); the entries in ``pinned`` slide on their planes w = 0."""
-        if self.twin is None:
-            return _surfaces.field_and_scale(self, theta, Z, rho, sigma, pinned, spread)
-        return _surfaces.evaluate(self.twin(), "field_and_scale", theta, Z, rho, sigma, pinned, spread)
+        return _surfaces.at(self, "field_and_scale", theta, Z, rho, sigma, pinned, spread)
 
     def any_field_and_scale(self, theta, Z, rho, sigma, pinned, spread=None):
         """The field with whatever slides: on surfaces (``spread``), on planes, or nothing."""

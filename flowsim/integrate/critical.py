@@ -128,7 +128,7 @@ def _newton(vf, theta, Z, scale, atol, newton_steps, rho, radius=0.0, sigma=None
         if np.linalg.norm(A @ delta + F) > 1e-6 * np.linalg.norm(F) + 1e-300:
             return None
         x = x + delta.reshape(theta.shape)
-        if _error_norm(delta, scale) <= 1.0:
+        if error_norm(delta, scale) <= 1.0:
             break
     else:
         return None
@@ -139,7 +139,7 @@ def _newton(vf, theta, Z, scale, atol, newton_steps, rho, radius=0.0, sigma=None
         return None
     growth = float(eig.real.max()) if eig.real.max() > 1e-9 * size else 0.0
     offset = np.ravel(x - theta)
-    displacement = _error_norm(offset, scale)
+    displacement = error_norm(offset, scale)
     if displacement > 1.0 and not (np.linalg.norm(offset) <= radius and _linear_over(vf, x, Z, A, radius)):
         return None
     stable = eig.real[eig.real < -1e-9 * size]
@@ -154,7 +154,8 @@ def _scale(theta, rtol, atol):
     return atol + rtol * np.abs(np.ravel(theta))
 
 
-def _error_norm(v, scale):
+def error_norm(v, scale):
+    """The RMS of a displacement v in units of the solver's error scale (<= 1: within its tolerance)."""
     return math.sqrt(float(np.mean((v / scale) ** 2)))
 
 

@@ -53,6 +53,7 @@ import numpy as np
 
 from flowsim._jax import jax, jnp
 from flowsim.field import surfaces
+from flowsim.integrate.critical import error_norm
 from flowsim.integrate.filippov import classify, entry_name
 
 #: most Newton iterations of the traced kernel (quadratic convergence: 4-5 from +-1, 2-3 from the previous control)
@@ -403,7 +404,7 @@ def filippov_control(vf, theta, Z, rho, sigma, pinned, active) -> EquivalentCont
     of the entries in ``active`` (one per coordinate) and whether the sliding mode holds, for a NumPy field
     (through its JAX twin) or a JAX one. ``control`` and the verdict are per surface; ``sigma`` has the active
     entries' signs set to their share of it (sign(dbeta/dw) s)."""
-    twin = vf.twin() if vf.twin is not None else vf
+    twin = surfaces.jax_of(vf)
     spread = surfaces.spread_of(vf, theta, active)
     out = surfaces.evaluate(twin, "control", theta, Z, rho, sigma, pinned, spread)
     signs = np.where(np.any(spread != 0, axis=0), out["s"] @ spread, np.ravel(sigma)).reshape(np.shape(theta))
@@ -430,16 +431,15 @@ def continuation(vf, theta, Z, rho, sigma, pinned, active, candidates) -> Resolu
     (a coordinate's entries share one: ``surfaces.spread_of``), judged on Filippov's convex combination
     (:func:`filippov_control`), the field ``solve`` integrates. At most ``surfaces.MOST`` surfaces at once."""
     sigma, active, candidates = (np.asarray(a) for a in (sigma, active, candidates))
-    free = ~np.asarray(pinned) & (surfaces.spread_of(vf, theta, np.ones_like(active)).sum(axis=0) != 0).reshape(
-        np.shape(theta))
+    slope = surfaces.layer_signs(vf, theta)
+    free = ~np.asarray(pinned) & (slope != 0)
     columns = np.flatnonzero(candidates.any(axis=0))
     names = ", ".join(f"coordinate {j + 1}" for j in columns)
     staying = np.flatnonzero((active & ~candidates).any(axis=0))
     if len(columns) > JOINT or len(staying) + len(columns) > surfaces.MOST:
         return Resolution(sigma, active, f"{len(staying) + len(columns)} switching surfaces (of {names}, and those "
                                          f"slid on already) at once; at most {surfaces.MOST} are followed")
-    twin = vf.twin() if vf.twin is not None else vf
-    slope = np.sign(np.asarray(vf.compiled.direction(np.asarray(theta, float), np.ones(vf.d)))).reshape(np.shape(theta))
+    twin = surfaces.jax_of(vf)
     consistent = []
     for choice in itertools.product(("slide", 1.0, -1.0), repeat=len(columns)):
         trial_sigma, trial_active = sigma.astype(float).copy(), active.copy()
@@ -523,7 +523,7 @@ def sliding_rest_point(vf, theta, Z, rho, sigma, pinned, active, scale) -> np.nd
     Jacobian (forward-mode, through the Newton solve of the control), accepted where the step left is within
     the solver's tolerance (``scale``: atol + rtol |theta| per entry), no direction grows and the control stays
     in the box."""
-    twin = vf.twin() if vf.twin is not None else vf
+    twin = surfaces.jax_of(vf)
     spread = surfaces.spread_of(vf, theta, active)
     shape = np.shape(theta)
 
@@ -543,14 +543,13 @@ def sliding_rest_point(vf, theta, Z, rho, sigma, pinned, active, scale) -> np.nd
             return None
         delta = np.linalg.lstsq(J, -F, rcond=None)[0]
         x = x + delta
-        if np.sqrt(np.mean((delta / np.ravel(scale)) ** 2)) <= 1.0:
+        if error_norm(delta, np.ravel(scale)) <= 1.0:
             break
     else:
         return None
-    offset = (x - np.ravel(theta)) / np.ravel(scale)
     eig = np.linalg.eigvals(np.asarray(kernel(x, *args)[1]))
     size = float(np.abs(eig).max(initial=0.0))
-    if np.sqrt(np.mean(offset**2)) > 1.0 or size == 0.0 or eig.real.max() > 1e-9 * size:
+    if error_norm(x - np.ravel(theta), np.ravel(scale)) > 1.0 or size == 0.0 or eig.real.max() > 1e-9 * size:
         return None
     limit = x.reshape(shape)
     control = surfaces.evaluate(twin, "control", limit, Z, rho, sigma, pinned, spread)["s"]

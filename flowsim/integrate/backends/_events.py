@@ -137,10 +137,7 @@ def _slide_exit(vf, args):
 
     def value(s, y, size):
         theta = y[:-1].reshape(K, d)
-        if vf.twin is None:
-            return surfaces.exit_margin(vf, theta, args.Z, args.rho, args.sigma, args.pinned, args.surfaces)
-        return surfaces.evaluate(vf.twin(), "exit_margin", theta, args.Z, args.rho, args.sigma, args.pinned,
-                                 args.surfaces)
+        return surfaces.at(vf, "exit_margin", theta, args.Z, args.rho, args.sigma, args.pinned, args.surfaces)
 
     return value
 
