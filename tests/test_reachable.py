@@ -449,14 +449,34 @@ def test_gd_from_a_tiny_init_follows_the_flow_in_log_coordinates(alpha):
     np.testing.assert_allclose(np.log(sol.beta[-1]), 2 * ref.y[:, -1], rtol=1e-6)
 
 
-def test_the_step_budget_message_advises_auto_only_where_auto_hands_over():
-    """backend='auto' keeps an explicit method for flows on a schedule's clock (NormalizedGD here), so a stiff run
-    there must not be told to use backend='auto', the backend it used; scipy:BDF finishes it."""
+def test_auto_hands_a_stiff_schedule_clock_run_over_to_an_implicit_method():
+    """A flow on a learning-rate schedule's clock (NormalizedGD) whose explicit steps are limited by stability:
+    backend='auto' hands it over to scipy:BDF in the same clock and ends where BDF alone ends; a run told to keep
+    Tsit5 is told that backend='auto' would hand over. Before, auto kept Tsit5 on a schedule's clock and ran out of
+    steps."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 10))
     data = fs.Dataset(X, np.sign(X @ rng.normal(size=10)))
     system = fs.derive(fs.DiagonalNet(2, "difference"), "logistic", fs.NormalizedGD())
-    stiff = fs.solve(system, data, 0.1, log10_t1=30, max_steps=200, throw=False)
-    assert stiff.config["backend"] == "diffrax:Tsit5" and "limited by stability" in stiff.message
-    assert "backend='auto'" not in stiff.message and "backend='scipy:BDF'" in stiff.message
-    assert fs.solve(system, data, 0.1, log10_t1=30, backend="scipy:BDF").status == "completed"
+    stiff = fs.solve(system, data, 0.1, log10_t1=30, max_steps=200, backend="diffrax:Tsit5", throw=False)
+    assert stiff.status == "max_steps" and "limited by stability" in stiff.message
+    assert "backend='auto'" in stiff.message
+    auto = fs.solve(system, data, 0.1, log10_t1=30, max_steps=200)
+    bdf = fs.solve(system, data, 0.1, log10_t1=30, backend="scipy:BDF")
+    assert auto.status == bdf.status == "completed"
+    assert auto.config["backend"] == "diffrax:Tsit5 -> scipy:BDF" and auto.config["clock"] == "schedule"
+    (event,) = [e for e in auto.events if e["kind"] == "backend"]
+    assert event["log10_t"] == pytest.approx(stiff.log10_t[-1], abs=1e-9)
+    np.testing.assert_allclose(auto.beta[-1], bdf.beta[-1], rtol=1e-5)
+
+
+def test_the_step_budget_message_advises_auto_only_where_auto_hands_over():
+    """Under the tau clock backend='auto' keeps its explicit method, so a stiff run there must not be told to use
+    backend='auto'; it is pointed to the implicit methods."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 10))
+    data = fs.Dataset(X, np.sign(X @ rng.normal(size=10)))
+    system = fs.derive(fs.DiagonalNet(2, "difference"), "logistic", fs.GD())
+    stiff = fs.solve(system, data, 0.1, log10_t1=30, max_steps=200, clock="tau", throw=False)
+    assert stiff.status == "max_steps" and "backend='auto'" not in stiff.message
+    assert "backend='scipy:BDF'" in stiff.message

@@ -30,7 +30,8 @@ class Clock:
     name: str
     #: the state's last entry is u: save targets and the horizon are found on it (else on s)
     u_in_state = False
-    #: the clock can hand over to :data:`TAU` (``swapped``) when an explicit method turns stiff
+    #: ``backend="auto"`` can hand a stiff run over to an implicit method, which continues in
+    #: :meth:`implicit_clock`
     hands_over = False
     #: the field carries a rate (:meth:`log_rate`) that can leave float range
     carries_rate = False
@@ -90,6 +91,14 @@ class Clock:
         """(s, y) of a state ``theta`` at (u, tau)."""
         raise NotImplementedError
 
+    def implicit_clock(self) -> Clock:
+        """The clock an implicit method continues in after a hand-over."""
+        return self
+
+    def for_implicit(self, s, y):
+        """(s, y) of a record in :meth:`implicit_clock`."""
+        return s, y
+
     def __repr__(self):
         return self.name
 
@@ -118,8 +127,12 @@ class _LogTime(Clock):
     def record(self, theta, u, tau):
         return u, np.concatenate([np.ravel(theta), [tau]])
 
-    def swapped(self, s, y):
-        """(s, y) of a record in the tau clock: the two clock entries swap places."""
+    def implicit_clock(self):
+        # an implicit method's trial steps overflow the log-time rate e^{S~ + u}: it continues under tau
+        return TAU
+
+    def for_implicit(self, s, y):
+        # (s = u, y = [theta, tau]) becomes (s = tau, y = [theta, u]): the two clock entries swap places
         return float(y[-1]), np.concatenate([y[:-1], [s]])
 
 
@@ -154,7 +167,7 @@ class Schedule(Clock):
 
     lr: float
     decay: float
-    name = "schedule"
+    name, hands_over = "schedule", True
 
     def u(self, s, last):
         s = np.asarray(s, float)

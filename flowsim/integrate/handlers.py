@@ -13,7 +13,6 @@ from flowsim.integrate import critical, rest_points
 from flowsim.integrate.arrival import ORDER, arrivals, reached, sliding
 from flowsim.integrate.backends import ATOL_MIN_IMPLICIT, Ending, backend_for, segment_jacobian
 from flowsim.integrate.backends._events import SCORES
-from flowsim.integrate.clock import TAU
 from flowsim.integrate.critical import LOSS_STILL
 from flowsim.integrate.filippov import entry_name
 from flowsim.integrate.segment_args import SegmentArgs
@@ -139,8 +138,7 @@ def _stability_limited(run):
         J = segment_jacobian(run.vf, run.clock, run.sliding_shape)(run.s, run.y, run.segment_args())
         radius = float(np.abs(np.linalg.eigvals(J)).max()) if np.all(np.isfinite(J)) else math.nan
     if radius * abs(run.mean_step) >= 1.0:
-        # backend="auto" hands over in the log-time clock only, not on a schedule's clock, for sign flows or below
-        # the atol scipy:BDF takes
+        # backend="auto" hands over from a clock that can (not tau), at an atol scipy:BDF takes
         hands_over = run.clock.hands_over and run.atol >= ATOL_MIN_IMPLICIT
         auto = AUTO_HANDS_OVER if hands_over else ""
         run.message = STIFF.format(backend=run.be.name, log10_t=run.log10_t_asked, h=abs(run.mean_step),
@@ -188,14 +186,15 @@ IMPLICIT_FALLBACK = "scipy:BDF"
 
 
 def _hand_over(run, spec):
-    """Continue with ``spec`` in the tau clock from the current state: under log-time the records are
-    (s = u, y = [theta, tau]), under tau (s = tau, y = [theta, u]), so the clocks swap places."""
-    run.records.swap_clocks(run.clock)
-    run.s, run.y = run.clock.swapped(run.s, run.y)
-    run.events.append({"kind": "backend", "log10_t": float(log10_t_from_u(run.y[-1])), "tau": run.s,
-                       "from_backend": run.be.name, "to_backend": spec})
-    run.be, run.clock, run.adaptive, run.resume = backend_for(spec, 0.0), TAU, False, None
-    run.vf_run, run.s_max, run.segment_steps = run.be.field(run.system, run.K, run.d), 1e300, 0
+    """Continue with ``spec`` from the current state, in the clock an implicit method takes
+    (``Clock.implicit_clock``: tau for a log-time run, whose records then swap their clock entries)."""
+    implicit = run.clock.implicit_clock()
+    run.records.hand_over(run.clock)
+    run.s, run.y = run.clock.for_implicit(run.s, run.y)
+    run.events.append({"kind": "backend", "log10_t": float(log10_t_from_u(implicit.u(run.s, run.y[-1]))),
+                       "tau": float(implicit.tau(run.s, run.y[-1])), "from_backend": run.be.name, "to_backend": spec})
+    run.be, run.clock, run.adaptive, run.resume = backend_for(spec, 0.0), implicit, False, None
+    run.vf_run, run.s_max, run.segment_steps = run.be.field(run.system, run.K, run.d), implicit.end(run.u1), 0
 
 
 def _on_crossing(run, seg):

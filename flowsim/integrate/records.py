@@ -8,7 +8,7 @@ import numpy as np
 class Records:
     """Each save's ``(s, y)``; the log-loss of the first saves, each found once; and, for a sign flow, the stretches
     of saves over which its signs held. Saves are appended, dropped from the end (``rewind``) or have their clock
-    entries swapped (``swap_clocks``), and these keep the three in step.
+    entries swapped (``hand_over``), and these keep the three in step.
 
     ``loss_of(states)``: the log-losses of parameter states (m, K, d).
     """
@@ -45,9 +45,9 @@ class Records:
         self._signs = [stretch for stretch in self._signs if stretch[0] <= keep] or self._signs[:1]
         return dropped
 
-    def swap_clocks(self, clock):
-        """Every save in the other clock (``Clock.swapped``): the hand-over to the tau clock."""
-        pairs = [clock.swapped(s, y) for s, y in zip(self._s, self._y)]
+    def hand_over(self, clock):
+        """Every save in the clock an implicit method continues in (``Clock.for_implicit``)."""
+        pairs = [clock.for_implicit(s, y) for s, y in zip(self._s, self._y)]
         self._s, self._y = [p[0] for p in pairs], [p[1] for p in pairs]
 
     def signs_from_here(self, sigma, sliding: bool):
