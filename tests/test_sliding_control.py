@@ -480,3 +480,59 @@ def test_a_switch_while_another_entry_slides_is_seen_by_every_backend():
         ends[backend] = sol.beta[-1]
     for backend, beta in ends.items():
         np.testing.assert_allclose(beta, ends["scipy:LSODA"], rtol=1e-6, err_msg=backend)
+
+
+def _most_sliding_at_once(sol):
+    """The most coordinates sliding at once, from the sign-switch events' ``sliding`` and ``left`` entries."""
+    now, most = set(), 0
+    for e in sol.events:
+        now = (now | {x["coordinate"] for x in e.get("sliding", [])}) - {x["coordinate"] for x in e.get("left", [])}
+        most = max(most, len(now))
+    return most
+
+
+@pytest.mark.slow
+def test_a_sign_flow_follows_five_surfaces_reached_at_once_on_every_backend():
+    """The sign flow on iid_gaussian(10, 20, 0) from equal entries meets 5 switching surfaces at one instant. Its
+    field is affine in the sign (``Flow.affine_in_sign``), so Filippov's average is the field at the averaged signs
+    and any number of surfaces is one linear solve: every backend follows it to t = 1e30 and they agree. Before,
+    more than 4 surfaces at once ended the run 'chattering'."""
+    data = fs.datasets.iid_gaussian(10, 20, 0)
+    system = fs.derive(fs.Linear(), "exponential", fs.SignFlow())
+    assert system.flow.affine_in_sign and not fs.SAM(0.1, INF).affine_in_sign
+    ends = []
+    for backend in ("auto", "scipy:LSODA", "scipy:Radau"):
+        sol = fs.solve(system, data, 0.01, t1=1e30, backend=backend)
+        assert sol.status == "completed", (backend, sol.message)
+        assert _most_sliding_at_once(sol) >= 5, backend
+        ends.append(sol.beta[-1] / np.linalg.norm(sol.beta[-1]))
+    np.testing.assert_allclose(ends[1:], [ends[0]] * 2, atol=1e-6)
+    ref = fs.max_margin(data, INF).direction
+    assert np.degrees(np.arccos(ends[0] @ ref / np.linalg.norm(ref))) < 2.0  # on its way to the l_inf max-margin
+
+
+def _tied_depth4_sign_flow_case():
+    """A tied depth-4 sign flow (9 samples, 3 coordinates) whose coordinates 1 and 2 reach w = 0 and stay there
+    (r_j > 0: beta_j = w_j^4 cannot go below 0) while coordinate 3 comes to rest sliding on r_3 = 0."""
+    rng = np.random.default_rng(0)
+    rng.integers(1, 5), rng.integers(3), rng.integers(3)  # the draws that chose the model and the flow
+    n, d = int(rng.integers(2, 31)), int(rng.integers(2, 7))
+    w = rng.normal(size=d)
+    X = rng.normal(size=(n, d))
+    alpha = float(10 ** rng.uniform(-2, 0))
+    return fs.Dataset(X, np.where(X @ w >= 0, 1, -1)), alpha
+
+
+def test_a_slide_comes_to_rest_where_every_other_entry_rests_on_its_plane():
+    """The pull back onto the surface is scaled by |G| off it; here every other entry rests at w = 0 with G = 0, so
+    that scale was the rounding left in G_3 itself, the pull as strong as the flow, and the control at the box's
+    edge: no backend saw the rest point (max_steps or failed). Now every backend ends 'converged' at it."""
+    data, alpha = _tied_depth4_sign_flow_case()
+    system = fs.derive(fs.DiagonalNet(4, "tied"), "logistic", fs.SignFlow())
+    for backend in ("auto", "scipy:LSODA", "scipy:Radau"):
+        with pytest.warns(fs.ReachabilityWarning):
+            sol = fs.solve(system, data, alpha, t1=1e30, backend=backend)
+        assert sol.status == "converged" and "came to rest while sliding" in sol.message, (backend, sol.message)
+        assert sol.params[-1, 0, :2].tolist() == [0.0, 0.0]
+        r = -(data.z.T @ (1.0 / (1.0 + np.exp(data.z @ sol.beta[-1])))) / len(data.z)
+        assert r[0] > 0 and r[1] > 0 and abs(r[2]) < 1e-9  # a rest point: held planes push inward, r_3 = 0

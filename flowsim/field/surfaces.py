@@ -13,7 +13,10 @@ with the control :math:`s \in [-1, 1]^m` chosen so that the state stays on every
 :math:`\sum_c w_c(s)\, e^{S_c - \max S}\,\big((\partial G/\partial\theta\, F_c)_A + \gamma G_A\big) = 0`, a
 multilinear system of m equations solved by Newton's method (linear for m = 1: Filippov's formula). The term
 :math:`\gamma G_A` pulls the state back onto the surfaces where integration error moved it off (a rate
-comparable with the flow's own: :math:`\gamma = \max_c |(\partial G/\partial\theta\, F_c)_A| / \max |G|`).
+comparable with the flow's own: :math:`\gamma = \max_c |(\partial G/\partial\theta\, F_c)_A| / g`, with g the
+largest :math:`|G|` off the active surfaces, or, where every such entry rests on its plane with G = 0, the change
+of :math:`G_A` while the state moves by its own size; never the rounding left in :math:`G_A` itself, which would
+make the pull as strong as the flow).
 
 This is Filippov's convex combination, the limit of a discrete optimizer whose step goes to 0 (docs/theory.md,
 "Sliding modes"); on one surface it is the only tangent field in Filippov's set, on several the multilinear
@@ -75,7 +78,7 @@ def spread_of(vf, theta, active) -> np.ndarray:
 def one_sided(vf, theta, Z, rho, sigma, pinned, spread):
     """At the sign corners of the active surfaces (``spread``, (m, K d): :func:`spread_of`): the fields F_c
     (2^m, K, d), their log scales S_c (2^m,) and the rates dh/dtau (2^m, m) along them; h (m,) itself, and
-    max |G|."""
+    max |G| off the active surfaces."""
     c = jnp.asarray(corners(spread.shape[0]))
     on = jnp.any(spread != 0, axis=0)
     flat = jnp.reshape(sigma, (-1,))
@@ -86,7 +89,27 @@ def one_sided(vf, theta, Z, rho, sigma, pinned, spread):
         return spread @ jnp.reshape(vf.direction(th, Z)[0], (-1,))
 
     h_now, rates = jax.vmap(lambda f: jax.jvp(h, (theta,), (f,)))(F)
-    return F, S, rates, h_now[0], jnp.max(jnp.abs(vf.direction(theta, Z)[0]))
+    off = jnp.where(on, 0.0, jnp.reshape(vf.direction(theta, Z)[0], (-1,)))
+    return F, S, rates, h_now[0], jnp.max(jnp.abs(off))
+
+
+def _pull(unit, F_top, theta, G_off):
+    """gamma of the term gamma G_A that pulls the state back onto the surfaces (see the module docstring)."""
+    own_size = jnp.max(jnp.abs(theta)) / F_top  # the time the state takes to move by its own size
+    G_scale = jnp.where(G_off > 0, G_off, unit * jnp.where(own_size > 0, own_size, 1.0))
+    return unit / jnp.where(G_scale > 0, G_scale, 1.0)
+
+
+def _newton(condition, m, iterations):
+    """The root s (m,) of ``condition`` from s = 0, and the condition's Jacobian there."""
+    def step(_, s):
+        move = jnp.linalg.solve(jax.jacfwd(condition)(s), -condition(s))
+        return jnp.where(jnp.all(jnp.isfinite(move)), s + move, s)  # singular: the verdict says why
+
+    s = jnp.zeros(m)
+    if m:  # none active: the one field there is
+        s = jax.lax.fori_loop(0, iterations, step, s)
+    return s, jax.jacfwd(condition)(s)
 
 
 def control(vf, theta, Z, rho, sigma, pinned, spread):
@@ -95,34 +118,63 @@ def control(vf, theta, Z, rho, sigma, pinned, spread):
     Returns:
         dict: ``s`` (m,) the control (not clipped: beyond +-1 the sliding mode has ended), ``slope`` (m, m) the
         Jacobian of the condition in s (negative diagonal and eigenvalues with negative real parts: the surfaces
-        attract), ``residual`` (m,) the condition left, relative, ``F`` (2^m, K, d) and ``S`` (2^m,) the
-        one-sided fields.
+        attract), ``residual`` (m,) the condition left, relative, and ``field``, ``scale``: the Filippov field
+        and its log scale at s clipped to the box (past +-1 the field is that side's, where the trajectory goes on).
     """
-    F, S, rates, G_A, G_top = one_sided(vf, theta, Z, rho, sigma, pinned, spread)
+    if vf.affine_in_sign:
+        return _affine_control(vf, theta, Z, rho, sigma, pinned, spread)
+    F, S, rates, G_A, G_off = one_sided(vf, theta, Z, rho, sigma, pinned, spread)
     m = spread.shape[0]
     c = jnp.asarray(corners(m))
-    top = jnp.max(S)
     unit = jnp.max(jnp.abs(rates), initial=0.0)
-    gamma = unit / jnp.where(G_top > 0, G_top, 1.0)
-    a = jnp.exp(S - top)[:, None] * (rates + gamma * G_A[None, :])  # (2^m, m)
+    gamma = _pull(unit, jnp.max(jnp.abs(F)), theta, G_off)
+    a = jnp.exp(S - jnp.max(S))[:, None] * (rates + gamma * G_A[None, :])  # (2^m, m)
 
     def condition(s):
         return corner_weights(c, s) @ a
 
-    def step(_, s):
-        move = jnp.linalg.solve(jax.jacfwd(condition)(s), -condition(s))
-        return jnp.where(jnp.all(jnp.isfinite(move)), s + move, s)  # singular: the verdict says why
+    s, slope = _newton(condition, m, NEWTON)
+    field, scale = mixed(F, S, s)
+    return {"s": s, "slope": slope, "residual": condition(s) / jnp.where(unit > 0, unit, 1.0), "field": field,
+            "scale": scale}
 
-    s = jnp.zeros(m)
-    if m:  # none active: the one field there is
-        s = jax.lax.fori_loop(0, NEWTON, step, s)
-    return {"s": s, "slope": jax.jacfwd(condition)(s), "residual": condition(s) / jnp.where(unit > 0, unit, 1.0),
-            "F": F, "S": S}
+
+def _affine_control(vf, theta, Z, rho, sigma, pinned, spread):
+    """:func:`control` for a field affine in the signs (``VectorField.affine_in_sign``): the multilinear average
+    over the corners is then the field at the averaged signs s, and the condition is linear in s. Its cost grows
+    with m, not 2^m, so any number of surfaces is followed."""
+    on = jnp.any(spread != 0, axis=0)
+    flat = jnp.reshape(sigma, (-1,))
+
+    def field(s):
+        signs = jnp.reshape(jnp.where(on, s @ spread, flat), jnp.shape(sigma))
+        return vf.sliding_field_and_scale(theta, Z, rho, signs, pinned)
+
+    def h(th):
+        return spread @ jnp.reshape(vf.direction(th, Z)[0], (-1,))
+
+    m = spread.shape[0]
+    G_A = h(theta)
+    F0 = field(jnp.zeros(m))[0]
+    dF = jnp.moveaxis(jax.jacfwd(lambda s: field(s)[0])(jnp.zeros(m)), -1, 0)  # (m, K, d): F = F0 + s . dF
+    rate0 = jax.jvp(h, (theta,), (F0,))[1]
+    slopes = jax.vmap(lambda f: jax.jvp(h, (theta,), (f,))[1])(dF).T  # (m, m): d rate / ds
+    unit = jnp.max(jnp.abs(rate0) + jnp.sum(jnp.abs(slopes), axis=1), initial=0.0)  # the largest over the corners
+    off = jnp.where(on, 0.0, jnp.reshape(vf.direction(theta, Z)[0], (-1,)))
+    gamma = _pull(unit, jnp.max(jnp.abs(F0) + jnp.sum(jnp.abs(dF), axis=0)), theta, jnp.max(jnp.abs(off)))
+
+    def condition(s):
+        return rate0 + slopes @ s + gamma * G_A
+
+    s, slope = _newton(condition, m, 1)
+    field_at, scale = field(jnp.clip(s, -1.0, 1.0))
+    return {"s": s, "slope": slope, "residual": condition(s) / jnp.where(unit > 0, unit, 1.0), "field": field_at,
+            "scale": scale}
 
 
 def mixed(F, S, s):
-    """The Filippov field and its log scale from the one-sided fields (``control``) at controls s (clipped to
-    the box: past +-1 the field is the one-sided field of that side, where the trajectory goes on)."""
+    """The Filippov field and its log scale from the one-sided fields F_c (2^m, K, d) and their log scales S_c at
+    controls s (clipped to the box)."""
     c = jnp.asarray(corners(s.shape[0]))
     top = jnp.max(S)
     mass = corner_weights(c, jnp.clip(s, -1.0, 1.0)) * jnp.exp(S - top)
@@ -133,7 +185,7 @@ def mixed(F, S, s):
 def field_and_scale(vf, theta, Z, rho, sigma, pinned, spread):
     """F = dtheta/dtau and the log scale while sliding on the surfaces ``spread`` (JAX field, traceable)."""
     out = control(vf, theta, Z, rho, sigma, pinned, spread)
-    return mixed(out["F"], out["S"], out["s"])
+    return out["field"], out["scale"]
 
 
 def exit_margin(vf, theta, Z, rho, sigma, pinned, spread):

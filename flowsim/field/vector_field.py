@@ -61,6 +61,8 @@ class VectorField:
     needs_P: bool = False
     #: the field has sigma in it (a sign flow's formulas, whatever rho): on a plane it averages two sides
     signed: bool = True
+    #: the field is affine in sigma (``Flow.affine_in_sign``): sliding on any number of surfaces is one linear solve
+    affine_in_sign: bool = False
     #: () -> the same field on JAX, for a NumPy field (its sliding on surfaces is evaluated there: ``surfaces``)
     twin: object = field(default=None, compare=False, repr=False)
 
@@ -265,14 +267,15 @@ def at_theta(rho) -> bool:
 def numpy_field(system, K, d) -> VectorField:
     """The field of a derived ``System`` on NumPy (scipy backend, events, Filippov checks)."""
     return VectorField(system.numpy, np, K, d, system.flow.dual_exponent, system.flow.needs_P, _signed(system.flow),
-                       twin=functools.cache(lambda: jax_field(system, K, d)))
+                       system.flow.affine_in_sign, twin=functools.cache(lambda: jax_field(system, K, d)))
 
 
 def jax_field(system, K, d) -> VectorField:
     """The field of a derived ``System`` on JAX (diffrax backend, sweeps)."""
     from flowsim._jax import jnp
 
-    return VectorField(system.jax, jnp, K, d, system.flow.dual_exponent, system.flow.needs_P, _signed(system.flow))
+    return VectorField(system.jax, jnp, K, d, system.flow.dual_exponent, system.flow.needs_P, _signed(system.flow),
+                       system.flow.affine_in_sign)
 
 
 def _signed(flow) -> bool:

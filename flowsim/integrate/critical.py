@@ -58,13 +58,16 @@ def stops_at_minima(flow) -> bool:
     flows (``rest_points_are_critical``), and SAM with any norm, whose field -grad L(theta + rho P) points into
     a minimum from within rho of it. For l_inf-SAM (P = sign(g)) a minimum is a Filippov rest point only where
     0 is in the convex hull of its one-sided fields, which depends on rho: the solve checks that at the point
-    (``rest_points.linf_sam_minimum_is_rest_point``)."""
-    from flowsim.symbolic.directions import Gradient
+    (``rest_points.linf_sam_minimum_is_rest_point``). Steepest descent for p = inf too: its field -||g||_1 sign(g)
+    vanishes with g, as every p's does."""
+    from flowsim.symbolic.directions import Gradient, Steepest
     from flowsim.symbolic.flow import rest_points_are_critical
-    from flowsim.symbolic.points import Ascent
+    from flowsim.symbolic.points import Ascent, Here
 
-    return rest_points_are_critical(flow) or (isinstance(flow.point, Ascent) and type(flow.direction) is Gradient
-                                      and flow.clock is None)
+    if flow.clock is not None:
+        return False
+    return (rest_points_are_critical(flow) or (isinstance(flow.point, Ascent) and type(flow.direction) is Gradient)
+            or (isinstance(flow.point, Here) and type(flow.direction) is Steepest))
 
 
 def arrival_radius(flow, size) -> float:

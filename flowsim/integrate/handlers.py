@@ -67,8 +67,11 @@ def _on_switch(run, seg):
         was, signs, slid = run.pinned.copy(), run.sigma.copy(), run.surfaces.copy()
         run.sigma, run.pinned, theta, run.surfaces, run.problem = switched(
             run.vf, theta, run.Z, run.rho, run.sigma, run.pinned, run.surfaces)
-        if run.problem is not None and _has_own_rest_points(run) and _earlier_rest_point(run):
-            run.problem = None  # a step across a one-sided rest point led there: the rest point is the end
+        if run.problem is not None and (_has_own_rest_points(run) and _earlier_rest_point(run)
+                                        or _at_critical_point(run, loss_still=True)):
+            # a step across a one-sided rest point led there, or the switch is the rounding of G -> 0 at a
+            # critical point the flow converges to (steepest descent's field vanishes with G): that is the end
+            run.problem = None
             return
         changed = (np.sign(run.sigma) != np.sign(signs)) | (run.pinned != was) | (run.surfaces != slid)
         if changed.any():  # not an entry settling on its side, nor a control moving inside the box
@@ -326,6 +329,12 @@ def _converged(run, loss_still=False) -> bool:
     Unless ``loss_still``, only where the loss has stopped decreasing (the test costs O((Kd)^3))."""
     if run.surfaces.any():
         return _at_sliding_rest(run, loss_still)
+    return _at_critical_point(run, loss_still)
+
+
+def _at_critical_point(run, loss_still) -> bool:
+    """:func:`_converged` where no entry slides on a surface: a critical point of the loss (for a sign flow one
+    that is a Filippov rest point), or of the perturbed flow where it has rest points of its own."""
     if not critical.stops_at_minima(run.system.flow) or _too_large(run):
         return False
     own = _has_own_rest_points(run)

@@ -268,10 +268,10 @@ def linf_sam_minimum_is_rest_point(vf, theta, Z, rho, tol=1e-9) -> SignRestPoint
     unit = fields / lengths[:, None]
     c = _separating(unit)
     if c is None:
-        return SignRestPoint(True, f"a Filippov rest point of l_inf-SAM: 0 lies in the convex hull of the "
+        return SignRestPoint(True, f"a Filippov rest point of the sign flow: 0 lies in the convex hull of the "
                                    f"{len(fields)} one-sided fields at rho = {rho:.4g}", rho, len(fields), 0.0, None)
     margin = float((unit @ c).min())
-    return SignRestPoint(False, f"not a rest point of l_inf-SAM at rho = {rho:.4g}: every one of the {len(fields)} "
+    return SignRestPoint(False, f"not a rest point of the sign flow at rho = {rho:.4g}: every one of the {len(fields)} "
                                 f"one-sided fields has a positive component along one direction (smallest cosine "
                                 f"{margin:.3g}), so the flow leaves the minimum", rho, len(fields), margin,
                          c.reshape(theta.shape))

@@ -310,8 +310,8 @@ def _reason(where, control, residual, singular, unique, exists, in_box, diagonal
     return None
 
 
-#: at most this many entries on their surfaces at once are resolved (3^n configurations are tried)
-JOINT = 4
+#: at most this many surfaces reached at one instant are resolved (3^n configurations are tried, 729 at most)
+JOINT = 6
 
 
 @dataclass(frozen=True)
@@ -429,16 +429,20 @@ def continuation(vf, theta, Z, rho, sigma, pinned, active, candidates) -> Resolu
     """How a sign flow continues from a state where the ``candidates`` lie on their switching surfaces, with the
     entries of ``active`` sliding on theirs: :func:`resolve`'s search over sliding and leaving sides, per surface
     (a coordinate's entries share one: ``surfaces.spread_of``), judged on Filippov's convex combination
-    (:func:`filippov_control`), the field ``solve`` integrates. At most ``surfaces.MOST`` surfaces at once."""
+    (:func:`filippov_control`), the field ``solve`` integrates. At most ``surfaces.MOST`` surfaces at once for a field
+    not affine in the signs, and ``JOINT`` reached at one instant."""
     sigma, active, candidates = (np.asarray(a) for a in (sigma, active, candidates))
     slope = surfaces.layer_signs(vf, theta)
     free = ~np.asarray(pinned) & (slope != 0)
     columns = np.flatnonzero(candidates.any(axis=0))
     names = ", ".join(f"coordinate {j + 1}" for j in columns)
     staying = np.flatnonzero((active & ~candidates).any(axis=0))
-    if len(columns) > JOINT or len(staying) + len(columns) > surfaces.MOST:
+    corners = not vf.affine_in_sign  # Filippov's average over 2^m sign corners (``surfaces.control``)
+    if len(columns) > JOINT or (corners and len(staying) + len(columns) > surfaces.MOST):
+        most = f"at most {surfaces.MOST} at once are followed for a field not affine in the signs" if corners else \
+            f"at most {JOINT} reached at the same instant are resolved"
         return Resolution(sigma, active, f"{len(staying) + len(columns)} switching surfaces (of {names}, and those "
-                                         f"slid on already) at once; at most {surfaces.MOST} are followed")
+                                         f"slid on already) at once; {most}")
     twin = surfaces.jax_of(vf)
     consistent = []
     for choice in itertools.product(("slide", 1.0, -1.0), repeat=len(columns)):

@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+import sympy as sp
+
 from flowsim.symbolic.directions import Direction, DirectionSymbols, Preconditioned
 from flowsim.symbolic.points import EvaluationPoint, PointSymbols, dual_exponent
 
@@ -88,6 +90,16 @@ class Flow:
         rho = 0 is not one: l_inf-SAM at rho = 0 is gradient flow, and watching sign(g_k) of an entry
         decaying to 0 there would only count rounding flips (Zeno "switching")."""
         return (self.point.uses_sign and self.rho > 0) or self.direction.uses_sign
+
+    @property
+    def affine_in_sign(self) -> bool:
+        """A sign flow whose field is affine in the signs: no sign in its evaluation point (or rho = 0) and a
+        direction linear in sigma. Filippov's average over the sign corners of several switching surfaces is then
+        the field at the averaged signs (``flowsim.field.surfaces``)."""
+        if not self.uses_sign or (self.point.uses_sign and self.rho > 0):
+            return False
+        w, dbeta, r, P, n, N, sigma = sp.symbols("w dbeta r P n N sigma")
+        return sp.simplify(sp.diff(self.field(w, dbeta, r, P, n, N, sigma), sigma, 2)) == 0
 
     @property
     def clock(self):
