@@ -31,8 +31,8 @@ class Dataset:
     r"""Samples ``X`` (n, d) with labels ``y`` in {+1, -1} (classification) or real targets ``y`` (regression).
 
     ``task``: ``"classification"`` or ``"regression"``; left out, it is inferred from ``y``: labels that are all
-    +1 or -1 are classification (as a classification data set always was), three or more distinct values
-    regression, and other two-valued y (0/1, 1/2) are refused as ambiguous (labels of two classes, or targets?).
+    +1 or -1 are classification (``Dataset(X)`` too: every label +1), three or more distinct values regression,
+    and other two-valued y (0/1, 1/2) are refused as ambiguous (labels of two classes, or targets?).
     Real targets that happen to be all +-1 are regression only with ``task="regression"`` (a square-loss solve on
     inferred labels says so).
 

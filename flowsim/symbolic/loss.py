@@ -13,10 +13,9 @@ the sample weights q itself (signed, O(residual)), not their logs, and need no t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
-
-import math
 
 import numpy as np
 import sympy as sp
