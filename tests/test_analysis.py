@@ -410,6 +410,12 @@ def test_a_run_passing_a_rival_on_its_way_to_the_claim_is_undecided_not_a_failur
     v = fs.verdict(gd, refs, "l2")
     assert v.holds is None and "passing another reference" in v.why and "nearer l1" in v.why, v.why
     assert fs.verdict(gd, {"l2": refs["l2"]}, "l2").holds is True  # without the rival nearby
+    # seed 573: l_inf 0.34 deg from l2, the run 0.32 deg from l2 and 0.18 from l_inf; its limit extrapolates nearer
+    # l_inf as a power of 1/log t, nearer l2 as a power of 1/log log t: the law decides, so no refutation
+    data = _gaussian(12, 4, 573)
+    refs = {"l1": fs.max_margin(data, 1), "l2": fs.max_margin(data, 2), "linf": fs.max_margin(data, float("inf"))}
+    v = fs.verdict(fs.solve(gd.system, data, 0.01, t1=1e100, backend=BACKEND), refs, "l2")
+    assert v.holds is None and "nearest linf as a power of 1/log t, l2 as a power of 1/log log t" in v.why, v.why
 
 
 def test_a_run_nearer_a_rival_whose_own_gap_still_shrinks_fails_where_its_limit_is_the_rival():
