@@ -159,9 +159,11 @@ def verdict(sol, refs: dict, claim: str, min_r2: float = 0.9) -> Verdict:
     is closer to it than to those others and at most half as far from it as beta at the horizon (within
     0.05 degrees where that is less), extrapolated as a power of 1/log t; extrapolated as a power of 1/log log t
     too (``LAWS``), the two limits at most as far apart as the claim is from the nearest other reference (else
-    None, "undecided by the extrapolation law": the data at this horizon do not say which it is). False when another reference is closer by more than a factor
-    2 in angle, when the gap to a unique optimum levels off above 0 without decaying (fitted |k| < 0.05, not
-    k > 0 and decreasing: no rival needed),
+    None, "undecided by the extrapolation law": the data at this horizon do not say which it is). A run nearer
+    another reference while its gap to the claim still decays is passing it (None) unless the fitted limits rule
+    the claim out (False, "converges elsewhere", docs/theory.md 4). False when another reference is closer by
+    more than a factor 2 in angle and the gap to the claim does not decay, when the gap to a unique optimum levels
+    off above 0 without decaying (fitted |k| < 0.05, not k > 0 and decreasing: no rival needed),
     or when the run's margin is above a KKT point's (depth >= 3: a local optimum; the run is at another);
     None (inconclusive) otherwise; None ("undecided: references coincide") too for a run that would converge
     to the claim while another reference is no farther from it than the run's final angle: the run cannot tell
