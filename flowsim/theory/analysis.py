@@ -205,7 +205,7 @@ def verdict(sol, refs: dict, claim: str, min_r2: float = 0.9) -> Verdict:
                            "converges to all of them or none): " + text + why, fits, extrapolated)
         return Verdict(claim, True, "converges: " + text + why, fits, extrapolated) if settled else \
             Verdict(claim, None, "inconclusive: " + text + why, fits, extrapolated)
-    if decays:
+    if decays:  # (and a rival nearer than the claim)
         return _passing_by(sol, unit, claim, rivals, beaten, c, text, fits, min_r2)
     if any(fits[k].final_angle < 0.5 * c.final_angle for k in beaten):
         return Verdict(claim, False, "closer to another reference: " + text, fits)
@@ -328,9 +328,9 @@ def _passing_by(sol, unit, claim, rivals, beaten, fit, text, fits, min_r2) -> Ve
     extrapolated under every decay law of ``LAWS``, one the tail fits worse included, is nearer a rival than the
     claim: False. (A refutation must not depend on the law: depth-1 GD on the hunt's data seed 573, l_inf 0.34 deg
     from l2, ends 0.32 deg from l2 and 0.18 from l_inf, and extrapolates nearer l_inf as a power of 1/log t, nearer
-    l2 as a power of 1/log log t.) (Depth-1 l2-SAM judged against l1: its l1 gap decays ever slower, (log t)^-0.08 then -0.06, to the
-    positive gap of the l2 direction it is 0.2 deg from, its l2 gap as (log t)^-1.02 on both halves.) A transient's
-    extrapolation is no evidence (depth-2 GD from (1, 0.01, 0.01), 37-57 deg from every reference at t = 1e100, its
+    l2 as a power of 1/log log t.) Depth-1 l2-SAM judged against l1 fails so: its l1 gap decays ever slower,
+    (log t)^-0.08 then -0.06, to the positive gap of the l2 direction it is 0.2 deg from, its l2 gap as
+    (log t)^-1.02 on both halves. A transient's extrapolation is no evidence (depth-2 GD from (1, 0.01, 0.01), 37-57 deg from every reference at t = 1e100, its
     rates growing 16-45% over the tail)."""
     nearer = min(beaten, key=lambda k: fits[k].final_angle)
     rival = fits[nearer]
