@@ -398,7 +398,7 @@ def depth2_limits(out: Path, quick: bool) -> Claim:
         numbers[f"{name}, {dname}"] = o
         plot.margin_gaps(sol, _refs(data), ax)
         ax.set_title(f"depth 2 {name}, {dname}: {o.word}", fontsize=9)
-        _limits_panel(limits_ax, sol, _refs(data)["l1"], f"{name}, {dname}", o)
+        _extrapolated_limits_panel(limits_ax, sol, _refs(data)["l1"], f"{name}, {dname}", o)
     limits_ax.set_title("angle to l1; past the horizon, its limit extrapolated as a power of 1/log t (o) and of\n"
                         "1/log log t (x; the verdict rejects a law fitting 2x worse: see the table)", fontsize=9)
     fig.suptitle("Thm 4.2, depth 2: the gap to the l1-norm max-margin decays like a power of 1/log t", fontsize=10)
@@ -417,7 +417,7 @@ def depth2_limits(out: Path, quick: bool) -> Claim:
                  every(outcomes, "runs converge to l1 by the fitted-gap verdict"), controls, numbers, "sam_depth2.png")
 
 
-def _limits_panel(ax, sol, ref, label, outcome) -> None:
+def _extrapolated_limits_panel(ax, sol, ref, label, outcome) -> None:
     """The run's angle to ``ref`` against log10 t and, just past its horizon, the angle from ``ref`` of the limit
     the verdict extrapolated under each decay law (``flowsim.theory.analysis.LAWS``)."""
     x = sol.log10_t
