@@ -1,4 +1,4 @@
-"""Binary classification data sets: validation and the separability check."""
+"""Data sets: binary classification (labels +-1, with the separability check) and regression (real targets)."""
 
 from __future__ import annotations
 
@@ -22,22 +22,38 @@ from flowsim.symbolic.reachable import reachable_signs
 _UNIT = 2.0**-53
 
 
+#: what a Dataset holds (``Dataset.task``)
+TASKS = ("classification", "regression")
+
+
 @dataclass(frozen=True, eq=False)
 class Dataset:
-    r"""Samples ``X`` (n, d) with labels ``y`` in {+1, -1}.
+    r"""Samples ``X`` (n, d) with labels ``y`` in {+1, -1} (classification) or real targets ``y`` (regression).
 
-    ``z = y[:, None] * X`` holds the signed samples :math:`z_i = y_i x_i`; margins are
+    ``task``: ``"classification"`` or ``"regression"``; left out, it is inferred from ``y``: labels that are all
+    +1 or -1 are classification (``Dataset(X)`` too: every label +1), three or more distinct values regression,
+    and other two-valued y (0/1, 1/2) are refused as ambiguous (labels of two classes, or targets?).
+    Real targets that happen to be all +-1 are regression only with ``task="regression"`` (a square-loss solve on
+    inferred labels says so).
+
+    Classification: ``z = y[:, None] * X`` holds the signed samples :math:`z_i = y_i x_i`; margins are
     :math:`m = Z \beta`. ``is_separable``: some beta has :math:`Z\beta > 0` (separable through the
     origin); :meth:`is_separable_by` asks the same of the betas a model can reach.
+
+    Regression: ``z = [X, -y]`` (n, d + 1), the samples in homogeneous form, so that the margins a loss reads are
+    the residuals :math:`m = z\,[\beta; 1] = X\beta - y` (docs/theory.md 12).
     """
 
     X: np.ndarray
     y: np.ndarray
+    task: str = "classification"
     z: np.ndarray = field(init=False, repr=False)
 
-    def __init__(self, X, y=None):
+    def __init__(self, X, y=None, task=None):
         if _is_complex(X) or _is_complex(y):
             raise ValueError("X and y must be real; got complex values (take .real or abs() first if that is meant).")
+        if task is not None and task not in TASKS:
+            raise ValueError(f"task must be one of {TASKS} (or None: inferred from y); got {task!r}.")
         X = _floats("X", X)  # a copy: editing the caller's array later must not change data.X
         one_row = X.ndim == 1
         if one_row:  # one sample, written as a vector
@@ -47,6 +63,8 @@ class Dataset:
             raise ValueError(f"X must be a non-empty 2-D array of shape (n_samples, n_features); got {got}.")
         if not np.all(np.isfinite(X)):
             raise ValueError("X contains NaN or inf; clean or drop those samples before building a Dataset.")
+        if y is None and task == "regression":
+            raise ValueError("task='regression' needs the targets y (one real number per row of X).")
         y = np.ones(X.shape[0]) if y is None else _floats("y", y).reshape(-1)
         if y.shape != (X.shape[0],):
             hint = (" (X was 1-D, taken as one sample of d features; for n samples of one feature pass "
@@ -54,14 +72,22 @@ class Dataset:
             raise ValueError(f"y must have one label per row of X: X has {X.shape[0]} rows, y has shape {y.shape}"
                              f"{hint}.")
         if not np.all(np.isfinite(y)):
-            raise ValueError("y contains NaN or inf; labels must be +1 or -1.")
-        if not np.all(np.isin(y, (-1.0, 1.0))):
+            raise ValueError("y contains NaN or inf; labels must be +1 or -1 and regression targets finite real "
+                             "numbers: drop or impute those samples.")
+        task = _task_of(y) if task is None else task
+        if task == "classification" and not np.all(np.isin(y, (-1.0, 1.0))):
             bad = np.unique(y[~np.isin(y, (-1.0, 1.0))])[:5]
-            hint = " For 0/1 labels pass y = 2*y - 1." if set(np.unique(y)) <= {0.0, 1.0} else ""
+            hint = " For 0/1 labels pass y = 2*y - 1." if set(np.unique(y)) <= {0.0, 1.0} else \
+                " For real targets pass task='regression'."
             raise ValueError(f"y must contain only +1 and -1; found {bad.tolist()}.{hint}")
         object.__setattr__(self, "X", X)
         object.__setattr__(self, "y", y)
-        object.__setattr__(self, "z", y[:, None] * X)
+        object.__setattr__(self, "task", task)
+        object.__setattr__(self, "z", y[:, None] * X if task == "classification" else np.c_[X, -y])
+
+    @property
+    def is_regression(self) -> bool:
+        return self.task == "regression"
 
     @property
     def n(self) -> int:
@@ -73,7 +99,13 @@ class Dataset:
 
     @property
     def is_separable(self) -> bool:
+        self._classification_only("is_separable")
         return self.separable_with(np.full(self.d, np.nan))
+
+    def _classification_only(self, what):
+        if self.is_regression:
+            raise ValueError(f"{what} asks about labels +-1; these data are a regression (real targets): "
+                             "build Dataset(X, y) with labels +1/-1 to ask it.")
 
     def is_separable_by(self, model, init, flow=None) -> bool:
         """Whether some beta that ``model`` can reach from ``init`` under ``flow`` (default GD)
@@ -86,11 +118,16 @@ class Dataset:
         signs = reachable_signs(model, model.init_params(init, self.d), GD() if flow is None else flow)
         return self.separable_with(signs)
 
+    def flipped(self, columns) -> Dataset:
+        """These data with column j of X multiplied by ``columns[j]`` (+-1), of the same task."""
+        return Dataset(self.X * columns, self.y, self.task)
+
     def separable_with(self, signs) -> bool:
         """:func:`separable` of these data with the sign restriction ``signs``, remembered per
         restriction (``flowsim.solve`` asks it on every call: an L-BFGS-B run of ~0.5 ms at 20 x 10, seconds
         at 10,000 x 1,000). Data no beta separates are not separated by a restricted one either: once known,
         that is not asked again."""
+        self._classification_only("separable_with")
         signs = np.asarray(signs, float)
         key = signs.tobytes()
         known = self.__dict__.setdefault("_separable_with", {})  # frozen: not a field
@@ -100,13 +137,14 @@ class Dataset:
         return known[key]
 
     def __repr__(self) -> str:
-        return f"Dataset(n={self.n}, d={self.d})"
+        return f"Dataset(n={self.n}, d={self.d}" + (", task='regression')" if self.is_regression else ")")
 
 
 def require_separable(data: Dataset, allow_nonseparable: bool) -> None:
     """The refusal :func:`flowsim.solve`, :func:`flowsim.sweep` and :func:`flowsim.iterate` share:
-    no max-margin limit exists on non-separable data unless the caller asks to run anyway."""
-    if not allow_nonseparable and not data.is_separable:
+    no max-margin limit exists on non-separable data unless the caller asks to run anyway (a regression has none
+    to ask: it converges to a point)."""
+    if not allow_nonseparable and not data.is_regression and not data.is_separable:
         raise NonSeparableError(
             "data are not linearly separable (the LP Z beta >= 1 is infeasible), so there is no max-margin "
             "limit; pass allow_nonseparable=True (in a config file: allow_nonseparable = true) to run anyway."
@@ -230,6 +268,19 @@ def _bounds(d, signs):
     """Bounds on beta from ``signs`` (nan compares false: free)."""
     s = np.full(d, np.nan) if signs is None else np.asarray(signs, float)
     return np.where(s >= 0, 0.0, -np.inf), np.where(s <= 0, 0.0, np.inf)
+
+
+def _task_of(y) -> str:
+    """The task that labels/targets ``y`` (finite floats) say, without ``task=``: classification for labels +-1,
+    regression for three or more distinct values; other two-valued y (0/1, 1/2) are refused as ambiguous."""
+    if np.all(np.isin(y, (-1.0, 1.0))):
+        return "classification"
+    values = np.unique(y)
+    if len(values) <= 2:
+        fix = "pass y = 2*y - 1" if set(values.tolist()) <= {0.0, 1.0} else "map them to +1 and -1"
+        raise ValueError(f"y takes only the values {values.tolist()}: labels of two classes or regression targets? "
+                         f"For classification {fix}; for regression pass task='regression'.")
+    return "regression"
 
 
 def _is_complex(values) -> bool:

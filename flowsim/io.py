@@ -60,7 +60,7 @@ def to_xarray(sol):
                 "sample": np.arange(1, n + 1)},
         attrs={
             "title": f"{system.flow} on {system.model}, {system.loss.name} loss",
-            "model": str(system.model), "loss": system.loss.name, "flow": str(system.flow),
+            "model": str(system.model), "loss": system.loss.name, "flow": str(system.flow), "task": sol.data.task,
             "system_spec": json.dumps(spec(system)), "status": sol.status, "message": sol.message,
             "config": json.dumps(sol.config), "events": json.dumps(sol.events), "stats": json.dumps(sol.stats),
             "equations_latex": system.latex(), "versions": json.dumps(_versions()), "git_revision": _git_revision(),
@@ -247,7 +247,7 @@ def solution_of(ds, system=None, path="the run"):
     system = _system_of(ds, system, path)
     _check_contents(ds, path)
     try:
-        data = Dataset(ds["X"].values, ds["y"].values)
+        data = Dataset(ds["X"].values, ds["y"].values, ds.attrs.get("task"))  # (files before tasks: inferred)
     except ValueError as err:
         raise ValueError(f"{path}: its training data (X, y) are not a data set: {err}") from None
     return Solution(

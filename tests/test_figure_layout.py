@@ -136,11 +136,15 @@ def test_the_depth3_figure_names_the_order_of_leaders_at_each_switch():
     alphas, rhos = (0.1, 0.2, 0.3), (0.1, 0.2, 0.4)
     table = np.array([[0.7, np.nan, np.nan], [1.48, 0.4, np.nan], [1.35, 1.2, 0.76]])
     orders = {(i, j): ([2, 3] if np.isfinite(table[i, j]) else [3]) for i in range(3) for j in range(3)}
-    orders[1, 0] = [1, 2, 3]
-    fig = sam._depth3_figure(alphas, rhos, table, orders)
-    assert layout_problems(fig) == []
+    orders[1, 0], orders[2, 1] = [1, 2, 3], [1, 2, 3]
+    last = np.full_like(table, np.nan)
+    last[1, 0], last[2, 1] = 2.5, 32.05  # the 2 -> 3 switch past the first horizon, 1e30
+    fig = sam._depth3_figure(alphas, rhos, table, last, orders)
+    assert layout_problems(fig) == []  # (1.48 and 1.35 at alpha 0.1: their labels overlapped)
     texts = [t.get_text() for t in fig.axes[0].texts]
-    assert sorted(texts) == sorted(["2 > 3"] * 5 + ["1 > 2 > 3"])
+    assert sorted(texts) == sorted(["2 > 3"] * 4 + ["1 > 2 > 3"] * 2)
+    squares = [line for line in fig.axes[0].lines if line.get_marker() == "s" and len(line.get_xdata())]
+    assert sorted(y for line in squares for y in line.get_ydata() if np.isfinite(y)) == [2.5, 32.05]
     legend = " ".join(t.get_text() for t in fig.axes[0].get_legend().get_texts())
     assert "alpha 0.2: beta_3" in legend and "alpha 0.3: beta_3" in legend
 

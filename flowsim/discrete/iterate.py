@@ -144,6 +144,9 @@ def _check(optimizer, data, steps, records, seed, allow_nonseparable):
         raise ValueError("optimizer must come from flowsim.optimizers (gd, sam, adam, signum).")
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a flowsim.Dataset(X, y); got {type(data).__name__}.")
+    if data.is_regression:
+        raise ValueError("flowsim.iterate runs the discrete optimizers on classification data (labels +-1) only; a "
+                         "regression is integrated by flowsim.solve.")
     require_separable(data, allow_nonseparable)
     if not is_whole(steps):
         raise ValueError(f"steps must be a positive integer; got {steps!r}.")

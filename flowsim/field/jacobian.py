@@ -66,6 +66,13 @@ def _couplings(vf, W, Z):
     c = -vf.compiled.direction(W, xp.ones(d))
     _, m, S, p = vf.weights(W, Z)
     p = flushed(xp, p)
+    if vf.residual:  # p = q / n and S = 0 (``VectorField._residual_weights``): dr/dbeta = X^T diag(q'/n) X, dS = 0
+        X = vf.features(Z)
+        pa = vf.compiled.partials["q_m"](m) / Z.shape[0]
+        r, v = X.T @ p, xp.zeros(d)
+        M1 = X.T @ (pa[:, None] * X)
+        dr = xp.reshape(M1[:, None, :] * c[None, :, :], (d, K * d))
+        return r, S, p, pa, c, dr, xp.zeros(K * d)
     pa = flushed(xp, p * vf.compiled.partials["log_q_m"](m))
     v = Z.T @ pa  # dS/dbeta
     r = Z.T @ p

@@ -65,9 +65,25 @@ class VectorField:
     affine_in_sign: bool = False
     #: () -> the same field on JAX, for a NumPy field (its sliding on surfaces is evaluated there: ``surfaces``)
     twin: object = field(default=None, compare=False, repr=False)
+    #: a regression loss: Z is [X, -y] and the margins are the residuals X beta - y (docs/theory.md 12)
+    residual: bool = False
+
+    def features(self, Z):
+        """The samples the couplings sum over: Z itself, or X of a regression's [X, -y]."""
+        return Z[:, : self.d] if self.residual else Z
+
+    def margins(self, Z, beta):
+        """The margins Z beta of beta (d,) or (m, d) (then (m, n)); a regression's residuals X beta - y."""
+        if not self.residual:
+            return self.xp.dot(Z, beta) if beta.ndim == 1 else beta @ Z.T
+        X, offset = Z[:, : self.d], Z[:, self.d]
+        return (self.xp.dot(X, beta) if beta.ndim == 1 else beta @ X.T) + offset
 
     def _unnormalised_weights(self, theta, Z):
-        """beta, margins m, log gradient scale S, and the sample weights e = q / max q with their sum."""
+        """beta, margins m, log gradient scale S, and the sample weights e = q / max q with their sum
+        (a regression's: the signed q itself, its sum n and S = 0, ``_residual_weights``)."""
+        if self.residual:
+            return self._residual_weights(theta, Z)
         xp = self.xp
         beta = self.compiled.beta(theta)
         m = xp.dot(Z, flushed(xp, beta))  # dot, not @: NumPy's matmul dispatch costs 50% more on these small arrays
@@ -77,6 +93,16 @@ class VectorField:
         e = flushed(xp, xp.exp(log_e))
         total = e.sum()
         return beta, m, mx + xp.log(total) - math.log(Z.shape[0]), e, total, log_e
+
+    def _residual_weights(self, theta, Z):
+        """``_unnormalised_weights`` of a regression loss: the signed q(m) = -l'(m) of the residuals m, with total n
+        and S = 0, so that grad L = -(1/n) X^T q = -e^S X^T (e / total). The scale-free normalisation of a margin
+        loss is not needed (q is O(residual), and O(1) at the start) and would be singular at an interpolator."""
+        beta = self.compiled.beta(theta)
+        m = self.margins(Z, flushed(self.xp, beta))
+        q = self.compiled.q(m)
+        n = float(m.shape[-1])
+        return beta, m, self.xp.zeros(()), q, n, None
 
     def weights(self, theta, Z):
         """beta, margins m, log gradient scale S and the sample weights p = softmax(log q(m))."""
@@ -89,7 +115,7 @@ class VectorField:
         # e Z, not Z^T e: inside a while loop XLA copies the transpose on every call; and
         # normalising after the product saves a pass over the samples. A method, not xp.dot: NumPy's
         # function dispatch costs 60% more here (e has theta's array type, so this serves JAX alike)
-        return beta, m, S, e.dot(Z) / total
+        return beta, m, S, e.dot(self.features(Z)) / total
 
     def direction(self, theta, Z):
         """G (K, d) with grad L = e^S G, and S."""
@@ -119,7 +145,7 @@ class VectorField:
         if self.needs_P:
             r_t, P_t, _ = self.scaled_moments(log_e, Z)
         else:
-            r_t = P_t = e.dot(Z) / total
+            r_t = P_t = e.dot(self.features(Z)) / total
         return self.compiled.field(theta_t, r_t, P_t, float(Z.shape[0]), N, sigma), S_t
 
     def scaled_moments(self, log_e, Z):
@@ -187,6 +213,10 @@ class VectorField:
         ``scaled_moments`` gives them (``moments``: one state at a time, as its (n, d) weights are large; else
         r again)."""
         beta = self.compiled.beta(thetas)
+        if self.residual:  # (m, d) rows of beta: the signed weights, total n and S = 0 (``_residual_weights``)
+            q = self.compiled.q(self.margins(Z, flushed(np, beta)))
+            r = q @ self.features(Z) / Z.shape[0]
+            return r, np.zeros((r.shape[0], 1)), r
         lq = self.compiled.log_q(flushed(np, beta) @ Z.T)
         mx = lq.max(axis=1, keepdims=True)
         log_e = lq - mx
@@ -206,9 +236,10 @@ class VectorField:
         xp = self.xp
         m, n = params.shape[0], Z.shape[0]
         beta = xp.reshape(xp.asarray(self.compiled.beta(xp.moveaxis(params, 1, 0)), dtype=xp.float64), (m, self.d))
-        margins = beta @ Z.T
+        margins = self.margins(Z, beta)
         ll = xp.reshape(xp.asarray(self.compiled.log_l(margins[len(known):]), dtype=xp.float64), (m - len(known), n))
         mx = ll.max(axis=1, keepdims=True)
+        mx = xp.where(mx == -xp.inf, 0.0, mx)  # every residual 0 (log l = -inf): the loss is 0, its log -inf
         log_loss = (mx[:, 0] + xp.log(xp.exp(ll - mx).sum(axis=1))) - math.log(n)
         if len(known):
             log_loss = xp.concatenate([xp.asarray(known, dtype=xp.float64), log_loss])
@@ -267,7 +298,8 @@ def at_theta(rho) -> bool:
 def numpy_field(system, K, d) -> VectorField:
     """The field of a derived ``System`` on NumPy (scipy backend, events, Filippov checks)."""
     return VectorField(system.numpy, np, K, d, system.flow.dual_exponent, system.flow.needs_P, _signed(system.flow),
-                       system.flow.affine_in_sign, twin=functools.cache(lambda: jax_field(system, K, d)))
+                       system.flow.affine_in_sign, twin=functools.cache(lambda: jax_field(system, K, d)),
+                       residual=system.loss.is_regression)
 
 
 def jax_field(system, K, d) -> VectorField:
@@ -275,7 +307,7 @@ def jax_field(system, K, d) -> VectorField:
     from flowsim._jax import jnp
 
     return VectorField(system.jax, jnp, K, d, system.flow.dual_exponent, system.flow.needs_P, _signed(system.flow),
-                       system.flow.affine_in_sign)
+                       system.flow.affine_in_sign, residual=system.loss.is_regression)
 
 
 def _signed(flow) -> bool:

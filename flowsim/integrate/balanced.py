@@ -38,7 +38,6 @@ def reduction(system, theta0, data):
     in BDF, Radau and LSODA and "separated" data with beta_j > 0 that the exact flow keeps <= 0.) A
     flow with parts of your own is reduced only from layers exactly equal: the flips need that
     symmetry, which flowsim cannot check in your code."""
-    from flowsim.data import Dataset
     from flowsim.symbolic.derive import derive
 
     model = system.model
@@ -50,7 +49,7 @@ def reduction(system, theta0, data):
         return None
     flow, speedup = tied
     c = np.prod(flips, axis=0)
-    tied_data = data if np.all(c > 0) else Dataset(data.X * c, data.y)
+    tied_data = data if np.all(c > 0) else data.flipped(c)
     return derive(DiagonalNet(model.depth, "tied"), system.loss, flow), speedup, tied_data, flips
 
 

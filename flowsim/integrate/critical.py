@@ -186,9 +186,15 @@ def _linear_over(vf, x, Z, A, radius):
     return True
 
 
+#: a regression limit interpolates where every residual is below this fraction of its terms |x_i||beta| + |y_i|
+INTERPOLATES = 1e-6
+
+
 def describe(system, data, cp, log10_t):
     """The message of a solve that converged to ``cp``: limit loss, minimum margin, the coordinates of
-    beta that decay to 0."""
+    beta that decay to 0 (a regression: whether the limit interpolates, ``describe_regression``)."""
+    if data.is_regression:
+        return describe_regression(system, data, cp, log10_t)
     beta = np.asarray(system.numpy.beta(cp.limit)).reshape(-1)
     margins = data.z @ beta
     ll = np.asarray(system.numpy.log_l(margins)).reshape(-1)
@@ -204,3 +210,29 @@ def describe(system, data, cp, log10_t):
     return (f"converged to {what} at log10 t = {log10_t:.6g}: limit loss {math.exp(log_loss):.6g} > 0, "
             f"minimum margin {margins.min():.6g} ({separation}); "
             f"{decaying}; {motion}; distance to it {cp.displacement:.2g} of the tolerance; the state is held to t1")
+
+
+def describe_regression(system, data, cp, log10_t):
+    """The message of a regression solve that converged to ``cp``: an interpolating global minimum (every residual
+    0 to ``INTERPOLATES`` of its terms: the loss, whose only minimum is a zero residual, is 0 there), or another
+    critical point, with its loss and largest residual, and whether any beta interpolates the data at all (the
+    least-squares distance from y to the range of X)."""
+    beta = np.asarray(system.numpy.beta(cp.limit)).reshape(-1)
+    residuals = data.X @ beta - data.y
+    terms = np.abs(data.X) @ np.abs(beta) + np.abs(data.y)
+    with np.errstate(divide="ignore"):  # log l(0) = -inf: a zero residual adds nothing
+        ll = np.asarray(system.numpy.log_l(residuals)).reshape(-1)
+    loss = math.exp(float(np.logaddexp.reduce(ll)) - math.log(data.n)) if np.any(np.isfinite(ll)) else 0.0
+    worst = f"largest |residual| {np.abs(residuals).max():.3g}"
+    held = f"distance to it {cp.displacement:.2g} of the tolerance; the state is held to t1"
+    if np.all(np.abs(residuals) <= INTERPOLATES * np.maximum(terms, 1e-300)):
+        return (f"converged to an interpolating global minimum at log10 t = {log10_t:.6g}: X beta = y ({worst}, loss "
+                f"{loss:.3g}); {held}")
+    gap = np.linalg.norm(data.X @ np.linalg.lstsq(data.X, data.y, rcond=None)[0] - data.y)
+    why = (f"no beta interpolates these data (y is {gap:.3g} from the range of X: the best fit is a least-squares one)"
+           if gap > INTERPOLATES * np.linalg.norm(data.y) else
+           "an interpolator exists, but the flow from this init stops short of it (a minimum on what the model "
+           "reaches from it)")
+    what = "a critical point" if cp.of_loss else "a rest point of the perturbed flow"
+    return (f"converged to {what} that does not interpolate at log10 t = {log10_t:.6g}: limit loss {loss:.6g} > 0, "
+            f"{worst}; {why}; {held}")

@@ -35,8 +35,8 @@ def _on_end(run, seg):
                   f"{run.log10_t_asked:.12g})"
     if status is Status.COMPLETED and _has_own_rest_points(run) and _earlier_rest_point(run):
         return  # a step across a one-sided rest point went on to the horizon: the rest point is the end
-    plateau = status is Status.COMPLETED and len(run.records) > 1 and abs(
-        run.log_loss(run.records.theta_at(-2)) - run.log_loss()) <= LOSS_STILL
+    plateau = status is Status.COMPLETED and len(run.records) > 1 and run.loss_change(
+        run.log_loss(run.records.theta_at(-2)), run.log_loss()) <= LOSS_STILL
     if not (plateau and _converged(run, loss_still=True)):
         run.status, run.message = status, message
 

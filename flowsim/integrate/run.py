@@ -80,6 +80,7 @@ class Run:
         self.leaders = np.array([self.leader(kind, theta) for kind in self.track], dtype=np.int64)
         self.first_leaders = dict(zip(self.track, self.leaders.tolist()))  # who leads before any switch
         self.s, self.y = 0.0, np.concatenate([theta.ravel(), [0.0]])
+        self.log_loss_start = self.log_loss()
         # the init is not a save: the first save is just after it
         self.records = Records(lambda states: self.saves_observed(states)[2].tolist(), self.K, self.d)
         self.remaining = run_targets
@@ -176,7 +177,7 @@ class Run:
         self.records.extend(seg.s_saves.tolist(), seg.y_saves)
         self.remaining = self.remaining[len(seg.s_saves):]
         self.s, self.y = seg.s_end, seg.y_end
-        self.log_loss_change = abs(self.log_loss() - log_loss_before)
+        self.log_loss_change = self.loss_change(log_loss_before, self.log_loss())
         if self.bar:
             self.bar.to_u(self.u_now)
 
@@ -193,7 +194,18 @@ class Run:
 
     def log_loss(self, theta=None):
         with np.errstate(all="ignore"):
-            return float(np.logaddexp.reduce(self.system.numpy.log_l(self.Z @ self.beta(theta)).reshape(-1)))
+            return float(np.logaddexp.reduce(self.system.numpy.log_l(self.vf.margins(self.Z, self.beta(theta)))
+                                             .reshape(-1)))
+
+    def loss_change(self, log_before, log_after) -> float:
+        """How much the loss moved, compared with ``critical.LOSS_STILL``: in log L (a margin loss, falling for
+        ever while the flow separates), or in L over the loss at the start (a regression, whose loss tends to a
+        limit, 0 at an interpolator, where its log falls for ever too)."""
+        if not self.data.is_regression:
+            return abs(log_after - log_before)
+        with np.errstate(all="ignore"):
+            start = self.log_loss_start if np.isfinite(self.log_loss_start) else 0.0
+            return float(abs(np.exp(log_after - start) - np.exp(log_before - start)))
 
     @property
     def log10_t_asked(self):

@@ -126,7 +126,7 @@ def solve(
     theta0 = initial_params(system, data, init)
     atol = check_scales(theta0, atol_for(theta0, opts.rtol, opts.atol), opts.atol, opts.blowup_size, be)
     kept = reachable_signs(system.model, theta0, system.flow)
-    if not allow_nonseparable:
+    if not (allow_nonseparable or data.is_regression):
         _warn_if_unreachable(system, data, kept)
     # ``arguments`` re-runs this solve (``Solution.evaluate``, saved runs); the rest says how it ran
     arguments = dict(init=np.asarray(init).tolist(), log10_t1=opts.log10_t1, backend=backend, clock=clock,
@@ -250,11 +250,38 @@ def check_problem(system, data, clock, be, allow_nonseparable):
     if not isinstance(allow_nonseparable, (bool, np.bool_)):  # "no" is truthy
         raise ValueError(f"allow_nonseparable must be True or False; got {allow_nonseparable!r}.")
     require_separable(data, allow_nonseparable)
+    check_task(system, data)
     if isinstance(system.flow.direction, AdamProxyDirection) and system.flow.direction.batch >= data.n:
         raise ValueError(f"AdamProxy(batch={system.flow.direction.batch}) on n={data.n} sample(s): batch must be < n "
                          "(batch = n is the sign flow, a discontinuous field: use flowsim.SignFlow(); past n the "
                          "proxy's field is 0/0).")
     return clock_for(system.flow, clock, be.default_clock)
+
+
+def check_task(system, data):
+    """The loss and the data are of one task (a margin loss on labels +-1, a regression loss on real targets), and a
+    regression runs a flow flowsim integrates on it: one whose field vanishes at the minima (GD, USAM, steepest
+    descent with p finite). The sign flows' switch surfaces and the Adam proxy's per-sample moments are written for
+    margin losses; a normalised perturbation (SAM, ASAM) or direction (a schedule's clock) does not vanish at a
+    minimum, and where the minima of an overparametrised regression form a set the flow reaches it in finite time
+    and slides along it, a motion flowsim does not integrate (held at the first minimum reached, backends had
+    differed by 1e-4)."""
+    if system.loss.is_regression != data.is_regression:
+        if system.loss.is_regression:
+            raise ValueError(f"the loss {system.loss.name!r} is a regression loss (of the residual x.beta - y), but the "
+                             f"data are {data.task} (labels +-1{', inferred from y' if data.task else ''}); for real "
+                             "targets that happen to be +-1 build Dataset(X, y, task='regression'), for classification "
+                             "use a margin loss ('logistic', 'exponential').")
+        raise ValueError(f"the loss {system.loss.name!r} is a margin loss (of y x.beta, labels +-1), but the data are a "
+                         "regression (real targets); use the loss 'square' (or a flowsim.Loss(..., task='regression')), "
+                         "or labels +1/-1 for classification.")
+    flow = system.flow
+    if data.is_regression and (flow.uses_sign or flow.needs_P or flow.point.norm is not None or flow.clock is not None):
+        raise ValueError(f"{flow} on a regression: flowsim integrates the flows whose field vanishes at the minima "
+                         "there (GD, USAM, steepest descent with p finite). sign(g) and the Adam proxy's moments are "
+                         "written for margin losses; a normalised perturbation or direction (SAM, ASAM, normalised GD) "
+                         "reaches the set of interpolating minima in finite time and then slides along it, which is "
+                         "not integrated yet.")
 
 
 #: a given atol must be below this fraction of the init's size (max |theta0|; 1 for a zero init)
@@ -321,8 +348,12 @@ def _check_defined_at(system, data, theta0):
             j = int(bad[0])
             raise ValueError(f"init: beta_{j + 1} = {system.model.beta} is not a real number at this init (layers "
                              f"{theta0[:, j].tolist()}); start where the model is defined.")
-        m = data.z @ beta
-        bad = np.flatnonzero(~np.isfinite(system.numpy.log_q(m)))
+        if data.is_regression:  # a residual loss's q itself (``VectorField._residual_weights``)
+            m = data.X @ beta - data.y
+            bad = np.flatnonzero(~np.isfinite(system.numpy.q(m)))
+        else:
+            m = data.z @ beta
+            bad = np.flatnonzero(~np.isfinite(system.numpy.log_q(m)))
     if bad.size:
         i = int(bad[0])
         raise ValueError(f"init: the loss {system.loss.name!r} has no finite log q at sample {i + 1}'s margin m = "

@@ -163,6 +163,9 @@ def sweep(
     L1, grid_t = opts.log10_t1, opts.save_at_log10_t
     be = backend_for(backend, L1)
     run_clock = check_problem(system, data, clock, be, allow_nonseparable)
+    if data.is_regression:
+        raise ValueError("flowsim.sweep runs classification data (labels +-1); a regression is integrated by "
+                         "flowsim.solve, one point at a time.")
     axes = _check_grid(system, data, grid)
     if not is_whole(chunk_size):
         raise ValueError(f"chunk_size must be a positive integer; got {chunk_size!r}.")

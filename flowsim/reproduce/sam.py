@@ -382,11 +382,12 @@ def depth2_limits(out: Path, quick: bool) -> Claim:
     t1 = 1e30 if quick else 1e100
     gauss = "Gaussian 10x4"
     sets = {"mu=(1,2)": fs.Dataset(MU[None], [1]), gauss: _gaussian(10, 4, 104)}
-    fig, axes = _fig(1, 3, 5.6)  # (room for the legends beside the panels)
+    fig, axes = _fig(2, 2, 5.6)  # (room for the legends beside the panels)
+    panels, limits_ax = axes.flat[:3], axes.flat[3]
     outcomes, numbers = [], {}
     runs = [("GD", fs.DiagonalNet(2), fs.GD(), "mu=(1,2)"), ("l2-SAM", fs.DiagonalNet(2), fs.SAM(0.1, 2), "mu=(1,2)"),
             ("l2-SAM u^2-v^2", fs.DiagonalNet(2, "difference"), fs.SAM(0.1, 2), gauss)]
-    for ax, (name, model, flow, dname) in zip(axes[0], runs):
+    for ax, (name, model, flow, dname) in zip(panels, runs):
         data = sets[dname]
         # the Gaussian run to log10 t = 1e6: at t = 1e100 it is still 8.6 deg from the (unique) l1 optimum, its gap
         # falling like (log t)^-0.18, too early for its limit to be extrapolated (the verdict said inconclusive)
@@ -397,6 +398,9 @@ def depth2_limits(out: Path, quick: bool) -> Claim:
         numbers[f"{name}, {dname}"] = o
         plot.margin_gaps(sol, _refs(data), ax)
         ax.set_title(f"depth 2 {name}, {dname}: {o.word}", fontsize=9)
+        _extrapolated_limits_panel(limits_ax, sol, _refs(data)["l1"], f"{name}, {dname}", o)
+    limits_ax.set_title("angle to l1; past the horizon, its limit extrapolated as a power of 1/log t (o) and of\n"
+                        "1/log log t (x; the verdict rejects a law fitting 2x worse: see the table)", fontsize=9)
     fig.suptitle("Thm 4.2, depth 2: the gap to the l1-norm max-margin decays like a power of 1/log t", fontsize=10)
     fig.savefig(out / "sam_depth2.png", dpi=100)
     controls = [Control(f"depth 1 (Linear) l2-SAM, {dname}: its limit is l2",
@@ -411,6 +415,22 @@ def depth2_limits(out: Path, quick: bool) -> Claim:
                           alpha="0.2 (one example), 0.1 (Gaussian)",
                           t1=f"{t1:g} (one example), log10 t = 1e6 (Gaussian), 1e100 (controls)"),
                  every(outcomes, "runs converge to l1 by the fitted-gap verdict"), controls, numbers, "sam_depth2.png")
+
+
+def _extrapolated_limits_panel(ax, sol, ref, label, outcome) -> None:
+    """The run's angle to ``ref`` against log10 t and, just past its horizon, the angle from ``ref`` of the limit
+    the verdict extrapolated under each decay law (``flowsim.theory.analysis.LAWS``)."""
+    x = sol.log10_t
+    keep = np.isfinite(x) & (x > 0)
+    (line,) = ax.plot(x[keep], fs.angle(sol, ref)[keep], label=label)
+    limits = {n.key: n.value for n in outcome.numbers if n.key.startswith("limit_angle_")}
+    for key, marker in (("limit_angle_log_t", "o"), ("limit_angle_log_log_t", "x")):
+        if key in limits:
+            ax.plot([2 * x[keep][-1]], [limits[key]], marker, color=line.get_color(), fillstyle="none")
+    ax.set_xscale("log")
+    ax.set_xlabel("log10 t (log axis)")
+    ax.set_ylabel("angle to the l1 max-margin (deg)")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
 
 
 def _switch_numbers(switches):
@@ -694,7 +714,7 @@ def depth3_switches(out: Path, quick: bool) -> Claim:
     order of leaders is final (or reported as truncated at its last horizon)."""
     alphas, rhos = (0.1, 0.2, 0.3), (0.1, 0.2, 0.4)
     numbers, table, orders = {}, np.full((len(rhos), len(alphas)), np.nan), {}
-    truncated = []
+    last, truncated = np.full_like(table, np.nan), []
     for i, rho in enumerate(rhos):
         for j, a in enumerate(alphas):
             sol, finality = _solve_until_final(fs.SAM(rho, 2), MU3, a, 3, 1e30, track=("magnitude",))
@@ -712,7 +732,9 @@ def depth3_switches(out: Path, quick: bool) -> Claim:
                 truncated.append(f"rho {rho}, alpha {a}")
             if sw:
                 table[i, j] = sw[0]["log10_t"]
-    fig = _depth3_figure(alphas, rhos, table, orders)
+            if len(sw) > 1:
+                last[i, j] = sw[-1]["log10_t"]
+    fig = _depth3_figure(alphas, rhos, table, last, orders)
     fig.savefig(out / "sam_depth3.png", dpi=100)
     why = "measured switch times and leader orders are in the table; " + (
         f"orders truncated at the last horizon: {'; '.join(truncated)}" if truncated
@@ -731,9 +753,11 @@ def depth3_switches(out: Path, quick: bool) -> Claim:
                  "open", why, numbers, [], "sam_depth3.png")
 
 
-def _depth3_figure(alphas, rhos, table, orders):
+def _depth3_figure(alphas, rhos, table, last, orders):
     """log10 t of the first leader switch against alpha, a line per rho, each point labelled with its order of
-    leaders (1-based); the runs without a switch are named in the legend with their one leader."""
+    leaders (1-based), the last switch of a run with several (open squares) and the first horizon, past which
+    a cell runs on until its order is final; the runs without a switch are named in the legend with their one
+    leader."""
     fig, axes = _fig(1, 1, 7.5, 3.8)
     ax = axes[0, 0]
     for i, rho in enumerate(rhos):
@@ -742,11 +766,18 @@ def _depth3_figure(alphas, rhos, table, orders):
                                                                           if none else ""))
         for j, a in enumerate(alphas):
             if np.isfinite(table[i, j]):
-                ax.annotate(" > ".join(map(str, orders[i, j])), (a, table[i, j]), xytext=(7, 5), textcoords="offset points",
+                # (each rho's labels at its own height: close switches of two rhos at one alpha would overlap)
+                ax.annotate(" > ".join(map(str, orders[i, j])), (a, table[i, j]), xytext=(7, 12 - 11 * i),
+                            textcoords="offset points",
                             fontsize=7, color=line.get_color(), bbox={"fc": "white", "ec": "none", "alpha": 0.85, "pad": 1})
+        ax.plot(alphas, last[i], "s", mfc="none", color=line.get_color())
+    ax.plot([], [], "ks", mfc="none", label="last switch of a run with several")
+    ax.axhline(30, color="k", ls=":", lw=0.8, label="first horizon t = 1e30 (a cell runs on\nuntil its order is final)")
+    ax.set_yscale("symlog", linthresh=1.0)
     ax.margins(x=0.15, y=0.15)
-    ax.set(xlabel="alpha", ylabel="log10 t of the first leader switch",
-           title="l2-SAM, L = 3, mu = (1, 2, 3): the first switch,\nlabelled with the order of leaders beta_j")
+    ax.set(xlabel="alpha", ylabel="log10 t of the switch (symlog axis)",
+           title="l2-SAM, L = 3, mu = (1, 2, 3): the first switch (dots, labelled with the order\nof leaders beta_j) and "
+                 "the last (open squares)")
     ax.title.set_fontsize(9)
     plot.legend_beside(ax)
     return fig

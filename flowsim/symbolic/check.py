@@ -69,6 +69,10 @@ def check(system, data=None, *, points: int = 3, seed: int = 0, rho=None, rtol: 
     from flowsim.field.jacobian import FieldJacobian
     from flowsim.field.vector_field import jax_field, numpy_field
 
+    if system.loss.is_regression:
+        raise ValueError(f"System.check compares margin losses' fields with autodiff; {system.loss.name!r} is a "
+                         "regression loss, whose field tests/test_regression_solves.py checks (against the closed-form "
+                         "limits and autodiff of the Jacobian).")
     rng = np.random.default_rng(seed)
     Z = data.z if data is not None else rng.normal(size=(4, 3))
     rho = float(system.flow.rho if rho is None else rho)

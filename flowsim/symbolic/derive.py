@@ -61,6 +61,8 @@ class Compiled:
     raw: dict
     #: symbolic partial derivatives for the Jacobian (see :mod:`flowsim.field.jacobian`): name -> function
     partials: dict = field(default_factory=dict)
+    #: a regression loss's signed sample weight q(m) = -l'(m) of the residual m (None for a margin loss)
+    q: object = None
 
 
 class _Meaning(NamedTuple):
@@ -105,7 +107,9 @@ class System:
         """Per-coordinate equations as ``sympy.Eq``: beta, log q, the gradient direction G, the
         evaluation point, and the field dw/dtau (with the evaluation point substituted)."""
         tau = sp.Symbol("tau")
-        eqs = {"beta": sp.Eq(sp.Symbol("beta"), self.beta), "log_q": sp.Eq(sp.Symbol(r"\log q"), self.loss.log_q)}
+        weight = sp.Eq(sp.Symbol("q"), self.loss.q) if self.loss.is_regression else \
+            sp.Eq(sp.Symbol(r"\log q"), self.loss.log_q)
+        eqs = {"beta": sp.Eq(sp.Symbol("beta"), self.beta), "q" if self.loss.is_regression else "log_q": weight}
         for k, name in enumerate(self.model.layer_names):
             eqs[f"G_{name}"] = sp.Eq(sp.Symbol(f"G_{{{name}}}"), self.direction[k])  # braces: G_{w_1}, not G_{w 1}
             eqs[f"{name}_tilde"] = sp.Eq(self.w_tilde[k], self.perturbed[k])
@@ -136,7 +140,10 @@ class System:
         """What the equations' symbols stand for (:class:`_Meaning`, in LaTeX and in plain text): the data
         couplings at theta and at the evaluation point theta~, the log gradient scale, this flow's N (what it
         is the norm of, in which norm), the second moment P~ and sign(G) where the flow uses them, the clock."""
-        legend = [_Meaning(r"m = Z\beta,\ r_j = \textstyle\sum_i z_{ij}\,\mathrm{softmax}(\log q(m))_i,\ "
+        legend = [_Meaning(r"m = X\beta - y,\ r_j = \tfrac1n\textstyle\sum_i x_{ij}\,q(m_i),\ S = 0",
+                           "m = X beta - y (the residuals), r_j = (1/n) sum_i x_ij q(m_i), S = 0, for coordinate j "
+                           "(w1, w2, ... are its layers' entries)") if self.loss.is_regression else
+                  _Meaning(r"m = Z\beta,\ r_j = \textstyle\sum_i z_{ij}\,\mathrm{softmax}(\log q(m))_i,\ "
                            r"S = \log\tfrac1n\textstyle\sum_i q(m_i)",
                            "m = Z beta (the margins), r_j = sum_i z_ij softmax(log q(m))_i, "
                            "S = log (1/n) sum_i q(m_i), for coordinate j (w1, w2, ... are its layers' entries)"),
@@ -292,8 +299,9 @@ def _partials(w, wt, r, rt, N, S, Pt, direction, normed, perturbed, field_wt, lo
         # the field at the evaluation point, F(w~, r~, P~)
         "F_w": (d(field_wt, wt), "field", K * K), "F_r": (d(field_wt, rt), "field", K),
         "F_P": (d(field_wt, Pt), "field", K), "F_N": (d(field_wt, N), "field", K),
-        # d log q / dm: how the sample weights move with the margins
-        "log_q_m": (_no_delta(sp.diff(loss.log_q, M)), "margin", None),
+        # how the sample weights move with the margins: d log q / dm, or dq/dm for a regression loss's signed q
+        **({"q_m": (loss.dq, "margin", None)} if loss.is_regression else
+           {"log_q_m": (_no_delta(sp.diff(loss.log_q, M)), "margin", None)}),
     }
 
 
@@ -310,7 +318,8 @@ def _compile(system_parts, modules, xp) -> Compiled:
         "beta": (beta, "beta", None), "direction": (list(direction), "direction", K),
         "normed": (list(normed), "direction", K),
         "perturbed": (list(perturbed), "perturbed", K), "field": (list(field_wt), "field", K),
-        "log_q": (loss.log_q, "margin", None), "log_l": (loss.log_expr, "margin", None),
+        "log_q": (_log_weight(loss), "margin", None), "log_l": (loss.log_expr, "margin", None),
+        **({"q": (loss.q, "margin", None)} if loss.is_regression else {}),
         **_partials(w, wt, r, rt, N, S, Pt, direction, normed, perturbed, field_wt, loss),
     }
     raw, fns = {}, {}
@@ -320,8 +329,14 @@ def _compile(system_parts, modules, xp) -> Compiled:
         of_array = [bool(o.free_symbols & arrays[of]) for o in outs]
         fresh = all(of_array) and not any(o.is_Symbol for o in outs)
         fns[name] = _shaped(xp, fn, of, n_out, of_array if n_out else of_array[0], K, fresh)
-    main = {k: fns.pop(k) for k in ("beta", "direction", "perturbed", "field", "normed", "log_q", "log_l")}
+    main = {k: fns.pop(k) for k in ("beta", "direction", "perturbed", "field", "normed", "log_q", "log_l", "q")
+            if k in fns}
     return Compiled(**main, raw=raw, partials=fns)
+
+
+def _log_weight(loss):
+    """log q(m) of a margin loss; log |q| of a regression loss, whose q is signed (its solves use q itself)."""
+    return sp.log(sp.Abs(loss.q)) if loss.is_regression else loss.log_q
 
 
 def derive(model, loss, flow) -> System:

@@ -6,10 +6,14 @@ that :math:`\nabla_\beta L = -e^{S} Z^\top \mathrm{softmax}(\log q)` with an O(1
 :math:`\log l` into a log-domain form that stays finite for margins in the millions (sums of
 exponentials become a log-sum-exp, :math:`\log(1 + e^x)` a softplus), and checks what the clocks
 assume: q > 0 everywhere and an exponential tail, :math:`-\log q(m)/m \to c > 0` as m -> oo.
+
+A regression loss (``task="regression"``) is a function of the residual m = x.beta - y instead; its solves take
+the sample weights q itself (signed, O(residual)), not their logs, and need no tail (docs/theory.md 12).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -104,10 +108,14 @@ class Loss:
     expr: sp.Expr
     margin: sp.Symbol | None = None
     log_expr: sp.Expr | None = None
+    task: str = "classification"
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"name must be a non-empty string; got {self.name!r}.")
+        if self.task not in ("classification", "regression"):
+            raise ValueError(f"task must be 'classification' (a margin loss) or 'regression' (a loss of the residual); "
+                             f"got {self.task!r}.")
         expr = _sympified(self.expr, "expr")
         margin = _margin_symbol(expr, self.margin)
         expr = _softplus_form(expr.xreplace({margin: M}) if margin is not None else expr)
@@ -132,6 +140,14 @@ class Loss:
             self.__dict__.pop(cached, None)
         object.__setattr__(self, "expr", expr)
         object.__setattr__(self, "margin", M)
+        if self.task == "regression":
+            if given_log_expr is not None:
+                raise ValueError(f"loss {self.name!r}: log_expr is for margin losses; a regression loss is used as "
+                                 "written (leave log_expr out).")
+            object.__setattr__(self, "log_expr", sp.log(expr))
+            _check_residual_loss(self)
+            object.__setattr__(self, "_tail", math.nan)
+            return
         derived = log_domain(expr)
         if given_log_expr is not None:
             _check_same(given_log_expr, derived, "log_expr", "log l(m)")
@@ -151,10 +167,20 @@ class Loss:
         """log q(m) in log-domain form."""
         return _fold_softplus(sp.expand(log_domain(self.q)))
 
+    @cached_property
+    def dq(self) -> sp.Expr:
+        """dq/dm = -l''(m): how a sample's weight moves with its margin (a regression loss's solves use it)."""
+        return sp.diff(self.q, M)
+
     @property
     def tail_rate(self) -> float:
-        """c with -log q(m) / m -> c as m -> oo (1 for the exponential and logistic losses)."""
+        """c with -log q(m) / m -> c as m -> oo (1 for the exponential and logistic losses; nan for a regression
+        loss, which has no tail to ask of)."""
         return self._tail
+
+    @property
+    def is_regression(self) -> bool:
+        return self.task == "regression"
 
     def __str__(self) -> str:
         return self.name
@@ -213,7 +239,11 @@ def _check_same(a, b, what, of, fix=None):
 def _check_constants(loss):
     """Every constant of l, log l and log q is one float64 holds (a literal 10**400 reaches the generated code as
     an integer numpy takes no log of)."""
-    for form in (loss.expr, loss.log_expr, loss.log_q):
+    _check_constants_of(loss, (loss.expr, loss.log_expr, loss.log_q))
+
+
+def _check_constants_of(loss, forms):
+    for form in forms:
         bad = [a for a in form.atoms(sp.Number) if not fits_float64(a)]
         if bad:
             raise ValueError(f"loss {loss.name!r}: the constant {sp.N(bad[0], 4)} is beyond float64's range; a "
@@ -243,6 +273,25 @@ def _check_positive(loss):
     _check_same(loss.log_q, sp.log(loss.q), "the log-domain log q", "log q(m)", fix)
 
 
+def _check_residual_loss(loss):
+    """A regression loss l(m) of the residual m: l(0) = 0 = l'(0), l > 0 and m l'(m) > 0 elsewhere on [-30, 30]
+    (mpmath), so that a zero residual is its only minimum and an interpolator is a global minimum of L."""
+    at = [m for m in _CHECK_AT if m != 0.0]
+    for what, e, want in (("l(m)", loss.expr, lambda m, v: v > 0), ("-m l'(m)", M * loss.q, lambda m, v: v < 0)):
+        for m, raw in zip(at, _mp_values(e, at)):
+            v = complex(raw)
+            if v != v or abs(v.imag) > 1e-30 or not want(m, v.real):
+                raise ValueError(f"loss {loss.name!r}: a regression loss of the residual m must be defined, > 0 and "
+                                 f"increasing in |m| away from m = 0 (its only minimum); at m = {m:g}, {what} is "
+                                 f"{complex(raw).real:.6g}. Write it as l(m) with l(0) = 0, e.g. m**2/2.")
+    for what, e in (("l(0)", loss.expr), ("l'(0)", loss.q)):
+        value = complex(_mp_values(e, [0.0])[0])
+        if not abs(value) <= 1e-12:
+            raise ValueError(f"loss {loss.name!r}: {what} = {value.real:.6g}; a regression loss must have its minimum "
+                             "l(0) = 0 at a zero residual (subtract the constant: it changes no dynamics).")
+    _check_constants_of(loss, (loss.expr, loss.q, loss.dq))
+
+
 def _tail_rate(loss) -> float:
     f = sp.lambdify(M, loss.log_q, modules=[numpy_functions(), "numpy"])
     with np.errstate(all="ignore"):
@@ -262,8 +311,10 @@ def _tail_rate(loss) -> float:
 
 exponential_loss = Loss("exponential", sp.exp(-M))
 logistic_loss = Loss("logistic", sp.log(1 + sp.exp(-M)))
+#: the square loss of regression, l(m) = m^2 / 2 of the residual m = x.beta - y: L = (1/2n) ||X beta - y||^2
+square_loss = Loss("square", M**2 / 2, task="regression")
 
-LOSSES = {"exponential": exponential_loss, "logistic": logistic_loss}
+LOSSES = {"exponential": exponential_loss, "logistic": logistic_loss, "square": square_loss}
 
 
 def get_loss(loss) -> Loss:

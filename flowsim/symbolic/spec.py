@@ -48,7 +48,8 @@ def parts_from_spec(data: dict):
         model = DiagonalNet(m["depth"], m["form"])
     else:
         model = Parametrization(m["name"], tuple(m["layers"]), _expr(m["beta"]))
-    loss = Loss(lo["name"], _expr(lo["expr"]), margin=_expr(lo["margin"]), log_expr=_expr(lo["log_expr"]))
+    loss = Loss(lo["name"], _expr(lo["expr"]), margin=_expr(lo["margin"]), log_expr=_expr(lo["log_expr"]),
+                task=lo.get("task", "classification"))
     flow = Flow(_part(points, f["point"]), _part(directions, f["direction"]), rho=f["rho"], lr=f["lr"],
                 decay=f["decay"], name=f["name"], shows=tuple(f["shows"]))
     return model, loss, flow
@@ -61,6 +62,9 @@ def _model(model):
 
 
 def _loss(loss):
+    if loss.is_regression:  # used as written: no log form to keep
+        return {"name": loss.name, "expr": _text(loss.expr), "margin": _text(loss.margin), "log_expr": None,
+                "task": loss.task}
     return {"name": loss.name, "expr": _text(loss.expr), "margin": _text(loss.margin),
             "log_expr": _text(loss.log_expr)}
 

@@ -159,9 +159,11 @@ def verdict(sol, refs: dict, claim: str, min_r2: float = 0.9) -> Verdict:
     is closer to it than to those others and at most half as far from it as beta at the horizon (within
     0.05 degrees where that is less), extrapolated as a power of 1/log t; extrapolated as a power of 1/log log t
     too (``LAWS``), the two limits at most as far apart as the claim is from the nearest other reference (else
-    None, "undecided by the extrapolation law": the data at this horizon do not say which it is). False when another reference is closer by more than a factor
-    2 in angle, when the gap to a unique optimum levels off above 0 without decaying (fitted |k| < 0.05, not
-    k > 0 and decreasing: no rival needed),
+    None, "undecided by the extrapolation law": the data at this horizon do not say which it is). A run nearer
+    another reference while its gap to the claim still decays is passing it (None) unless the fitted limits rule
+    the claim out (False, "converges elsewhere", docs/theory.md 4). False when another reference is closer by
+    more than a factor 2 in angle and the gap to the claim does not decay, when the gap to a unique optimum levels
+    off above 0 without decaying (fitted |k| < 0.05, not k > 0 and decreasing: no rival needed),
     or when the run's margin is above a KKT point's (depth >= 3: a local optimum; the run is at another);
     None (inconclusive) otherwise; None ("undecided: references coincide") too for a run that would converge
     to the claim while another reference is no farther from it than the run's final angle: the run cannot tell
@@ -203,6 +205,8 @@ def verdict(sol, refs: dict, claim: str, min_r2: float = 0.9) -> Verdict:
                            "converges to all of them or none): " + text + why, fits, extrapolated)
         return Verdict(claim, True, "converges: " + text + why, fits, extrapolated) if settled else \
             Verdict(claim, None, "inconclusive: " + text + why, fits, extrapolated)
+    if decays:  # (and a rival nearer than the claim)
+        return _passing_by(sol, unit, claim, rivals, beaten, c, text, fits, min_r2)
     if any(fits[k].final_angle < 0.5 * c.final_angle for k in beaten):
         return Verdict(claim, False, "closer to another reference: " + text, fits)
     # a unique optimum's margin gap not decaying and levelling off above 0 (|k| < LEVEL) is a run going elsewhere,
@@ -313,6 +317,39 @@ def _settled_on(sol, unit, claim, rivals, fit, at_margin) -> tuple:
     if off[claim] > bound:
         return False, text + f" (must be within {bound:.3g}: the run is not heading for it)", extrapolated
     return True, text, extrapolated
+
+
+def _passing_by(sol, unit, claim, rivals, beaten, fit, text, fits, min_r2) -> Verdict:
+    """A run nearer another reference at the horizon while the gap to ``claim`` still decays. A unique optimum's
+    margin gap going to 0 means the direction goes to it, so nearness at a finite horizon refutes nothing (depth-1
+    GD on the hunt's data seed 63 passes 0.49 deg from l1 at t = 1e100 on its way to l2, 2.05 deg from l1, its l2
+    gap ~ (log t)^-1.2 with R^2 = 1): undecided, unless the fitted limits rule the claim out: the tail is out of
+    its transient (the claim's gap, or the nearer rival's, decays as one power law, ``STEADY``) and the limit
+    extrapolated under every decay law of ``LAWS``, one the tail fits worse included, is nearer a rival than the
+    claim: False. (A refutation must not depend on the law: depth-1 GD on the hunt's data seed 573, l_inf 0.34 deg
+    from l2, ends 0.32 deg from l2 and 0.18 from l_inf, and extrapolates nearer l_inf as a power of 1/log t, nearer
+    l2 as a power of 1/log log t.) Depth-1 l2-SAM judged against l1 fails so: its l1 gap decays ever slower,
+    (log t)^-0.08 then -0.06, to the positive gap of the l2 direction it is 0.2 deg from, its l2 gap as
+    (log t)^-1.02 on both halves. A transient's extrapolation is no evidence (depth-2 GD from (1, 0.01, 0.01), 37-57 deg from every reference at t = 1e100, its
+    rates growing 16-45% over the tail)."""
+    nearer = min(beaten, key=lambda k: fits[k].final_angle)
+    rival = fits[nearer]
+    text += (f"; nearer {nearer} ({rival.final_angle:.3g} deg) at this horizon while its own gap still decays, rate "
+             f"{fit.halves[0]:.3g} then {fit.halves[1]:.3g} over the tail's halves ({nearer}'s {rival.halves[0]:.3g} "
+             f"then {rival.halves[1]:.3g})")
+    rival_settles = rival.rate > 0 and rival.r2 >= min_r2 and rival.decreasing and rival.steady
+    if not (fit.steady or rival_settles):
+        return Verdict(claim, None, f"undecided: {text}: not one power law for either, the limit not yet in sight", fits)
+    try:
+        limits = {law: limit_direction(sol, law=law) for law in LAWS}
+    except ValueError as err:
+        return Verdict(claim, None, f"undecided: {text}; no extrapolated limit: {err}", fits)
+    extrapolated = {law: _degrees(e.direction, unit[claim]) for law, e in limits.items()}
+    nearest = {law: min([claim, *rivals], key=lambda k: _degrees(e.direction, unit[k])) for law, e in limits.items()}
+    text += "; extrapolated limit nearest " + ", ".join(f"{k} as a power of 1/{law}" for law, k in nearest.items())
+    if claim not in nearest.values():
+        return Verdict(claim, False, "converges elsewhere: " + text, fits, extrapolated)
+    return Verdict(claim, None, "undecided: passing another reference on its way: " + text, fits, extrapolated)
 
 
 #: a decay law whose best fit's rms residual exceeds this multiple of the other's is rejected by the data (the
