@@ -49,8 +49,8 @@ class Records:
 
     def rewind(self, keep: int) -> list:
         """Keep the first ``keep`` saves; returns the ``(s, y)`` of those dropped."""
-        dropped = list(zip(self._s[keep:], self._states()[keep:]))
-        kept = self._states()[:keep]
+        dropped = list(zip(self._s[keep:], self._states_from(keep)))
+        kept = self._states_from(0)[:keep]
         del self._s[keep:], self._loss[keep:]
         self._blocks, self._ends = ([kept], [len(kept)]) if len(kept) else ([], [])
         self._signs = [stretch for stretch in self._signs if stretch[0] <= keep] or self._signs[:1]
@@ -58,7 +58,7 @@ class Records:
 
     def swap_clocks(self, clock):
         """Every save in the other clock (``Clock.swapped``): the hand-over to the tau clock."""
-        pairs = [clock.swapped(s, y) for s, y in zip(self._s, self._states())]
+        pairs = [clock.swapped(s, y) for s, y in zip(self._s, self._states_from(0))]
         self._s, self._blocks, self._ends = [], [], []
         self.extend([p[0] for p in pairs], [p[1] for p in pairs])
 
@@ -75,7 +75,7 @@ class Records:
     def losses(self, start: int) -> list:
         """The log-losses of the saves from ``start`` on, each found once (and kept for the ``Solution``)."""
         if len(self._loss) < len(self._s):
-            new = self._states()[len(self._loss):]
+            new = self._states_from(len(self._loss))
             self._loss.extend(self._loss_of(new[:, :-1].reshape((-1,) + self._shape)))
         return self._loss[start:]
 
@@ -87,8 +87,11 @@ class Records:
         """(s, y) of every save as new arrays."""
         return np.asarray(self._s), np.concatenate(self._blocks) if self._blocks else np.asarray([])
 
-    def _states(self) -> np.ndarray:
-        """Every save's state, (saves, state) (one block as it came; an empty list's array when none)."""
-        if len(self._blocks) > 1:
-            self._blocks, self._ends = [np.concatenate(self._blocks)], [len(self._s)]
-        return self._blocks[0] if self._blocks else np.asarray([])
+    def _states_from(self, i: int) -> np.ndarray:
+        """The states of saves ``i`` on, (saves, state): a view where they lie in one block (an empty list's array
+        when there are none)."""
+        b = bisect.bisect_right(self._ends, i)
+        if b == len(self._blocks):
+            return np.asarray([])
+        first = self._blocks[b][i - (self._ends[b - 1] if b else 0):]
+        return np.concatenate([first, *self._blocks[b + 1:]]) if b + 1 < len(self._blocks) else first
