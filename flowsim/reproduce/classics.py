@@ -243,22 +243,23 @@ def woodworth_q_alpha(out: Path, quick: bool) -> Claim:
     data = fs.Dataset(X, y)
     depths = (2,) if quick else (2, 3)
     min_l2, min_l1 = np.linalg.pinv(X) @ y, min_l1_interpolator(X, y)
-    ends, limits, wrong_alpha, numbers = {}, {}, {}, {}
+    ends, wrong_alpha, matches, numbers = {}, {}, [], {}
     for depth in depths:
         system = fs.derive(fs.DiagonalNet(depth, "difference"), "square", fs.GD())
         for alpha in WOODWORTH_ALPHAS[depth]:
             sol = fs.solve(system, data, alpha, t1=1e8, rtol=1e-10, throw=False)
-            ends[depth, alpha] = sol.beta[-1] if sol.status == "converged" else np.full(data.d, np.nan)
-            limits[depth, alpha] = fs.implicit_regularizer_limit(X, y, alpha, depth)
+            end = ends[depth, alpha] = sol.beta[-1] if sol.status == "converged" else np.full(data.d, np.nan)
             wrong_alpha[depth, alpha] = fs.implicit_regularizer_limit(X, y, alpha / 2, depth)
+            match = limit_matches(end, fs.implicit_regularizer_limit(X, y, alpha, depth),
+                                  f"depth {depth}, alpha {alpha:g}: against the Q_alpha limit")
+            matches.append(match)
+            to_l2, to_l1 = _relative_distance(end, min_l2), _relative_distance(end, min_l1)
             numbers[f"depth {depth}, alpha {alpha:g}"] = Measured(
-                f"{sol.status}: {sol.message}; relative distance to the min-l2 interpolator "
-                f"{_relative_distance(ends[depth, alpha], min_l2):.3g}, to the min-l1 one "
-                f"{_relative_distance(ends[depth, alpha], min_l1):.3g}",
-                (Number("distance_to_min_l2", _relative_distance(ends[depth, alpha], min_l2), "1 (relative)"),
-                 Number("distance_to_min_l1", _relative_distance(ends[depth, alpha], min_l1), "1 (relative)"),
-                 Number("log10_t_end", float(sol.log10_t[-1]), "log10 t")))
-    matches = [limit_matches(ends[key], limits[key], f"depth {key[0]}, alpha {key[1]:g}") for key in ends]
+                f"{match.why}; relative distance to the min-l2 interpolator {to_l2:.3g}, to the min-l1 one "
+                f"{to_l1:.3g}; {sol.status}: {sol.message}",
+                (*match.numbers, Number("distance_to_min_l2", to_l2, "1 (relative)"),
+                 Number("distance_to_min_l1", to_l1, "1 (relative)"), Number("log10_t_end", float(sol.log10_t[-1]),
+                                                                             "log10 t")))
 
     def transition(kernel, rich, depth):
         alphas = WOODWORTH_ALPHAS[depth]
