@@ -90,6 +90,7 @@ def _figure(panels: int, width=5.6, height=3.4):
 #: one set in five undecided at t = 1e100 (its limit extrapolated by powers of 1/log t and of 1/log log t disagreed)
 SOUDRY_APART_DEG = 10.0
 
+
 def limit_at_rate(sol, refs: dict, want: str) -> Outcome:
     """The run converges in direction to ``refs[want]`` (the fitted-gap verdict, :func:`criteria.converges_to`) and
     its normalised-margin gap decays at least like 1/log t: the exponent k of gap ~ (log t)^-k, fitted over the
@@ -126,7 +127,8 @@ def soudry_l2_limit(out: Path, quick: bool) -> Claim:
                      "max-margin by the fitted-gap verdict, and its normalised-margin gap decays at least like 1/log t: "
                      "the exponent k of gap ~ (log t)^-k, fitted over the last half of log10 t up to t = 1e100, is >= "
                      "0.9 (k = 1 where the gap's 1/log t term, the spread of x_i . rho over the support vectors, is not "
-                     "small: iid_gaussian(20, 5, seed 29), whose references are nearer, shows k = 1.48 at t = 1e100).", "as stated"),
+                     "small: iid_gaussian(20, 5, seed 29), whose references are nearer, shows k = 1.48 at t = 1e100).",
+                     "as stated"),
                  f"Linear, logistic, GD, init N(0, 0.25 I), t1 {T1:g}; {len(sets)} Gaussian sets "
                  f"iid_gaussian{SET_SHAPE} (seeds {[s for s, _, _ in sets]}) whose l1, l2 and l_inf max-margins are "
                  f"pairwise >= {SOUDRY_APART_DEG:g} deg apart",
@@ -238,18 +240,16 @@ def _relative_distance(beta, reference) -> float:
     return float(np.linalg.norm(beta - reference) / np.linalg.norm(reference))
 
 
-def woodworth_q_alpha(out: Path, quick: bool) -> Claim:
-    X, y = regression_problem()
+def _woodworth_runs(X, y, depths, min_l2, min_l1):
+    """The flow's end at each (depth, alpha) (NaN where it did not converge), its check against the Q_alpha limit,
+    and each run's measured row."""
     data = fs.Dataset(X, y)
-    depths = (2,) if quick else (2, 3)
-    min_l2, min_l1 = np.linalg.pinv(X) @ y, min_l1_interpolator(X, y)
-    ends, wrong_alpha, matches, numbers = {}, {}, [], {}
+    ends, matches, numbers = {}, [], {}
     for depth in depths:
         system = fs.derive(fs.DiagonalNet(depth, "difference"), "square", fs.GD())
         for alpha in WOODWORTH_ALPHAS[depth]:
             sol = fs.solve(system, data, alpha, t1=1e8, rtol=1e-10, throw=False)
             end = ends[depth, alpha] = sol.beta[-1] if sol.status == "converged" else np.full(data.d, np.nan)
-            wrong_alpha[depth, alpha] = fs.implicit_regularizer_limit(X, y, alpha / 2, depth)
             match = limit_matches(end, fs.implicit_regularizer_limit(X, y, alpha, depth),
                                   f"depth {depth}, alpha {alpha:g}: against the Q_alpha limit")
             matches.append(match)
@@ -258,8 +258,16 @@ def woodworth_q_alpha(out: Path, quick: bool) -> Claim:
                 f"{match.why}; relative distance to the min-l2 interpolator {to_l2:.3g}, to the min-l1 one "
                 f"{to_l1:.3g}; {sol.status}: {sol.message}",
                 (*match.numbers, Number("distance_to_min_l2", to_l2, "1 (relative)"),
-                 Number("distance_to_min_l1", to_l1, "1 (relative)"), Number("log10_t_end", float(sol.log10_t[-1]),
-                                                                             "log10 t")))
+                 Number("distance_to_min_l1", to_l1, "1 (relative)"),
+                 Number("log10_t_end", float(sol.log10_t[-1]), "log10 t")))
+    return ends, matches, numbers
+
+
+def woodworth_q_alpha(out: Path, quick: bool) -> Claim:
+    X, y = regression_problem()
+    depths = (2,) if quick else (2, 3)
+    min_l2, min_l1 = np.linalg.pinv(X) @ y, min_l1_interpolator(X, y)
+    ends, matches, numbers = _woodworth_runs(X, y, depths, min_l2, min_l1)
 
     def transition(kernel, rich, depth):
         alphas = WOODWORTH_ALPHAS[depth]
@@ -271,7 +279,7 @@ def woodworth_q_alpha(out: Path, quick: bool) -> Claim:
         numbers[f"depth {depth}: kernel (min-l2) to rich (min-l1)"] = o
     controls = [Control("each flow's end judged against the limit of half its alpha",
                         _counted({f"depth {depth}, alpha {alpha:g}": limit_matches(
-                                      ends[depth, alpha], wrong_alpha[depth, alpha],
+                                      ends[depth, alpha], fs.implicit_regularizer_limit(X, y, alpha / 2, depth),
                                       f"depth {depth}, alpha {alpha:g} against alpha {alpha / 2:g}'s limit")
                                   for depth, alpha in ends}, "ends equal the limit of half their alpha")),
                 Control("the transition with the roles swapped: the min-l1 interpolator as the large-alpha (kernel) "
@@ -423,16 +431,22 @@ def _shortest_plateau(path) -> float:
     return float(np.diff(path.jump_times).min(initial=np.inf))
 
 
+def _pesme_runs(seed: int):
+    """Problem ``seed``'s saddle-to-saddle path and the flows from each of PESME_ALPHAS, saved evenly in t~ up to
+    1.5 times the path's last jump."""
+    X, y = regression_problem(seed)
+    path = fs.saddle_to_saddle(X, y)
+    system = fs.derive(fs.DiagonalNet(2, "difference"), "square", fs.GD())
+    rescaled = np.linspace(0, 1.5 * path.jump_times[-1], PESME_SAVES + 1)[1:]
+    return path, [fs.solve(system, fs.Dataset(X, y), alpha, t1=rescaled[-1] * np.log(1 / alpha),
+                           save_at_t=rescaled * np.log(1 / alpha), throw=False) for alpha in PESME_ALPHAS]
+
+
 def pesme_saddle_to_saddle(out: Path, quick: bool) -> Claim:
     problems = (0,) if quick else tuple(range(6))  # seed 0's path drops a coordinate on the way
-    system = fs.derive(fs.DiagonalNet(2, "difference"), "square", fs.GD())
     paths, runs = {}, {}
     for seed in problems:
-        X, y = regression_problem(seed)
-        paths[seed] = path = fs.saddle_to_saddle(X, y)
-        grid = np.linspace(0, 1.5 * path.jump_times[-1], PESME_SAVES + 1)[1:]
-        runs[seed] = [fs.solve(system, fs.Dataset(X, y), alpha, t1=grid[-1] * np.log(1 / alpha),
-                               save_at_t=grid * np.log(1 / alpha), throw=False) for alpha in PESME_ALPHAS]
+        paths[seed], runs[seed] = _pesme_runs(seed)
     errors = {seed: [path_errors(sol, paths[seed], a) for sol, a in zip(runs[seed], PESME_ALPHAS)] for seed in problems}
     judged = [seed for seed in problems if _shortest_plateau(paths[seed]) >= MIN_PLATEAU]
     outcomes = {seed: _follows_path(errors[seed], paths[seed], f"problem seed {seed}") for seed in problems}
