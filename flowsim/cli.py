@@ -1,6 +1,7 @@
 """The ``flowsim`` command line (typer). Same code path as the Python API.
 
     flowsim reproduce all --out report        # every paper check -> report/ (md, json, html) + figures
+    flowsim reproduce classics --out classics # the classic implicit-bias results as checks
     flowsim derive --model product --depth 2 --flow sam --rho 0.1 --latex
     flowsim run experiment.toml --out run.nc  # one flow from a config file
     flowsim sweep experiment.toml --out sweep.nc      # the same over a grid ([sweep] alpha/rho)
@@ -46,12 +47,13 @@ def _user_error(err):
 
 
 #: the suites of :mod:`flowsim.reproduce.report` (named here: importing it would slow every command's start)
-SUITE_CHOICES = "sam|adam|all"
+SUITE_CHOICES = "sam|adam|classics|all|everything"
 
 
 @app.command()
 def reproduce(
-    suite: str = typer.Argument(..., help="sam (seed 000), adam (seed 002) or all", metavar=SUITE_CHOICES),
+    suite: str = typer.Argument(..., help="sam (seed 000), adam (seed 002), classics (Soudry, Gunasekar, Woodworth, "
+                                          "Pesme-Flammarion), all (sam and adam) or everything", metavar=SUITE_CHOICES),
     out: Path = typer.Option(Path("report"), help="output folder for report.md and figures"),
     quick: bool = typer.Option(False, help="short horizons and small grids, every control kept (about 2 minutes)"),
     hunt_budget: Optional[int] = typer.Option(None, help="criterion calls of each claim's search for "

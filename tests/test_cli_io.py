@@ -798,11 +798,11 @@ def test_only_the_flowsim_name_is_installed_and_a_users_analysis_py_is_never_imp
 def test_reproduce_usage_lists_the_suites():
     """Usage read ``reproduce [OPTIONS] {suite}`` with no word of the choices."""
     from flowsim.cli import SUITE_CHOICES
-    from flowsim.reproduce.report import SUITES
+    from flowsim.reproduce.report import GROUPS, SUITES
 
     r = runner.invoke(app, ["reproduce", "--help"])
     assert r.exit_code == 0 and "{" + SUITE_CHOICES + "}" in r.output.splitlines()[0], r.output
-    assert SUITE_CHOICES == "|".join([*SUITES, "all"])
+    assert SUITE_CHOICES == "|".join([*SUITES, *GROUPS])
 
 
 @pytest.mark.parametrize("args, message", [

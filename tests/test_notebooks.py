@@ -14,8 +14,8 @@ WARNING_FREE = {"01_phase_portraits", "04_adam_side"}
 NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.py"))
 
 
-def test_there_are_five_notebooks():
-    assert [p.stem[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05"]
+def test_there_are_six_notebooks():
+    assert [p.stem[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])

@@ -30,6 +30,8 @@ from flowsim.integrate.timeline import (
 from flowsim.symbolic.reachable import invariant_planes, kept_entry_signs
 
 MAX_SEGMENTS = 10_000
+#: log-losses a Run keeps, of the last states asked (``Run.log_loss``)
+LOG_LOSSES_KEPT = 4
 
 RATE_OVERFLOW = ("at log10 t = {log10_t:.6g} the log-time rate t e^{{S~}} is 10^{rate:.4g}, beyond float range: the loss "
                  "no longer decreases (an equilibrium that is not exact: exact ones, where the field is 0, are held "
@@ -71,6 +73,7 @@ class Run:
         # (the part-level promise, in any clock: a normalised flow's field carries the factor too)
         self.planes = invariant_planes(system.model) if system.flow.follows_gradient else ()
         self.status, self.message, self.problem = None, "", None
+        self._log_losses = {}  # (``log_loss``)
         theta = theta0
         self.surfaces = np.zeros((self.K, self.d), bool)  # entries sliding on their switching surfaces G_k = 0
         if self.uses_sign:
@@ -193,9 +196,16 @@ class Run:
         return np.asarray(self.system.numpy.beta(theta), float).reshape(self.d)
 
     def log_loss(self, theta=None):
-        with np.errstate(all="ignore"):
-            return float(np.logaddexp.reduce(self.system.numpy.log_l(self.vf.margins(self.Z, self.beta(theta)))
-                                             .reshape(-1)))
+        """log of the summed loss at theta (default: now). The last few are kept by the state's bytes: a segment's
+        loss before it is the one after the last, and a handler asks again for the one at its end."""
+        key = np.asarray(self.theta if theta is None else theta, dtype=np.float64).tobytes()
+        if key not in self._log_losses:
+            if len(self._log_losses) >= LOG_LOSSES_KEPT:
+                self._log_losses.clear()
+            with np.errstate(all="ignore"):
+                ll = self.system.numpy.log_l(self.vf.margins(self.Z, self.beta(theta)))
+                self._log_losses[key] = float(np.logaddexp.reduce(ll.reshape(-1)))
+        return self._log_losses[key]
 
     def loss_change(self, log_before, log_after) -> float:
         """How much the loss moved, compared with ``critical.LOSS_STILL``: in log L (a margin loss, falling for

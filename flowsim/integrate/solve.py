@@ -147,21 +147,21 @@ def solve(
                       opts.rtol, atol, opts.max_steps, *floors, track, speedup, adaptive)
     sol = _integrate(problem, progress, config)
     sol = lift(sol, system, speedup, data, flips) if reduced else sol
-    sol = dataclasses.replace(sol, rerun=functools.partial(solve, system, data))
-    sol = _signs_kept(_on_asked_points(sol, points), kept)
+    sol = dataclasses.replace(sol, log10_t=_on_asked_points(sol.log10_t, points),
+                              rerun=functools.partial(solve, system, data))
+    sol = _signs_kept(sol, kept)
     return _raise_failure(sol) if throw else sol
 
 
-def _on_asked_points(sol, points):
-    """The saves at asked points read those points exactly: the clock's conversions (and a reduced solve's time
-    shift) left t = 1 at log10 t = -5.6e-17, which ``ds.sel(log10_t=0)`` did not find."""
-    log10_t = np.array(sol.log10_t, dtype=np.float64)
-    nearest = points[np.clip(np.searchsorted(points, log10_t), 0, len(points) - 1)]
-    below = points[np.clip(np.searchsorted(points, log10_t) - 1, 0, len(points) - 1)]
-    for candidate in (nearest, below):
-        on = np.isclose(log10_t, candidate, rtol=1e-12, atol=1e-12)
+def _on_asked_points(log10_t, points):
+    """The saves' ``log10_t`` with those at asked points reading those points exactly: the clock's conversions
+    (and a reduced solve's time shift) left t = 1 at log10 t = -5.6e-17, which ``ds.sel(log10_t=0)`` did not find."""
+    log10_t = np.array(log10_t, dtype=np.float64)
+    above = np.searchsorted(points, log10_t)
+    for candidate in (points[np.clip(above, 0, len(points) - 1)], points[np.clip(above - 1, 0, len(points) - 1)]):
+        on = np.abs(log10_t - candidate) <= 1e-12 + 1e-12 * np.abs(candidate)  # np.isclose(rtol=atol=1e-12), bare
         log10_t[on] = candidate[on]
-    return dataclasses.replace(sol, log10_t=log10_t)
+    return log10_t
 
 
 def _integrate(problem, progress, config):

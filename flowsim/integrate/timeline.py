@@ -4,6 +4,7 @@ and the assembly of the records into a :class:`Solution`."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -61,14 +62,18 @@ FIRST_DECADES = 3.0
 SPREAD = 10.0
 
 
+@functools.lru_cache(maxsize=32)
 def default_grid(log10_t1, saves):
     """log10 t of ``saves`` default save points up to t1: one near t = 0, then dense in log10 t from
-    t = 1e-3 over the first decades and in log10 log10 t far out (``SPREAD``)."""
+    t = 1e-3 over the first decades and in log10 log10 t far out (``SPREAD``). Made once per (t1, saves), and
+    read-only, as it is shared."""
     lo = min(-3.0, log10_t1 - 3.0)
     w = np.linspace(math.log(SPREAD), math.log(SPREAD + log10_t1 - lo), saves - 1)
     grid = lo + np.expm1(w - math.log(SPREAD)) * SPREAD
     grid[-1] = log10_t1
-    return np.concatenate([[lo - FIRST_DECADES], grid])
+    points = np.concatenate([[lo - FIRST_DECADES], grid])
+    points.flags.writeable = False
+    return points
 
 
 def save_points(log10_t1, saves=None, save_at_log10_t=None, save_at_t=None):

@@ -5,7 +5,7 @@
     {"schema_version": 4, "suite": str, "quick": bool, "complete": bool (false: stopped early, by a Ctrl-C or
      still running; the claims that finished are listed), "flowsim_version": str, "python": str,
      "wall_s": float, "cpu_s": float,
-     "claims": [{"id": str, "seed": "000" | "002",
+     "claims": [{"id": str, "seed": "000" | "002" | "classics",
                  "paper_statement": str, "checked_statement": str,
                  "strength": "as stated" | "weaker" | "corrected: <what>" | "identity of the model"
                              | "beyond the available text",
@@ -40,18 +40,21 @@ import flowsim as fs
 from flowsim._checks import is_whole
 from flowsim._interrupts import propagating, stopped_by
 
-from . import adam, depth_maps, hunts, sam, scans
+from . import adam, classics, depth_maps, hunts, sam, scans
 from ._claim import run_checks
 
-#: each suite's checks: its seed's claims, then the scans and maps built on the same runs
+#: each suite's checks: its seed's claims, then the scans and maps built on the same runs; the classic results
 SUITES = {"sam": functools.partial(run_checks, sam.CHECKS + depth_maps.CHECKS),
-          "adam": functools.partial(run_checks, adam.CHECKS + scans.CHECKS)}
+          "adam": functools.partial(run_checks, adam.CHECKS + scans.CHECKS),
+          "classics": functools.partial(run_checks, classics.CHECKS)}
+#: names that run several suites in turn: "all" the two seeds' papers, "everything" every suite
+GROUPS = {"all": ("sam", "adam"), "everything": tuple(SUITES)}
 SCHEMA_VERSION = 4
 
 
 def check_suite(suite: str) -> None:
-    if suite not in (*SUITES, "all"):
-        raise ValueError(f"suite must be one of {', '.join([*SUITES, 'all'])}; got {suite!r}.")
+    if suite not in (*SUITES, *GROUPS):
+        raise ValueError(f"suite must be one of {', '.join([*SUITES, *GROUPS])}; got {suite!r}.")
 
 
 def check_hunt_budget(budget) -> None:
@@ -85,7 +88,7 @@ def reproduce(suite: str, out, quick: bool = False, progress=print, hunt_budget:
     check_suite(suite)
     check_hunt_budget(hunt_budget)
     out = prepare_out(out)
-    names = [*SUITES] if suite == "all" else [suite]
+    names = GROUPS.get(suite, (suite,))
     start, cpu = time.perf_counter(), time.process_time()
     claims = []
 
@@ -115,7 +118,7 @@ def reproduce(suite: str, out, quick: bool = False, progress=print, hunt_budget:
     return write(complete=True)
 
 
-#: where the claims come from (docs/theory.md 5b and 8)
+#: where the seeds' claims come from (docs/theory.md 5b and 8)
 PROVENANCE = ("The claims are the papers' statements as docs/theory.md (5b, 8) gives them: from their abstracts, "
               "reviews and notes, not the papers' text; seed 000's statements at depth L >= 3 come from reviewers' "
               "notes only.")
@@ -127,6 +130,14 @@ STRENGTH = ("Strength: how the statement checked relates to the paper's: 'as sta
             "is checked and the stated one must fail on a measured counterexample), 'identity of the model' (follows "
             "algebraically from the flow's equations: it tests the integrator, not a theorem), 'beyond the available "
             "text' (flowsim's own question).")
+
+
+#: where each suite's claims come from
+SOURCES = {"sam": PROVENANCE, "adam": PROVENANCE, "classics": classics.PROVENANCE}
+
+
+def _provenance(s) -> str:
+    return " ".join(dict.fromkeys(SOURCES[name] for name in GROUPS.get(s["suite"], (s["suite"],))))
 
 
 def _incomplete(s) -> list:
@@ -158,7 +169,7 @@ def _markdown(s) -> str:
              ("A claim **holds** only when its criterion holds on the claim's setting and *fails* on every negative "
               "control (a setting where the conclusion must not hold); a control that also holds makes it "
               "**inconclusive**. **open**: measured, no prediction to test; **descriptive**: a figure, no test."), "",
-             PROVENANCE, "", STRENGTH, "", *_incomplete(s),
+             _provenance(s), "", STRENGTH, "", *_incomplete(s),
              "| claim | verdict | strength | controls | why | s |", "|---|---|---|---|---|---|"]
     lines += [f"| {c['id']} | **{c['verdict']}** | {_cell(c['strength'])} | {_controls(c)} | {_cell(c['why'])} | "
               f"{c['wall_s']:.1f} |" for c in s["claims"]]
@@ -209,7 +220,7 @@ def _table(rows, head) -> str:
 
 
 def _html(s, out: Path) -> str:
-    parts = [f"<h1>{html.escape(_title(s))}</h1><p>{html.escape(_timing(s))}</p><p>{html.escape(PROVENANCE)}</p>"
+    parts = [f"<h1>{html.escape(_title(s))}</h1><p>{html.escape(_timing(s))}</p><p>{html.escape(_provenance(s))}</p>"
              f"<p>{html.escape(STRENGTH)}</p>" + "".join(f"<p><b>{html.escape(x)}</b></p>" for x in _incomplete(s) if x),
              _table([(c["id"], c["verdict"], c["strength"], _controls(c), c["why"]) for c in s["claims"]],
                     ["claim", "verdict", "strength", "controls", "why"])]

@@ -35,8 +35,12 @@ def _np_log_softplus(x):
     small = x < -30.0
     if not small.any():  # (the usual case: a solve's margins)
         return _np_log_of_softplus(x)
-    xs = np.where(small, x, 0.0)
-    return np.where(small, xs + np.log1p(-0.5 * np.exp(xs)), _np_log_of_softplus(np.where(small, 0.0, x)))
+    # the small entries mended in place: the two branches over every entry (np.where) cost half as much again
+    with np.errstate(divide="ignore", under="ignore"):  # (softplus of the smallest underflows to 0 there)
+        out = np.asarray(_np_log_of_softplus(x))
+    xs = x[small]
+    out[small] = xs + np.log1p(-0.5 * np.exp(xs))
+    return out
 
 
 def _np_log_of_softplus(x):

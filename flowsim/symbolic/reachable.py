@@ -84,8 +84,9 @@ def reachable_signs(model, theta0, flow) -> np.ndarray:
     if flow.follows_gradient:
         # every df/dw_k = 0 at the start (two zero layers of a depth-3 product): the coordinate's gradient is 0
         # at any data, its entries' perturbation too, so it never moves (its beta_j is free by the rules above)
-        for j in np.flatnonzero(_rounded_frozen(model, theta0) & ~underflowing(model, theta0)):
-            signs[j] = float(mpmath.sign(_value_mp(model)(*_exact(theta0[:, j]))))
+        for j in np.flatnonzero(_rounded_frozen(model, theta0)):
+            if not any(_partials_mp(model)(*_exact(theta0[:, j]))):  # not ``underflowing``: frozen exactly
+                signs[j] = float(mpmath.sign(_value_mp(model)(*_exact(theta0[:, j]))))
     return signs
 
 

@@ -87,25 +87,26 @@ class StoredKernel:
         self._first = threading.Lock()
 
     def __call__(self, *args):
-        shapes = repr(jax.tree_util.tree_map(lambda a: (np.shape(a), np.result_type(a).str), args))
-        call = self._calls.get(shapes)
+        leaves, tree = jax.tree_util.tree_flatten(args)
+        signature = (tree, tuple((np.shape(a), np.result_type(a).str) for a in leaves))
+        call = self._calls.get(signature)
         if call is not None:
             return call(*args)
         # a sweep's chunks arrive together from threads: one loads or exports, compiles and runs, the others
         # wait (a cold process's first chunk runs alone: one chunk's time beside a compile of seconds)
         with self._first:
-            if shapes in self._calls:
-                return self._calls[shapes](*args)
-            call = self._load_or_export(shapes, args)
+            if signature in self._calls:
+                return self._calls[signature](*args)
+            call = self._load_or_export(repr(jax.tree_util.tree_unflatten(tree, signature[1])), args)
             if call is not None:
                 try:
                     out = call(*args)
-                    self._calls[shapes] = call
+                    self._calls[signature] = call
                     return out
                 except Exception:  # noqa: BLE001 -- a module this JAX cannot run: trace instead
                     pass
             out = self._run(*args)
-            self._calls[shapes] = self._run
+            self._calls[signature] = self._run
             return out
 
     def _load_or_export(self, shapes, args):

@@ -1,0 +1,137 @@
+"""The host side of a solve: the saves kept in blocks (``Records``), a kernel's outputs read back from one
+vector, the tied system made once, and the log-loss of states asked again."""
+
+import numpy as np
+import pytest
+
+import flowsim as fs
+from flowsim._jax import jax, jnp
+from flowsim.integrate.backends._diffrax import _packed, unpacked
+from flowsim.integrate.balanced import reduction
+from flowsim.integrate.records import Records
+
+
+class RowsReference:
+    """What ``Records`` keeps, as a plain list of rows: the reference its blocks must read as."""
+
+    def __init__(self):
+        self.s, self.y = [], []
+
+    def extend(self, s_values, y_values):
+        self.s.extend(s_values)
+        self.y.extend(list(np.asarray(y_values, dtype=float)))
+
+    def rewind(self, keep):
+        dropped = list(zip(self.s[keep:], self.y[keep:]))
+        del self.s[keep:], self.y[keep:]
+        return dropped
+
+
+def _same(records, reference):
+    assert len(records) == len(reference.s)
+    s, y = records.arrays()
+    assert s.tolist() == reference.s
+    assert np.array_equal(y, np.array(reference.y).reshape(len(reference.s), -1))
+    for i in list(range(len(records))) + [-1, -len(records)]:
+        assert records.s_at(i) == reference.s[i]
+        assert np.array_equal(records.y_at(i), reference.y[i])
+        assert np.array_equal(records.theta_at(i), reference.y[i][:-1].reshape(2, 2))
+
+
+def test_saves_kept_in_blocks_read_as_the_rows_given():
+    """Blocks of several segments, single saves and an empty block; rewinds inside a block and across
+    blocks; a clock swap; losses found once and kept through a rewind: each read as a list of rows reads."""
+    rng = np.random.default_rng(0)
+    losses_found = []
+
+    def loss_of(states):
+        losses_found.append(len(states))
+        return [float(np.sum(t)) for t in states]
+
+    records, reference = Records(loss_of, 2, 2), RowsReference()
+    for m in (3, 0, 4, 1):
+        s, y = sorted(rng.random(m).tolist()), rng.random((m, 5))
+        records.extend(s, y)
+        reference.extend(s, y)
+    records.add(9.0, np.arange(5.0))
+    reference.extend([9.0], [np.arange(5.0)])
+    _same(records, reference)
+    assert records.losses(2) == [float(np.sum(y[:-1])) for y in reference.y[2:]]
+    dropped = records.rewind(5)  # inside the second block
+    expected = reference.rewind(5)
+    assert [s for s, _ in dropped] == [s for s, _ in expected]
+    assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(dropped, expected))
+    _same(records, reference)
+    assert records.known_losses() == [float(np.sum(y[:-1])) for y in reference.y]
+    records.extend([10.0, 11.0], rng.random((2, 5)))
+    reference.extend([10.0, 11.0], records.arrays()[1][-2:])
+    assert records.losses(0)[:5] == records.known_losses()[:5] and losses_found == [9, 2]
+    records.rewind(2)  # across blocks
+    reference.rewind(2)
+    _same(records, reference)
+
+    class Swap:
+        def swapped(self, s, y):
+            return float(y[-1]), np.concatenate([y[:-1], [s]])
+
+    records.swap_clocks(Swap())
+    reference.s, reference.y = [float(y[-1]) for y in reference.y], [
+        np.concatenate([y[:-1], [s]]) for s, y in zip(reference.s, reference.y)]
+    _same(records, reference)
+    with pytest.raises(IndexError):
+        records.y_at(2)
+
+
+def test_empty_records_read_as_no_saves():
+    records = Records(lambda states: [], 1, 3)
+    records.extend([], np.zeros((0, 4)))
+    s, y = records.arrays()
+    assert len(records) == 0 and s.shape == (0,) and y.shape == (0,)
+    assert records.rewind(0) == []
+
+
+def test_a_kernels_outputs_come_back_from_its_one_vector_exactly():
+    """Saved times and states, the reached flags, the end, the event index (-1 too), the flags and the step
+    counts: joined in one float64 vector on the device and read back by name, each exactly."""
+    size, slots = 3, 4
+
+    def run():
+        s_t = jnp.array([0.5, 1.5, jnp.inf, jnp.inf])
+        y_t = jnp.arange(slots * size, dtype=jnp.float64).reshape(slots, size) / 7.0
+        ok = jnp.array([True, True, False, False])
+        flags = (jnp.int32(-1), jnp.bool_(True), jnp.bool_(False))
+        stats = (jnp.int32(16_383), jnp.int32(16_000), jnp.int32(383))
+        return s_t, y_t, ok, jnp.float64(1.75), jnp.array([1e-300, -2.5, 1e300]), flags, stats
+
+    out = unpacked(np.asarray(jax.jit(_packed(run))()), slots, size)
+    s_t, y_t, ok, s_end, y_end, _, _ = jax.device_get(run())
+    assert np.array_equal(out.s_t, s_t) and np.array_equal(out.y_t, y_t) and np.array_equal(out.y_end, y_end)
+    assert out.ok.dtype == bool and out.ok.tolist() == ok.tolist() and out.s_end == 1.75
+    assert (out.fired, out.maxed, out.failed) == (-1, True, False)
+    assert (out.steps, out.accepted, out.rejected) == (16_383, 16_000, 383)
+
+
+def test_the_tied_system_is_made_once_and_solves_as_a_new_one():
+    """Two reductions of one balanced product give one tied System; a solve with it matches one with the tied
+    system derived afresh (the tied net's own solve at the same settings)."""
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.05, 2))
+    data = fs.Dataset(np.array([[1.0, 2.0, 0.5], [2.0, 0.3, 1.0]]), [1, 1])
+    theta0 = system.model.init_params(0.1, 3)
+    first, second = reduction(system, theta0, data), reduction(system, theta0, data)
+    assert first[0] is second[0] and first[1] == 2.0
+    fresh = fs.derive(fs.DiagonalNet(2, "tied"), "logistic", first[0].flow)
+    a = fs.solve(first[0], data, 0.01, t1=1e6, backend="diffrax:Tsit5", saves=20)
+    b = fs.solve(fresh, data, 0.01, t1=1e6, backend="diffrax:Tsit5", saves=20)
+    assert np.array_equal(a.beta, b.beta) and np.array_equal(a.log_loss, b.log_loss)
+
+
+def test_a_lifted_solve_has_every_layer_from_the_tied_one():
+    """The anti-balanced start w2 = -w1 with a flipped entry: each layer is its flips times the tied w, and the
+    lifted beta the product of the layers."""
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
+    data = fs.Dataset(np.array([[1.0, -2.0, 0.5], [2.0, -0.3, 1.0]]), [1, 1])
+    init = np.array([[0.1, 0.1, 0.1], [0.1, -0.1, 0.1]])
+    sol = fs.solve(system, data, init, t1=1e4, backend="diffrax:Tsit5", saves=10)
+    assert sol.params.shape == (10, 2, 3) and sol.params.flags.writeable
+    assert np.array_equal(sol.params[:, 1], sol.params[:, 0] * [1.0, -1.0, 1.0])
+    assert np.allclose(sol.beta, sol.params[:, 0] * sol.params[:, 1], rtol=1e-15, atol=0)
