@@ -71,10 +71,10 @@ def test_saves_kept_in_blocks_read_as_the_rows_given():
     _same(records, reference)
 
     class Swap:
-        def swapped(self, s, y):
+        def for_implicit(self, s, y):
             return float(y[-1]), np.concatenate([y[:-1], [s]])
 
-    records.swap_clocks(Swap())
+    records.hand_over(Swap())
     reference.s, reference.y = [float(y[-1]) for y in reference.y], [
         np.concatenate([y[:-1], [s]]) for s, y in zip(reference.s, reference.y)]
     _same(records, reference)
