@@ -3,8 +3,8 @@ r"""The field of a sign flow while entries slide on their switching surfaces :ma
 A sign-dependent flow (l_inf-SAM, the sign flow, steepest descent in l_inf) has a field
 :math:`F(\theta, \sigma)` with :math:`\sigma = \mathrm{sign}(G)`. Where the one-sided fields on both sides of
 a surface :math:`G_k = 0` point into it, the trajectory slides on it. On the surfaces of an active set A
-(m entries, at most ``MOST``) its Filippov velocity is a convex combination of the real-time one-sided fields
-at the :math:`2^m` sign corners :math:`c \in \{\pm 1\}^m` of A,
+(m of them: at most ``MOST``, or any number for a field affine in the signs, below) its Filippov velocity is
+a convex combination of the real-time one-sided fields at the :math:`2^m` sign corners :math:`c \in \{\pm 1\}^m` of A,
 
 .. math::  \dot\theta = \frac{\sum_c w_c(s)\, e^{S_c} F_c}{\sum_c w_c(s)\, e^{S_c}},\qquad
            w_c(s) = \prod_{k \in A} \frac{1 + c_k s_k}{2},
@@ -27,6 +27,10 @@ backend integrates the same sliding field.
 The control leaves the box where an entry stops sliding: :math:`|s_k| \to 1` makes one side's field tangent
 to the surface, and the trajectory leaves to that side (the ``slide_exit`` event). Entries held on their
 planes w = 0 (``pinned``) keep their own rule (``VectorField.sliding_field_and_scale``) inside each corner.
+
+Where the field is affine in the signs (the sign flow, steepest descent for p = inf: ``Flow.affine_in_sign``),
+the multilinear average over the corners is the field at the averaged signs, :math:`F(\theta, s)`, and the
+condition is linear in s: m + 1 field evaluations instead of :math:`2^m`, so any number of surfaces is followed.
 """
 
 from __future__ import annotations
@@ -89,8 +93,12 @@ def one_sided(vf, theta, Z, rho, sigma, pinned, spread):
         return spread @ jnp.reshape(vf.direction(th, Z)[0], (-1,))
 
     h_now, rates = jax.vmap(lambda f: jax.jvp(h, (theta,), (f,)))(F)
-    off = jnp.where(on, 0.0, jnp.reshape(vf.direction(theta, Z)[0], (-1,)))
-    return F, S, rates, h_now[0], jnp.max(jnp.abs(off))
+    return F, S, rates, h_now[0], _largest_off(vf, theta, Z, on)
+
+
+def _largest_off(vf, theta, Z, on):
+    """max |G| over the entries off the active surfaces (``on``: flat mask of those on them)."""
+    return jnp.max(jnp.abs(jnp.where(on, 0.0, jnp.reshape(vf.direction(theta, Z)[0], (-1,)))))
 
 
 def _pull(unit, F_top, theta, G_off):
@@ -160,8 +168,7 @@ def _affine_control(vf, theta, Z, rho, sigma, pinned, spread):
     rate0 = jax.jvp(h, (theta,), (F0,))[1]
     slopes = jax.vmap(lambda f: jax.jvp(h, (theta,), (f,))[1])(dF).T  # (m, m): d rate / ds
     unit = jnp.max(jnp.abs(rate0) + jnp.sum(jnp.abs(slopes), axis=1), initial=0.0)  # the largest over the corners
-    off = jnp.where(on, 0.0, jnp.reshape(vf.direction(theta, Z)[0], (-1,)))
-    gamma = _pull(unit, jnp.max(jnp.abs(F0) + jnp.sum(jnp.abs(dF), axis=0)), theta, jnp.max(jnp.abs(off)))
+    gamma = _pull(unit, jnp.max(jnp.abs(F0) + jnp.sum(jnp.abs(dF), axis=0)), theta, _largest_off(vf, theta, Z, on))
 
     def condition(s):
         return rate0 + slopes @ s + gamma * G_A
