@@ -38,7 +38,6 @@ KNOWN = {
     32: "sign flow, depth-4 product: LSODA finds no continuation at a switch near the rest point the others reach",
     33: "l3-SAM, depth-4 tied: 'chattering' on every backend (normalised SAM sliding where g_j changes sign), at "
         "different times",
-    36: "sign flow, depth-2 product: the same end state, 'converged' on one backend and 'completed' on the others",
 }
 
 

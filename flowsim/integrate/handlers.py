@@ -68,7 +68,7 @@ def _on_switch(run, seg):
         run.sigma, run.pinned, theta, run.surfaces, run.problem = switched(
             run.vf, theta, run.Z, run.rho, run.sigma, run.pinned, run.surfaces)
         if run.problem is not None and (_has_own_rest_points(run) and _earlier_rest_point(run)
-                                        or _at_critical_point(run, loss_still=True)):
+                                        or _converged(run, loss_still=True)):
             # a step across a one-sided rest point led there, or the switch is the rounding of G -> 0 at a
             # critical point the flow converges to (steepest descent's field vanishes with G): that is the end
             run.problem = None

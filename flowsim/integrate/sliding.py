@@ -546,12 +546,12 @@ def sliding_rest_point(vf, theta, Z, rho, sigma, pinned, active, scale) -> np.nd
         if not (np.all(np.isfinite(F)) and np.all(np.isfinite(J))):
             return None
         delta = np.linalg.lstsq(J, -F, rcond=None)[0]
-        x = x + delta
         if error_norm(delta, np.ravel(scale)) <= 1.0:
-            break
+            break  # x is the rest point to the solver's resolution (a last step can land where s is singular)
+        x = x + delta
     else:
         return None
-    eig = np.linalg.eigvals(np.asarray(kernel(x, *args)[1]))
+    eig = np.linalg.eigvals(J)
     size = float(np.abs(eig).max(initial=0.0))
     if error_norm(x - np.ravel(theta), np.ravel(scale)) > 1.0 or size == 0.0 or eig.real.max() > 1e-9 * size:
         return None
