@@ -31,11 +31,10 @@ KNOWN = {
     15: "l_inf-SAM, depth-4 difference: a switch of three coordinates with 2 consistent continuations on every "
         "backend (a forward solution that is not unique)",
     16: "l3-SAM, depth-3 tied: an entry arriving at w = 0 is stepped across (auto) or ends failed",
-    19: "sign flow, depth-3 tied: all complete, but auto's DOP853 slide misses coordinate 4's switch at log10 t = "
-        "2.34 that LSODA and Radau see, and ends 0.58 away in direction",
     22: "l3-SAM, depth-4 tied: BDF meets a non-finite Jacobian (the field is not differentiable where an entry "
         "arrives at w = 0); failed elsewhere",
-    32: "sign flow, depth-4 product: LSODA finds no continuation at a switch near the rest point the others reach",
+    32: "sign flow, depth-4 product: LSODA finds no continuation at a switch near the rest point auto and Radau "
+        "reach (after 100 switches, by the rest-point check)",
     33: "l3-SAM, depth-4 tied: 'chattering' on every backend (normalised SAM sliding where g_j changes sign), at "
         "different times",
 }

@@ -12,7 +12,7 @@ import numpy as np
 from flowsim.integrate import critical, rest_points
 from flowsim.integrate.arrival import ORDER, arrivals, reached, sliding
 from flowsim.integrate.backends import ATOL_MIN_IMPLICIT, Ending, backend_for, segment_jacobian
-from flowsim.integrate.backends._events import SCORES
+from flowsim.integrate.backends._events import SCORES, resolved_signs
 from flowsim.integrate.critical import LOSS_STILL
 from flowsim.integrate.filippov import entry_name
 from flowsim.integrate.segment_args import SegmentArgs
@@ -73,6 +73,9 @@ def _on_switch(run, seg):
             # critical point the flow converges to (steepest descent's field vanishes with G): that is the end
             run.problem = None
             return
+        # an entry leaving its surface whose G_k integration error left resolved on the other side takes that side
+        run.sigma = resolved_signs(run.vf, np.concatenate([theta.ravel(), [0.0]]), run.Z, run.sigma,
+                                   ~(slid & ~run.surfaces))
         changed = (np.sign(run.sigma) != np.sign(signs)) | (run.pinned != was) | (run.surfaces != slid)
         if changed.any():  # not an entry settling on its side, nor a control moving inside the box
             run.stats["switches"] += 1
@@ -91,6 +94,12 @@ def _on_switch(run, seg):
         if run.leaders[i] != old:
             run.events.append(leader_switch(f"lead_{kind}", lt_now, tau_now, old, int(run.leaders[i]),
                                             run.beta(theta).tolist()))
+    if run.uses_sign and run.restarts % SWITCHES_PER_REST_CHECK == 0:
+        _converged(run)  # switches piling up where the loss has stopped changing: a rest point, as at a chunk's end
+
+
+#: a run whose segments all end at switches never spends a chunk of steps: it is checked for a rest point this often
+SWITCHES_PER_REST_CHECK = 100
 
 
 def _on_chunk_end(run, seg):

@@ -547,14 +547,21 @@ def sliding_rest_point(vf, theta, Z, rho, sigma, pinned, active, scale) -> np.nd
             return None
         delta = np.linalg.lstsq(J, -F, rcond=None)[0]
         if error_norm(delta, np.ravel(scale)) <= 1.0:
-            break  # x is the rest point to the solver's resolution (a last step can land where s is singular)
+            break
         x = x + delta
     else:
         return None
-    eig = np.linalg.eigvals(J)
+    # x and x + delta are the same point to the solver's resolution: either may be where the control is singular
+    for limit in (x + delta, x):
+        if error_norm(limit - np.ravel(theta), np.ravel(scale)) <= 1.0 and _attracting_rest(kernel, limit, args):
+            control = surfaces.evaluate(twin, "control", limit.reshape(shape), Z, rho, sigma, pinned, spread)["s"]
+            if np.all(np.abs(control) <= 1.0):
+                return limit.reshape(shape)
+    return None
+
+
+def _attracting_rest(kernel, x, args) -> bool:
+    """No direction of the sliding field grows at x (and its Jacobian there is not 0)."""
+    eig = np.linalg.eigvals(np.asarray(kernel(x, *args)[1]))
     size = float(np.abs(eig).max(initial=0.0))
-    if error_norm(x - np.ravel(theta), np.ravel(scale)) > 1.0 or size == 0.0 or eig.real.max() > 1e-9 * size:
-        return None
-    limit = x.reshape(shape)
-    control = surfaces.evaluate(twin, "control", limit, Z, rho, sigma, pinned, spread)["s"]
-    return limit if np.all(np.abs(control) <= 1.0) else None
+    return size > 0.0 and eig.real.max() <= 1e-9 * size

@@ -167,6 +167,21 @@ def watched(vf, y, Z, sigma, pinned):
     return np.asarray(sigma * G > 0) & ~pinned
 
 
+def resolved_signs(vf, y, Z, sigma, held):
+    """``sigma`` with every entry not ``held`` whose G_k is resolved (|G_k| > SETTLE max |G|) on the other side of
+    its sign set to sign(G_k). An entry that leaves its surface to one side while integration error has put G_k
+    just past 0 on the other would start its segment with its re-examination term already negative, and that
+    disarms the switch event of every entry: another entry's switch goes unseen (a depth-3 sign flow then ended
+    0.58 away in direction). On the side where G_k is, its field brings it back to the surface, where it is
+    examined again."""
+    import numpy as np
+
+    G, _ = vf.direction(np.reshape(y[:-1], (vf.K, vf.d)), Z)
+    G = np.asarray(G)
+    stale = ~held & (sigma * G < 0) & (np.abs(G) > SETTLE * np.abs(G).max())
+    return np.where(stale, np.sign(G), sigma)
+
+
 def sides(y, K, d, atol):
     """The side of 0 of each parameter entry at a segment's start, watched for a crossing: 0 for entries
     within SETTLE x max |theta| or 100 atol of it (one that has just crossed, where the event left it, would
