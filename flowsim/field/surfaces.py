@@ -84,20 +84,28 @@ def one_sided(vf, theta, Z, rho, sigma, pinned, spread):
     (2^m, K, d), their log scales S_c (2^m,) and the rates dh/dtau (2^m, m) along them; h (m,) itself, and
     max |G| off the active surfaces."""
     c = jnp.asarray(corners(spread.shape[0]))
-    on = jnp.any(spread != 0, axis=0)
-    flat = jnp.reshape(sigma, (-1,))
-    signs = jax.vmap(lambda corner: jnp.reshape(jnp.where(on, corner @ spread, flat), jnp.shape(sigma)))(c)
-    F, S = jax.vmap(lambda sg: vf.sliding_field_and_scale(theta, Z, rho, sg, pinned))(signs)
-
-    def h(th):
-        return spread @ jnp.reshape(vf.direction(th, Z)[0], (-1,))
-
+    F, S = jax.vmap(lambda corner: vf.sliding_field_and_scale(theta, Z, rho, _signs_at(corner, sigma, spread),
+                                                              pinned))(c)
+    h = _surface_values(vf, Z, spread)
     h_now, rates = jax.vmap(lambda f: jax.jvp(h, (theta,), (f,)))(F)
-    return F, S, rates, h_now[0], _largest_off(vf, theta, Z, on)
+    return F, S, rates, h_now[0], _largest_off(vf, theta, Z, spread)
 
 
-def _largest_off(vf, theta, Z, on):
-    """max |G| over the entries off the active surfaces (``on``: flat mask of those on them)."""
+def _signs_at(s, sigma, spread):
+    """The signs (K, d) with the entries on the active surfaces set by the per-surface values s (m,) (a corner's
+    +-1, or a control), the others kept from ``sigma``."""
+    on = jnp.any(spread != 0, axis=0)
+    return jnp.reshape(jnp.where(on, s @ spread, jnp.reshape(sigma, (-1,))), jnp.shape(sigma))
+
+
+def _surface_values(vf, Z, spread):
+    """theta -> h (m,): each active surface's function spread_k . G(theta)."""
+    return lambda th: spread @ jnp.reshape(vf.direction(th, Z)[0], (-1,))
+
+
+def _largest_off(vf, theta, Z, spread):
+    """max |G| over the entries off the active surfaces ``spread``."""
+    on = jnp.any(spread != 0, axis=0)
     return jnp.max(jnp.abs(jnp.where(on, 0.0, jnp.reshape(vf.direction(theta, Z)[0], (-1,)))))
 
 
@@ -151,16 +159,10 @@ def _affine_control(vf, theta, Z, rho, sigma, pinned, spread):
     """:func:`control` for a field affine in the signs (``VectorField.affine_in_sign``): the multilinear average
     over the corners is then the field at the averaged signs s, and the condition is linear in s. Its cost grows
     with m, not 2^m, so any number of surfaces is followed."""
-    on = jnp.any(spread != 0, axis=0)
-    flat = jnp.reshape(sigma, (-1,))
-
     def field(s):
-        signs = jnp.reshape(jnp.where(on, s @ spread, flat), jnp.shape(sigma))
-        return vf.sliding_field_and_scale(theta, Z, rho, signs, pinned)
+        return vf.sliding_field_and_scale(theta, Z, rho, _signs_at(s, sigma, spread), pinned)
 
-    def h(th):
-        return spread @ jnp.reshape(vf.direction(th, Z)[0], (-1,))
-
+    h = _surface_values(vf, Z, spread)
     m = spread.shape[0]
     G_A = h(theta)
     F0 = field(jnp.zeros(m))[0]
@@ -168,7 +170,8 @@ def _affine_control(vf, theta, Z, rho, sigma, pinned, spread):
     rate0 = jax.jvp(h, (theta,), (F0,))[1]
     slopes = jax.vmap(lambda f: jax.jvp(h, (theta,), (f,))[1])(dF).T  # (m, m): d rate / ds
     unit = jnp.max(jnp.abs(rate0) + jnp.sum(jnp.abs(slopes), axis=1), initial=0.0)  # the largest over the corners
-    gamma = _pull(unit, jnp.max(jnp.abs(F0) + jnp.sum(jnp.abs(dF), axis=0)), theta, _largest_off(vf, theta, Z, on))
+    gamma = _pull(unit, jnp.max(jnp.abs(F0) + jnp.sum(jnp.abs(dF), axis=0)), theta,
+                  _largest_off(vf, theta, Z, spread))
 
     def condition(s):
         return rate0 + slopes @ s + gamma * G_A

@@ -74,8 +74,7 @@ def _on_switch(run, seg):
             run.problem = None
             return
         # an entry leaving its surface whose G_k integration error left resolved on the other side takes that side
-        run.sigma = resolved_signs(run.vf, np.concatenate([theta.ravel(), [0.0]]), run.Z, run.sigma,
-                                   ~(slid & ~run.surfaces))
+        run.sigma = resolved_signs(run.vf, theta, run.Z, run.sigma, ~(slid & ~run.surfaces))
         changed = (np.sign(run.sigma) != np.sign(signs)) | (run.pinned != was) | (run.surfaces != slid)
         if changed.any():  # not an entry settling on its side, nor a control moving inside the box
             run.stats["switches"] += 1

@@ -167,7 +167,7 @@ def watched(vf, y, Z, sigma, pinned):
     return np.asarray(sigma * G > 0) & ~pinned
 
 
-def resolved_signs(vf, y, Z, sigma, held):
+def resolved_signs(vf, theta, Z, sigma, held):
     """``sigma`` with every entry not ``held`` whose G_k is resolved (|G_k| > SETTLE max |G|) on the other side of
     its sign set to sign(G_k). An entry that leaves its surface to one side while integration error has put G_k
     just past 0 on the other would start its segment with its re-examination term already negative, and that
@@ -176,8 +176,7 @@ def resolved_signs(vf, y, Z, sigma, held):
     examined again."""
     import numpy as np
 
-    G, _ = vf.direction(np.reshape(y[:-1], (vf.K, vf.d)), Z)
-    G = np.asarray(G)
+    G = np.asarray(vf.direction(theta, Z)[0])
     stale = ~held & (sigma * G < 0) & (np.abs(G) > SETTLE * np.abs(G).max())
     return np.where(stale, np.sign(G), sigma)
 
