@@ -27,6 +27,7 @@ import numpy as np
 from flowsim._files import FIGURE_FORMATS, writable_place
 from flowsim._interrupts import received_after
 from flowsim._variables import annotate
+from flowsim.integrate.events import event_of
 from flowsim.integrate.solution import Solution
 from flowsim.integrate.status import OUTCOMES, STATUSES
 from flowsim.integrate.timeline import beta_margins_loss
@@ -62,7 +63,7 @@ def to_xarray(sol):
             "title": f"{system.flow} on {system.model}, {system.loss.name} loss",
             "model": str(system.model), "loss": system.loss.name, "flow": str(system.flow), "task": sol.data.task,
             "system_spec": json.dumps(spec(system)), "status": sol.status, "message": sol.message,
-            "config": json.dumps(sol.config), "events": json.dumps(sol.events), "stats": json.dumps(sol.stats),
+            "config": json.dumps(sol.config), "events": json.dumps([dict(e) for e in sol.events]), "stats": json.dumps(sol.stats),
             "equations_latex": system.latex(), "versions": json.dumps(_versions()), "git_revision": _git_revision(),
         },
     )
@@ -244,6 +245,7 @@ def solution_of(ds, system=None, path="the run"):
     if missing:
         raise ValueError(f"{path} is not a whole saved run: it has no {', '.join(missing)}.")
     attrs = {name: _json_attr(ds, name, path, (held,)) for name, held in JSON_ATTRS.items()}
+    attrs["events"] = [event_of(e) if isinstance(e, dict) else e for e in attrs["events"]]
     system = _system_of(ds, system, path)
     _check_contents(ds, path)
     try:

@@ -143,3 +143,31 @@ def test_the_package_re_exports_only_from_floors_below_it():
                   if isinstance(node, ast.Assign) and [t.id for t in node.targets] == ["_EXPORTS"]]
     above = sorted({module for module, _ in exports.values() if floor(module) >= floor("flowsim")})
     assert not above, f"flowsim re-exports from modules on its floor or higher: {above}"
+
+
+def assigned_attributes(source: str, owner: str) -> list[str]:
+    """``owner.attr`` (or ``owner.attr[...]``) assigned anywhere in ``source``, augmented assignments too."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        for target in targets:
+            for leaf in ast.walk(target):
+                while isinstance(leaf, ast.Subscript):
+                    leaf = leaf.value
+                if isinstance(leaf, ast.Attribute) and isinstance(leaf.value, ast.Name) and leaf.value.id == owner:
+                    found.add(f"{owner}.{leaf.attr} (line {node.lineno})")
+    return sorted(found)
+
+
+def test_the_attribute_finder_sees_tuple_subscript_and_augmented_targets():
+    source = "run.a, x = 1, 2\nrun.stats['k'] += 1\nrun.b.c = 3\nx = run.d\n"
+    assert assigned_attributes(source, "run") == ["run.a (line 1)", "run.b (line 3)", "run.stats (line 2)"]
+
+
+def test_only_the_run_changes_its_own_state():
+    """The segment-ending handlers move a solve on through the Run's methods (``end``, ``move_to``, ``pin``,
+    ``hand_over``, ...), never by writing its attributes."""
+    writes = {name: assigned_attributes(path.read_text(), "run") for name, path in MODULES.items()
+              if name.startswith("flowsim.integrate")}
+    assert not {name: found for name, found in writes.items() if found}

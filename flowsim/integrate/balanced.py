@@ -81,8 +81,7 @@ def lift(sol, system, speedup, data, flips):
     shift = math.log10(speedup)
     c = np.prod(flips, axis=0)
     stretch = speedup / system.flow.direction.tied_lr(system.model.depth)
-    events = [dict(e, log10_t=e["log10_t"] + shift, tau=e["tau"] * stretch,
-                   **({"beta": (c * np.asarray(e["beta"])).tolist()} if "beta" in e else {})) for e in sol.events]
+    events = [e.retimed(shift, stretch, c) for e in sol.events]
     with np.errstate(over="ignore"):  # a tau past float range (t near 1e308) is inf; log10_t holds the time
         tau = sol.tau * stretch
     flipped = "" if np.all(flips > 0) else \

@@ -12,11 +12,12 @@ import numpy as np
 from flowsim.integrate import critical, rest_points
 from flowsim.integrate.arrival import ORDER, arrivals, reached, sliding
 from flowsim.integrate.backends import ATOL_MIN_IMPLICIT, Ending, backend_for, segment_jacobian
-from flowsim.integrate.backends._events import SCORES, resolved_signs
+from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.critical import LOSS_STILL
+from flowsim.integrate.events import Arrival, LeaderSwitch, SignSwitch, weight_entries
 from flowsim.integrate.filippov import entry_name
 from flowsim.integrate.segment_args import SegmentArgs
-from flowsim.integrate.sliding import sliding_rest_point, switched
+from flowsim.integrate.sliding import sliding_rest_point
 from flowsim.integrate.status import Status
 from flowsim.integrate.timeline import log10_t_from_u
 from flowsim.symbolic.flow import rest_points_are_critical
@@ -38,61 +39,38 @@ def _on_end(run, seg):
     plateau = status is Status.COMPLETED and len(run.records) > 1 and run.loss_change(
         run.log_loss(run.records.theta_at(-2)), run.log_loss()) <= LOSS_STILL
     if not (plateau and _converged(run, loss_still=True)):
-        run.status, run.message = status, message
-
-
-def leader_switch(kind, log10_t, tau, from_index, to_index, beta) -> dict:
-    """The event of a change of leading coordinate: ``from_index``/``to_index`` count from 0 (columns of
-    ``sol.beta``, as NumPy does), ``from_coordinate``/``to_coordinate`` from 1 (the papers' beta_j, a saved
-    run's ``coordinate`` labels and the report's text). Both travel together, in Python and in saved files."""
-    return {"kind": kind, "log10_t": log10_t, "tau": tau, "from_index": from_index, "to_index": to_index,
-            "from_coordinate": from_index + 1, "to_coordinate": to_index + 1, "beta": beta}
-
-
-def weight_entries(run, mask) -> list[dict]:
-    """The weight entries where ``mask`` is set, each named both ways: ``layer`` (its name, a saved run's
-    ``layer`` label) and ``coordinate`` (from 1, a saved run's ``coordinate`` label), ``layer_index`` and
-    ``index`` (0-based: ``sol.params[:, layer_index, index]``)."""
-    names = run.system.model.layer_names
-    return [{"layer": names[i], "coordinate": int(j) + 1, "layer_index": int(i), "index": int(j)}
-            for i, j in zip(*np.nonzero(mask))]
+        run.end(status, message)
 
 
 def _on_switch(run, seg):
     """A sign switch or a change of a tracked leader. Events can coincide (a coordinate sliding to 0
     ties with another at 0): the signs and every tracked leader are re-examined whatever fired."""
     tau_now, lt_now = run.tau_now, float(log10_t_from_u(run.u_now))
-    theta = run.theta
     if run.uses_sign:
-        was, signs, slid = run.pinned.copy(), run.sigma.copy(), run.surfaces.copy()
-        run.sigma, run.pinned, theta, run.surfaces, run.problem = switched(
-            run.vf, theta, run.Z, run.rho, run.sigma, run.pinned, run.surfaces)
+        signs = run.sigma.copy()
+        was, slid, theta = run.switch_signs()
         if run.problem is not None and (_has_own_rest_points(run) and _earlier_rest_point(run)
                                         or _converged(run, loss_still=True)):
             # a step across a one-sided rest point led there, or the switch is the rounding of G -> 0 at a
             # critical point the flow converges to (steepest descent's field vanishes with G): that is the end
-            run.problem = None
+            run.drop_problem()
             return
         # an entry leaving its surface whose G_k integration error left resolved on the other side takes that side
-        run.sigma = resolved_signs(run.vf, theta, run.Z, run.sigma, ~(slid & ~run.surfaces))
+        run.resolve_signs(theta, slid & ~run.surfaces)
         changed = (np.sign(run.sigma) != np.sign(signs)) | (run.pinned != was) | (run.surfaces != slid)
         if changed.any():  # not an entry settling on its side, nor a control moving inside the box
-            run.stats["switches"] += 1
-            run.events.append({"kind": "sign_switch", "log10_t": lt_now, "tau": tau_now,
-                               "pinned": weight_entries(run, run.pinned & ~was),
-                               "sliding": weight_entries(run, run.surfaces & ~slid),
-                               "left": weight_entries(run, slid & ~run.surfaces)})
-        run.y = np.concatenate([theta.ravel(), [run.y[-1]]])
-    run.segment_steps = 0
-    run.restarts += 1
+            names = run.system.model.layer_names
+            run.add_event(SignSwitch(lt_now, tau_now, pinned=weight_entries(names, run.pinned & ~was),
+                                     sliding=weight_entries(names, run.surfaces & ~slid),
+                                     left=weight_entries(names, slid & ~run.surfaces)), switch=True)
+        run.move_to(theta)
+    run.restart()
     if run.uses_sign:  # the saves from here on were made under these signs (``_earlier_rest_point``)
         run.records.signs_from_here(run.sigma, run.slides)
-    for i, kind in enumerate(run.track):
-        old = int(run.leaders[i])
-        run.leaders[i] = run.leader(kind, theta, exclude=old if seg.reason == f"lead_{kind}" else None)
-        if run.leaders[i] != old:
-            run.events.append(leader_switch(f"lead_{kind}", lt_now, tau_now, old, int(run.leaders[i]),
-                                            run.beta(theta).tolist()))
+    theta = run.theta
+    fired = seg.reason.removeprefix("lead_") if seg.reason.startswith("lead_") else None
+    for kind, old, new in run.follow_leaders(theta, fired):
+        run.add_event(LeaderSwitch(lt_now, tau_now, kind, old, new, run.beta(theta).tolist()))
     if run.uses_sign and run.restarts % SWITCHES_PER_REST_CHECK == 0:
         _converged(run)  # switches piling up where the loss has stopped changing: a rest point, as at a chunk's end
 
@@ -107,12 +85,9 @@ def _on_chunk_end(run, seg):
     if _put_on_planes(run) or _converged(run) or _sliding(run):
         return
     if run.adaptive:
-        _hand_over(run, IMPLICIT_FALLBACK)
+        run.hand_over(IMPLICIT_FALLBACK, backend_for(IMPLICIT_FALLBACK, 0.0))
     elif run.segment_steps >= run.max_steps:
-        run.status = Status.MAX_STEPS
-        if _too_large(run) and critical.stops_at_minima(run.system.flow):
-            run.message = TOO_LARGE.format(size=run.K * run.d, most=DENSE_MAX, log10_t=run.log10_t_asked)
-        _stability_limited(run)
+        run.end(Status.MAX_STEPS, _budget_message(run))
         if run.log_loss_change <= LOSS_STILL:  # (still on the way: a budget of 4 steps "reached a saddle" 0.05 off)
             _at_saddle(run, "the step budget ran out")
         _at_a_jump(run)
@@ -126,25 +101,30 @@ def _sliding(run) -> bool:
     still falls or the critical point is found first.)"""
     if run.vf.signed or critical.arrival_radius(run.system.flow, run.theta.size) == 0 or _too_large(run):
         return False
-    if run.log_loss_change > LOSS_STILL:  # (probing costs 3 field evaluations an entry)
-        run.sliding = None
+    still = run.log_loss_change <= LOSS_STILL  # (probing costs 3 field evaluations an entry)
+    on = sliding(run.vf, run.theta, run.Z, run.rho, run.sigma, run.rtol, run.atol, run.planes) if still else None
+    if not run.sliding_again(on):
         return False
-    on = sliding(run.vf, run.theta, run.Z, run.rho, run.sigma, run.rtol, run.atol, run.planes)
-    before, run.sliding = run.sliding, on
-    if not (on.any() and before is not None and (on == before).all()):
-        return False
-    run.status = Status.CHATTERING
-    run.message = SLIDING.format(log10_t=run.log10_t_asked, entries=", ".join(
-        entry_name(i, j) for i, j in zip(*np.nonzero(on))))
+    run.end(Status.CHATTERING, SLIDING.format(log10_t=run.log10_t_asked, entries=", ".join(
+        entry_name(i, j) for i, j in zip(*np.nonzero(on)))))
     _at_saddle(run, "it slides there")  # at a saddle of the loss, that says more
     return True
 
 
-def _stability_limited(run):
+def _budget_message(run) -> str:
+    """Why the step budget ran out, where that can be told: too many entries to test for convergence, or an
+    explicit method's steps limited by stability (``_stability_limited``)."""
+    if _too_large(run):
+        return TOO_LARGE.format(size=run.K * run.d, most=DENSE_MAX, log10_t=run.log10_t_asked) \
+            if critical.stops_at_minima(run.system.flow) else ""
+    return _stability_limited(run)
+
+
+def _stability_limited(run) -> str:
     """An explicit method whose steps sit at its stability bound (step x the rhs Jacobian's spectral
     radius >= 1, where accuracy alone would allow far longer steps): say so, and what does not pay it."""
     if run.be.implicit or _too_large(run):
-        return
+        return ""
     with np.errstate(all="ignore"):
         J = segment_jacobian(run.vf, run.clock, run.sliding_shape)(run.s, run.y, run.segment_args())
         radius = float(np.abs(np.linalg.eigvals(J)).max()) if np.all(np.isfinite(J)) else math.nan
@@ -152,8 +132,9 @@ def _stability_limited(run):
         # backend="auto" hands over from a clock that can (not tau), at an atol scipy:BDF takes
         hands_over = run.clock.hands_over and run.atol >= ATOL_MIN_IMPLICIT
         auto = AUTO_HANDS_OVER if hands_over else ""
-        run.message = STIFF.format(backend=run.be.name, log10_t=run.log10_t_asked, h=abs(run.mean_step),
-                                   radius=radius, product=radius * abs(run.mean_step), auto=auto)
+        return STIFF.format(backend=run.be.name, log10_t=run.log10_t_asked, h=abs(run.mean_step),
+                            radius=radius, product=radius * abs(run.mean_step), auto=auto)
+    return ""
 
 
 def _put_on_planes(run) -> bool:
@@ -164,13 +145,9 @@ def _put_on_planes(run) -> bool:
     on = arrivals(run.vf, run.theta, run.Z, run.rho, run.sigma, run.planes, _dither(run))
     if not on.any():
         return False
-    run.y = np.concatenate([np.where(on, 0.0, run.theta).ravel(), run.y[-1:]])
-    run.pinned = run.pinned | on
-    run.resume, run.segment_steps = None, 0
-    run.restarts += 1
-    run.events.append({"kind": "arrival", "log10_t": float(log10_t_from_u(run.u_now)),
-                       "tau": run.tau_now,
-                       "entries": weight_entries(run, on)})
+    run.pin(on)
+    run.add_event(Arrival(float(log10_t_from_u(run.u_now)), run.tau_now,
+                          entries=weight_entries(run.system.model.layer_names, on)))
     return True
 
 
@@ -196,30 +173,17 @@ def _dither(run):
 IMPLICIT_FALLBACK = "scipy:BDF"
 
 
-def _hand_over(run, spec):
-    """Continue with ``spec`` from the current state, in the clock an implicit method takes
-    (``Clock.implicit_clock``: tau for a log-time run, whose records then swap their clock entries)."""
-    implicit = run.clock.implicit_clock()
-    run.records.hand_over(run.clock)
-    run.s, run.y = run.clock.for_implicit(run.s, run.y)
-    run.events.append({"kind": "backend", "log10_t": float(log10_t_from_u(implicit.u(run.s, run.y[-1]))),
-                       "tau": float(implicit.tau(run.s, run.y[-1])), "from_backend": run.be.name, "to_backend": spec})
-    run.be, run.clock, run.adaptive, run.resume = backend_for(spec, 0.0), implicit, False, None
-    run.vf_run, run.s_max, run.segment_steps = run.be.field(run.system, run.K, run.d), implicit.end(run.u1), 0
-
-
 def _on_crossing(run, seg):
     """A solver stepped across an invariant plane w = 0 (``kept_entry_signs``): a failure, said so. Unless
     every entry is within the collapse floor there: the event fires past the floor on the other side, so
     the step went through the collapse first (a step over the whole dip finds either root)."""
     if np.abs(run.theta).max() <= math.exp(run.log_floor) * (1.0 + 1e-6):
-        run.status, run.message = end_status("collapse", run.clock)
+        run.end(*end_status("collapse", run.clock))
         # the entries past their plane are at it (beta_j = +1e-21 where the flow keeps beta_j <= 0)
-        run.y = np.concatenate([np.where(run.sigma * run.theta < 0, 0.0, run.theta).ravel(), run.y[-1:]])
+        run.move_to(np.where(run.sigma * run.theta < 0, 0.0, run.theta))
         return
     k = np.unravel_index(int(np.argmin(np.where(run.sigma != 0, run.sigma * run.theta, np.inf))), run.sigma.shape)
-    run.status, run.message = Status.FAILED, CROSSING.format(backend=run.be.name, entry=entry_name(*k),
-                                                        log10_t=run.log10_t_asked)
+    run.end(Status.FAILED, CROSSING.format(backend=run.be.name, entry=entry_name(*k), log10_t=run.log10_t_asked))
 
 
 def _on_failure(run, seg):
@@ -228,7 +192,7 @@ def _on_failure(run, seg):
     a rest point of the flow where it traps it)."""
     if seg.reason == Ending.FAILED and _converged(run, loss_still=True):
         return
-    run.status, run.message = Status(seg.reason), seg.message
+    run.end(Status(seg.reason), seg.message)
     if seg.reason == Ending.FAILED:
         _at_saddle(run, seg.message)
         _at_a_jump(run)
@@ -249,15 +213,15 @@ def _at_saddle(run, why):
     except ValueError as err:  # the saddle is not resolved well enough to tell
         verdict = rest_points.SaddleRestPoint(False, f"undecided ({err})", np.empty(0), run.rho, np.nan, None)
     if verdict.is_rest_point and not np.any(cp.limit):  # beta = 0, where a run with steps enough collapses
-        run.status, run.message = end_status("collapse", run.clock)
-        run.y = np.concatenate([cp.limit.ravel(), run.y[-1:]])
+        run.end(*end_status("collapse", run.clock))
+        run.move_to(cp.limit)
         return
     if verdict.is_rest_point:
-        run.y = np.concatenate([cp.limit.ravel(), run.y[-1:]])
+        run.move_to(cp.limit)
         run.hold(Status.CONVERGED, SADDLE_REST.format(log10_t=run.log10_t_asked, reason=verdict.reason))
         return
-    run.status = Status.CHATTERING
-    run.message = SADDLE.format(log10_t=run.log10_t_asked, rate=cp.growth_rate, reason=why, verdict=verdict.reason)
+    run.end(Status.CHATTERING, SADDLE.format(log10_t=run.log10_t_asked, rate=cp.growth_rate, reason=why,
+                                             verdict=verdict.reason))
 
 
 def _at_a_jump(run):
@@ -273,8 +237,7 @@ def _at_a_jump(run):
     on = [entry_name(i, j) for i, j in zip(*np.nonzero(near)) if reached(
         run.vf, theta, run.Z, run.rho, run.sigma, (i, j), 0.0, max(2.0 * abs(theta[i, j]), run.atol))]
     if on:
-        run.status = Status.CHATTERING
-        run.message = JUMP.format(log10_t=run.log10_t_asked, entries=", ".join(on), flow=run.system.flow)
+        run.end(Status.CHATTERING, JUMP.format(log10_t=run.log10_t_asked, entries=", ".join(on), flow=run.system.flow))
 
 
 #: entries this small against the largest are probed for a jump of the field across w = 0
@@ -299,7 +262,7 @@ def _earlier_rest_point(run) -> bool:
     flow never reaches (and may report that as converged). So the saves since the last look, where the
     loss stood still, are tested for a rest point of the flow itself, and the earliest one found is
     held from that save on."""
-    start, run.looked = run.looked, len(run.records)
+    start = run.saves_to_look_at()
     if _too_large(run):
         return False
     first = max(start, 1)
@@ -315,12 +278,7 @@ def _earlier_rest_point(run) -> bool:
             continue
         cp = critical.rest_point(run.vf, theta, run.Z, run.rtol, run.atol, run.rho, sigma=sigma)
         if cp is not None:
-            # the dropped saves' targets come back (values of u: under the tau clock u is the state's last entry)
-            dropped = [run.clock.reading(s, y[-1]) for s, y in run.records.rewind(i + 1)]
-            # (a horizon that a solver's dense output did not bracket was taken at a step end past t1)
-            run.remaining = np.unique(np.minimum(np.concatenate([np.asarray(dropped, float), run.remaining]), run.u1))
-            last = run.records.y_at(i)
-            run.s, run.y, run.resume = run.records.s_at(i), np.concatenate([cp.limit.ravel(), last[-1:]]), None
+            run.rewind_to(i, cp.limit)
             run.hold(Status.CONVERGED, critical.describe(run.system, run.data, cp, run.log10_t_asked))
             return True
     return False
@@ -363,7 +321,7 @@ def _at_critical_point(run, loss_still) -> bool:
         if not verdict.is_rest_point:
             return False  # the fields all leave the minimum: it is no end of the flow
         message += f"; {verdict.reason}"
-    run.y = np.concatenate([cp.limit.ravel(), run.y[-1:]])
+    run.move_to(cp.limit)
     run.hold(Status.CONVERGED, message)
     return True
 
@@ -378,7 +336,7 @@ def _at_sliding_rest(run, loss_still) -> bool:
     if limit is None:
         return False
     limit = np.where(np.abs(limit) <= run.atol, 0.0, limit)  # below what the solver resolves, as at a critical point
-    run.y = np.concatenate([limit.ravel(), run.y[-1:]])
+    run.move_to(limit)
     entries = ", ".join(f"coordinate {j + 1}" for j in np.flatnonzero(run.surfaces.any(axis=0)))
     run.hold(Status.CONVERGED, SLIDING_REST.format(log10_t=run.log10_t_asked, entries=entries))
     return True

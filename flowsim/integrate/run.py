@@ -13,7 +13,8 @@ from flowsim._interrupts import after_block
 from flowsim.field.surfaces import spread_of
 from flowsim.field.vector_field import numpy_field
 from flowsim.integrate.backends import SURFACE_BACKEND, SegmentRequest
-from flowsim.integrate.backends._events import scores, sides, watched
+from flowsim.integrate.backends._events import resolved_signs, scores, sides, watched
+from flowsim.integrate.events import BackendChange
 from flowsim.integrate.records import Records
 from flowsim.integrate.segment_args import SegmentArgs, Sliding
 from flowsim.integrate.sliding import switched
@@ -55,7 +56,7 @@ class Run:
     def __init__(self, problem, progress=False):
         system, data, theta0 = problem.system, problem.data, problem.theta0
         self.system, self.data, self.be, self.clock = system, data, problem.backend, problem.clock
-        self.adaptive = problem.adaptive  # may hand over to an implicit method (``_hand_over``)
+        self.adaptive = problem.adaptive  # may hand over to an implicit method (``hand_over``)
         self.rtol, self.atol, self.max_steps = problem.rtol, problem.atol, int(problem.max_steps)
         self.chunk = chunk_of(self.max_steps)
         self.K, self.d = theta0.shape
@@ -131,6 +132,92 @@ class Run:
         elif self.restarts >= MAX_SEGMENTS:
             self.status, self.message = Status.CHATTERING, f"more than {MAX_SEGMENTS} sign-switch segments (Zeno switching?)"
         return self.status is not None
+
+    def end(self, status, message=""):
+        """The solve ends here with ``status`` (the state as it is: a handler that holds it calls ``hold``)."""
+        self.status, self.message = status, message
+
+    def move_to(self, theta):
+        """The parameters set to ``theta`` (a limit found, entries set on their planes), the clock entry kept."""
+        self.y = np.concatenate([np.asarray(theta, float).ravel(), self.y[-1:]])
+
+    def restart(self):
+        """The next segment starts afresh (after a switch or an arrival): the step budget counts from here."""
+        self.segment_steps, self.resume = 0, None
+        self.restarts += 1
+
+    def pin(self, on):
+        """Entries ``on`` set on their invariant planes w = 0, where they stay."""
+        self.move_to(np.where(on, 0.0, self.theta))
+        self.pinned = self.pinned | on
+        self.restart()
+
+    def switch_signs(self):
+        """A sign flow's signs, pinned entries and surfaces re-examined at the current state (``sliding.switched``),
+        a Filippov problem found is kept in ``problem``. Returns the entries' pinned and surfaces before, and the
+        state on the surfaces now slid on (where the run moves once the switch is settled, ``move_to``)."""
+        was, slid = self.pinned.copy(), self.surfaces.copy()
+        self.sigma, self.pinned, theta, self.surfaces, self.problem = switched(
+            self.vf, self.theta, self.Z, self.rho, self.sigma, self.pinned, self.surfaces)
+        return was, slid, theta
+
+    def resolve_signs(self, theta, leaving):
+        """Entries ``leaving`` their surfaces take the side their G_k is resolved on at ``theta``
+        (``_events.resolved_signs``)."""
+        self.sigma = resolved_signs(self.vf, theta, self.Z, self.sigma, ~leaving)
+
+    def drop_problem(self):
+        """A Filippov problem found at a switch is no end: the state is a rest point the flow ends at instead."""
+        self.problem = None
+
+    def add_event(self, event, switch=False):
+        """An event of the trajectory; ``switch``: one that changed the signs (counted in ``stats``)."""
+        self.events.append(event)
+        if switch:
+            self.stats["switches"] += 1
+
+    def follow_leaders(self, theta, fired=None):
+        """Every tracked leader re-examined at ``theta``; ``fired``: the kind whose leader-switch event ended the
+        segment, whose old leader is passed over unless still clearly ahead. Returns (kind, old, new) of each
+        change."""
+        changes = []
+        for i, kind in enumerate(self.track):
+            old = int(self.leaders[i])
+            self.leaders[i] = self.leader(kind, theta, exclude=old if fired == kind else None)
+            if self.leaders[i] != old:
+                changes.append((kind, old, int(self.leaders[i])))
+        return changes
+
+    def sliding_again(self, on) -> bool:
+        """Whether entries ``on`` (None: none looked at) were found sliding at the last chunk's end too."""
+        before, self.sliding = self.sliding, on
+        return on is not None and on.any() and before is not None and bool((on == before).all())
+
+    def saves_to_look_at(self) -> int:
+        """The first save not yet tested for a rest point of the flow; from now on every save has been."""
+        start, self.looked = self.looked, len(self.records)
+        return start
+
+    def rewind_to(self, i, theta):
+        """Back to save ``i``, at ``theta`` (a rest point found there): the saves after it are dropped and their
+        targets come back."""
+        # (values of u: under the tau clock u is the state's last entry)
+        dropped = [self.clock.reading(s, y[-1]) for s, y in self.records.rewind(i + 1)]
+        # (a horizon that a solver's dense output did not bracket was taken at a step end past t1)
+        self.remaining = np.unique(np.minimum(np.concatenate([np.asarray(dropped, float), self.remaining]), self.u1))
+        self.s, self.y, self.resume = self.records.s_at(i), self.records.y_at(i), None
+        self.move_to(theta)
+
+    def hand_over(self, spec, backend):
+        """Continue on ``backend`` (named ``spec``) from the current state, in the clock an implicit method takes
+        (``Clock.implicit_clock``: tau for a log-time run, whose records then swap their clock entries)."""
+        implicit = self.clock.implicit_clock()
+        self.records.hand_over(self.clock)
+        self.s, self.y = self.clock.for_implicit(self.s, self.y)
+        self.add_event(BackendChange(float(log10_t_from_u(implicit.u(self.s, self.y[-1]))),
+                                     float(implicit.tau(self.s, self.y[-1])), from_backend=self.be.name, to_backend=spec))
+        self.be, self.clock, self.adaptive, self.resume = backend, implicit, False, None
+        self.vf_run, self.s_max, self.segment_steps = backend.field(self.system, self.K, self.d), implicit.end(self.u1), 0
 
     def hold(self, status, message=""):
         """The state is constant from here to t1: only the clocks move."""

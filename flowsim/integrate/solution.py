@@ -31,7 +31,9 @@ class Solution:
     the implicit methods, ``njev`` and ``nlu`` (Jacobians and LU decompositions), as ``solve_ivp``;
     ``config`` how it ran (``config["backend"]`` and ``config["clock"]``: the backends and clocks that
     ran, e.g. ``"diffrax:Tsit5 -> scipy:BDF"`` and ``"log_time -> tau"`` after an ``"auto"`` hand-over;
-    ``config["arguments"]``: what was asked, to solve again).
+    ``config["arguments"]``: what was asked, to solve again); ``events`` what happened on the way, in order
+    (:class:`flowsim.LeaderSwitch`, :class:`flowsim.SignSwitch`, :class:`flowsim.Arrival`,
+    :class:`flowsim.BackendChange`).
     """
 
     system: object

@@ -16,6 +16,7 @@ from flowsim.integrate.backends import ATOL_MIN_IMPLICIT, backend_for
 from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.balanced import lift, reduction
 from flowsim.integrate.clock import clock_for
+from flowsim.integrate.events import BackendChange
 from flowsim.integrate.handlers import HANDLERS
 from flowsim.integrate.options import Options
 from flowsim.integrate.problem import Problem
@@ -173,14 +174,14 @@ def _integrate(problem, progress, config):
                 seg = run.integrate()
                 HANDLERS[seg.reason](run, seg)
     except KeyboardInterrupt as err:
-        run.status, run.message = Status.INTERRUPTED, f"{stopped_by(err)}; the trajectory so far is kept"
+        run.end(Status.INTERRUPTED, f"{stopped_by(err)}; the trajectory so far is kept")
     finally:
         if run.bar:
             run.bar.close()
     if run.status is Status.INTERRUPTED:
         absorbed()
     # the backends and clocks that ran (an "auto" solve may hand over); ``arguments`` keeps what was asked
-    ran = " -> ".join([problem.backend.name] + [e["to_backend"] for e in run.events if e["kind"] == "backend"])
+    ran = " -> ".join([problem.backend.name] + [e.to_backend for e in run.events if isinstance(e, BackendChange)])
     clocks = " -> ".join(dict.fromkeys([problem.clock.name, run.clock.name]))
     return run.solution(dict(config, rho=run.rho, backend=ran, clock=clocks))
 
