@@ -29,7 +29,7 @@ from flowsim._interrupts import received_after
 from flowsim._variables import annotate
 from flowsim.integrate.events import event_of
 from flowsim.integrate.solution import Solution
-from flowsim.integrate.status import OUTCOMES, STATUSES
+from flowsim.integrate.status import OUTCOMES, STATUSES, Status
 from flowsim.integrate.timeline import beta_margins_loss
 
 
@@ -315,7 +315,7 @@ def _check_contents(ds, path):
     if status not in OUTCOMES:  # a failed solve may end on a non-finite state
         return
     # (the beta of a blown-up state may overflow: w^4 at |w| = blowup_size = 1e100)
-    for name in ("log10_t", "params") if status == "blew_up" else ("log10_t", "params", "beta"):
+    for name in ("log10_t", "params") if status == Status.BLEW_UP else ("log10_t", "params", "beta"):
         bad = ~np.isfinite(ds[name].values)
         if bad.any():
             row = int(np.argwhere(bad)[0][0])

@@ -85,7 +85,7 @@ def _on_chunk_end(run, seg):
     if _put_on_planes(run) or _converged(run) or _sliding(run):
         return
     if run.adaptive:
-        run.hand_over(IMPLICIT_FALLBACK, backend_for(IMPLICIT_FALLBACK, 0.0))
+        run.hand_over(backend_for(IMPLICIT_FALLBACK, 0.0))
     elif run.segment_steps >= run.max_steps:
         run.end(Status.MAX_STEPS, _budget_message(run))
         if run.log_loss_change <= LOSS_STILL:  # (still on the way: a budget of 4 steps "reached a saddle" 0.05 off)

@@ -13,7 +13,7 @@ from flowsim._interrupts import after_block
 from flowsim.field.surfaces import spread_of
 from flowsim.field.vector_field import numpy_field
 from flowsim.integrate.backends import SURFACE_BACKEND, SegmentRequest
-from flowsim.integrate.backends._events import resolved_signs, scores, sides, watched
+from flowsim.integrate.backends._events import resolved_signs, scores, settle_levels, sides, watched
 from flowsim.integrate.events import BackendChange
 from flowsim.integrate.records import Records
 from flowsim.integrate.segment_args import SegmentArgs, Sliding
@@ -208,14 +208,14 @@ class Run:
         self.s, self.y, self.resume = self.records.s_at(i), self.records.y_at(i), None
         self.move_to(theta)
 
-    def hand_over(self, spec, backend):
-        """Continue on ``backend`` (named ``spec``) from the current state, in the clock an implicit method takes
+    def hand_over(self, backend):
+        """Continue on ``backend`` from the current state, in the clock an implicit method takes
         (``Clock.implicit_clock``: tau for a log-time run, whose records then swap their clock entries)."""
         implicit = self.clock.implicit_clock()
         self.records.hand_over(self.clock)
         self.s, self.y = self.clock.for_implicit(self.s, self.y)
         self.add_event(BackendChange(float(log10_t_from_u(implicit.u(self.s, self.y[-1]))),
-                                     float(implicit.tau(self.s, self.y[-1])), from_backend=self.be.name, to_backend=spec))
+                                     float(implicit.tau(self.s, self.y[-1])), from_backend=self.be.name, to_backend=backend.name))
         self.be, self.clock, self.adaptive, self.resume = backend, implicit, False, None
         self.vf_run, self.s_max, self.segment_steps = backend.field(self.system, self.K, self.d), implicit.end(self.u1), 0
 
@@ -237,8 +237,9 @@ class Run:
         """The arguments of a segment from the current state."""
         held = self.pinned | self.surfaces
         watch = watched(self.vf, self.y, self.Z, self.sigma, held) if self.uses_sign else ~self.pinned
+        settle = settle_levels(self.vf, self.y, self.Z, watch, held) if self.uses_sign else None
         return SegmentArgs(self.Z, self.rho, self.sigma, self.pinned, u_end=self.u1, log_floor=self.log_floor,
-                           log_ceiling=self.log_ceiling, leaders=self.leaders.copy(), watched=watch,
+                           log_ceiling=self.log_ceiling, leaders=self.leaders.copy(), watched=watch, settle=settle,
                            sides=sides(self.y, self.K, self.d, self.atol), surfaces=self.spread())
 
     def integrate(self):

@@ -39,6 +39,8 @@ class SegmentArgs(NamedTuple):
     leaders: Any = None
     #: the entries whose sign switch is watched in this segment (sign flows)
     watched: Any = None
+    #: per entry not watched, the |G_k| past which it is examined again (at least ``_events.SETTLE`` max |G|)
+    settle: Any = None
     #: the side of 0 each parameter entry started on (0: not watched for a crossing)
     sides: Any = None
     #: the switching surfaces slid on, (m, K d) (``flowsim.field.surfaces.spread_of``; sign flows; None: none)

@@ -51,7 +51,7 @@ class Cell:
 
     @property
     def collapsed(self) -> bool:
-        return self.status == "collapsed"
+        return self.status == fs.Status.COLLAPSED
 
     @property
     def label(self) -> str:

@@ -29,8 +29,9 @@ by symmetry) would end the segment at once, or, as part of one minimum, blind th
 its segment at sigma_k G_k = 0, and as part of one minimum it would disarm every other entry's switch
 (a missed switch leaves a stale sign in the field: l_inf-SAM then follows a trajectory the exact flow
 does not take). An unwatched entry is not forgotten: the segment ends once its |G_k| grows past
-``SETTLE`` max|G|, and its sign is examined again there (the side chosen at a switch from a short probe
-may not hold: G_k can turn back, and a stale sign would make a false rest point).
+``SETTLE`` max|G|, or past twice its value at the start where that is more (``settle_levels``), and its
+sign is examined again there (the side chosen at a switch from a short probe may not hold: G_k can turn
+back, and a stale sign would make a false rest point).
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ def _switch(vf, args):
     def value(s, y, size):
         G, _ = vf.direction(xp.reshape(y[:-1], (K, d)), Z)
         # an entry that has just switched (unwatched) is re-examined once |G_k| has grown out of 0
-        settle = SETTLE * xp.max(xp.abs(G)) - xp.abs(G)
+        settle = xp.maximum(SETTLE * xp.max(xp.abs(G)), args.settle) - xp.abs(G)
         switched = xp.min(xp.where(held, 1.0, xp.where(args.watched, sigma * G, settle)))
         # a parameter entry crossing 0 changes the sign of G_k for the entries its product carries: two
         # such crossings in one step (a piecewise-constant field allows long steps) turned sigma_k G_k
@@ -165,6 +166,18 @@ def watched(vf, y, Z, sigma, pinned):
 
     G, _ = vf.direction(np.reshape(y[:-1], (vf.K, vf.d)), Z)
     return np.asarray(sigma * G > 0) & ~pinned
+
+
+def settle_levels(vf, y, Z, watch, held):
+    """Per entry neither watched nor held, the |G_k| past which it is examined again: twice its |G_k| at the
+    segment's start (0 elsewhere; the event takes at least SETTLE max |G|). Every term of the switch event is
+    then positive at the start: an entry whose G_k is already resolved off 0 there, on the side its sign does
+    not hold, would otherwise start with a negative term, and as part of one minimum that disarms the switch of
+    every entry."""
+    import numpy as np
+
+    G, _ = vf.direction(np.reshape(y[:-1], (vf.K, vf.d)), Z)
+    return np.where(watch | held, 0.0, 2.0 * np.abs(np.asarray(G)))
 
 
 def resolved_signs(vf, theta, Z, sigma, held):
