@@ -33,9 +33,9 @@ KNOWN = {
     16: "l3-SAM, depth-3 tied: an entry arriving at w = 0 is stepped across (auto) or ends failed",
     22: "l3-SAM, depth-4 tied: BDF meets a non-finite Jacobian (the field is not differentiable where an entry "
         "arrives at w = 0); failed elsewhere",
-    32: "sign flow, depth-4 product: LSODA finds no continuation at a switch near the rest point auto and Radau "
-        "reach (after 100 switches, by the rest-point check)",
     33: "l3-SAM, depth-4 tied: 'chattering' on every backend (normalised SAM sliding where g_j changes sign), at "
+        "different times",
+    75: "l3-SAM, depth-3 product: 'chattering' on every backend (normalised SAM sliding where g_j changes sign), at "
         "different times",
 }
 

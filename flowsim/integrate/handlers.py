@@ -47,12 +47,14 @@ def _on_switch(run, seg):
     ties with another at 0): the signs and every tracked leader are re-examined whatever fired."""
     tau_now, lt_now = run.tau_now, float(log10_t_from_u(run.u_now))
     if run.uses_sign:
-        signs = run.sigma.copy()
-        was, slid, theta = run.switch_signs()
+        signs, was, slid = run.sigma.copy(), run.pinned.copy(), run.surfaces.copy()
+        state = run.switch_signs()
+        theta = state.theta
         if run.problem is not None and (_has_own_rest_points(run) and _earlier_rest_point(run)
-                                        or _converged(run, loss_still=True)):
-            # a step across a one-sided rest point led there, or the switch is the rounding of G -> 0 at a
-            # critical point the flow converges to (steepest descent's field vanishes with G): that is the end
+                                        or _converged(run, loss_still=True) or _rests_on(run, state.reached)):
+            # a step across a one-sided rest point led there, the switch is the rounding of G -> 0 at a
+            # critical point the flow converges to (steepest descent's field vanishes with G), or the flow has come
+            # to rest sliding on every surface it has reached: that is the end
             run.drop_problem()
             return
         # an entry leaving its surface whose G_k integration error left resolved on the other side takes that side
@@ -326,15 +328,37 @@ def _at_critical_point(run, loss_still) -> bool:
     return True
 
 
-def _at_sliding_rest(run, loss_still) -> bool:
-    """Hold the state as "converged" where a flow sliding on switching surfaces has come to rest: its one-sided
-    fields balance there and every other entry is still (``sliding.sliding_rest_point``)."""
+def _rests_on(run, reached) -> bool:
+    """A switch with no continuation where the flow has come to rest sliding on the surfaces it has ``reached``
+    (those it slid on and those it arrives at), or on those of every entry not held on its plane (arriving at
+    the same rest point, whose surfaces it meets in no particular order): at a rest point no choice of sides is
+    consistent, each pointing back (``_at_sliding_rest``)."""
+    tried = [run.surfaces]
+    for surfaces in (reached, reached | ~run.pinned):
+        if surfaces.any() and not any((surfaces == t).all() for t in tried):
+            if _at_sliding_rest(run, loss_still=True, surfaces=surfaces, within=REST_REACH):
+                return True
+            tried.append(surfaces)
+    return False
+
+
+#: at a switch with no continuation, an attracting rest point of the sliding field this many solver tolerances away
+#: is where the flow ends (a sign flow reaches it in finite time, meeting its surfaces in an order set by rounding)
+REST_REACH = 100.0
+
+
+def _at_sliding_rest(run, loss_still, surfaces=None, within=1.0) -> bool:
+    """Hold the state as "converged" where a flow sliding on switching surfaces (default: those it slides on) has
+    come to rest: its one-sided fields balance there and every other entry is still
+    (``sliding.sliding_rest_point``)."""
     if _too_large(run) or not (loss_still or run.log_loss_change <= LOSS_STILL):
         return False
-    limit = sliding_rest_point(run.vf, run.theta, run.Z, run.rho, run.sigma, run.pinned, run.surfaces,
-                               run.atol + run.rtol * np.abs(run.theta))
+    surfaces = run.surfaces if surfaces is None else surfaces
+    limit = sliding_rest_point(run.vf, run.theta, run.Z, run.rho, run.sigma, run.pinned, surfaces,
+                               run.atol + run.rtol * np.abs(run.theta), within)
     if limit is None:
         return False
+    run.slide_on(surfaces)
     limit = np.where(np.abs(limit) <= run.atol, 0.0, limit)  # below what the solver resolves, as at a critical point
     run.move_to(limit)
     entries = ", ".join(f"coordinate {j + 1}" for j in np.flatnonzero(run.surfaces.any(axis=0)))

@@ -17,7 +17,7 @@ from flowsim.integrate.backends._events import resolved_signs, scores, settle_le
 from flowsim.integrate.events import BackendChange
 from flowsim.integrate.records import Records
 from flowsim.integrate.segment_args import SegmentArgs, Sliding
-from flowsim.integrate.sliding import switched
+from flowsim.integrate.sliding import SignState, switched
 from flowsim.integrate.solution import Solution
 from flowsim.integrate.status import Status
 from flowsim.integrate.timeline import (
@@ -75,15 +75,14 @@ class Run:
         self.planes = invariant_planes(system.model) if system.flow.follows_gradient else ()
         self.status, self.message, self.problem = None, "", None
         self._log_losses = {}  # (``log_loss``)
-        theta = theta0
         self.surfaces = np.zeros((self.K, self.d), bool)  # entries sliding on their switching surfaces G_k = 0
+        self.s, self.y = 0.0, np.concatenate([theta0.ravel(), [0.0]])
         if self.uses_sign:
-            self.sigma, self.pinned, theta, self.surfaces, self.problem = switched(
-                self.vf, theta, self.Z, self.rho, np.zeros((self.K, self.d)), self.pinned, self.surfaces)
+            self.sigma = np.zeros((self.K, self.d))
+            self.move_to(self.switch_signs().theta)
         self.track = () if self.d == 1 else problem.track  # one coordinate always leads
-        self.leaders = np.array([self.leader(kind, theta) for kind in self.track], dtype=np.int64)
+        self.leaders = np.array([self.leader(kind, self.theta) for kind in self.track], dtype=np.int64)
         self.first_leaders = dict(zip(self.track, self.leaders.tolist()))  # who leads before any switch
-        self.s, self.y = 0.0, np.concatenate([theta.ravel(), [0.0]])
         self.log_loss_start = self.log_loss()
         # the init is not a save: the first save is just after it
         self.records = Records(lambda states: self.saves_observed(states)[2].tolist(), self.K, self.d)
@@ -152,19 +151,22 @@ class Run:
         self.pinned = self.pinned | on
         self.restart()
 
-    def switch_signs(self):
-        """A sign flow's signs, pinned entries and surfaces re-examined at the current state (``sliding.switched``),
-        a Filippov problem found is kept in ``problem``. Returns the entries' pinned and surfaces before, and the
-        state on the surfaces now slid on (where the run moves once the switch is settled, ``move_to``)."""
-        was, slid = self.pinned.copy(), self.surfaces.copy()
-        self.sigma, self.pinned, theta, self.surfaces, self.problem = switched(
-            self.vf, self.theta, self.Z, self.rho, self.sigma, self.pinned, self.surfaces)
-        return was, slid, theta
+    def switch_signs(self) -> SignState:
+        """A sign flow's signs, pinned entries and surfaces re-examined at the current state (``sliding.switched``);
+        a Filippov problem found is kept in ``problem``. Returns the new state, whose ``theta`` (on the surfaces now
+        slid on) the run moves to once the switch is settled (``move_to``)."""
+        state = switched(self.vf, self.theta, self.Z, self.rho, self.sigma, self.pinned, self.surfaces)
+        self.sigma, self.pinned, self.surfaces, self.problem = state.sigma, state.pinned, state.surfaces, state.problem
+        return state
 
     def resolve_signs(self, theta, leaving):
         """Entries ``leaving`` their surfaces take the side their G_k is resolved on at ``theta``
         (``_events.resolved_signs``)."""
         self.sigma = resolved_signs(self.vf, theta, self.Z, self.sigma, ~leaving)
+
+    def slide_on(self, surfaces):
+        """The state slides on ``surfaces`` (a rest point found on them)."""
+        self.surfaces = np.asarray(surfaces, bool)
 
     def drop_problem(self):
         """A Filippov problem found at a switch is no end: the state is a rest point the flow ends at instead."""

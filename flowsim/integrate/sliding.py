@@ -480,13 +480,15 @@ def continuation(vf, theta, Z, rho, sigma, pinned, active, candidates) -> Resolu
 class SignState(NamedTuple):
     """A sign flow's discrete state after a switch: ``sigma`` (controls on the entries sliding on surfaces),
     ``pinned`` (held on planes), ``theta``, ``surfaces`` (sliding on G_k = 0), ``problem`` (None, or why the
-    flow cannot be continued: the run ends "chattering" with it)."""
+    flow cannot be continued: the run ends "chattering" with it) and ``reached`` (the entries at their
+    surfaces at the switch, sliding or arriving: where a flow that cannot be continued may have come to rest)."""
 
     sigma: np.ndarray
     pinned: np.ndarray
     theta: np.ndarray
     surfaces: np.ndarray
     problem: str | None
+    reached: np.ndarray
 
 
 #: an active entry whose control is this close to +-1 leaves its surface (the ``slide_exit`` event's root)
@@ -509,24 +511,24 @@ def switched(vf, theta, Z, rho, sigma, pinned, sliding_now) -> SignState:
         sliding_now &= ~leaving
     signs = classify(vf, theta, Z, rho, sigma, pinned, sliding_now | leaving)
     if not (signs.sliding.any() or sliding_now.any()):
-        return SignState(signs.sigma, signs.pinned, signs.theta, sliding_now, None)
+        return SignState(signs.sigma, signs.pinned, signs.theta, sliding_now, None, sliding_now)
     found = continuation(vf, signs.theta, Z, rho, signs.sigma, signs.pinned, sliding_now, signs.sliding)
     if found.reason is not None and sliding_now.any():  # the entries sliding already may stop here too
         found = continuation(vf, signs.theta, Z, rho, signs.sigma, signs.pinned, np.zeros_like(sliding_now),
                              signs.sliding | sliding_now)
-    return SignState(found.sigma, signs.pinned, signs.theta, found.active, found.reason)
+    return SignState(found.sigma, signs.pinned, signs.theta, found.active, found.reason, signs.sliding | sliding_now)
 
 
 #: Newton steps toward a rest point of the sliding field
 REST_STEPS = 8
 
 
-def sliding_rest_point(vf, theta, Z, rho, sigma, pinned, active, scale) -> np.ndarray | None:
+def sliding_rest_point(vf, theta, Z, rho, sigma, pinned, active, scale, within=1.0) -> np.ndarray | None:
     """The rest point of the sliding field (the one-sided fields balancing on the active surfaces with every
     other entry at rest) that ``theta`` has converged to, or None: Newton's method on F = 0 with F's exact
     Jacobian (forward-mode, through the Newton solve of the control), accepted where the step left is within
-    the solver's tolerance (``scale``: atol + rtol |theta| per entry), no direction grows and the control stays
-    in the box."""
+    the solver's tolerance (``scale``: atol + rtol |theta| per entry), the rest point within ``within`` times that
+    tolerance of theta, no direction grows and the control stays in the box."""
     twin = surfaces.jax_of(vf)
     spread = surfaces.spread_of(vf, theta, active)
     shape = np.shape(theta)
@@ -553,7 +555,7 @@ def sliding_rest_point(vf, theta, Z, rho, sigma, pinned, active, scale) -> np.nd
         return None
     # x and x + delta are the same point to the solver's resolution: either may be where the control is singular
     for limit in (x + delta, x):
-        if error_norm(limit - np.ravel(theta), np.ravel(scale)) <= 1.0 and _attracting_rest(kernel, limit, args):
+        if error_norm(limit - np.ravel(theta), np.ravel(scale)) <= within and _attracting_rest(kernel, limit, args):
             control = surfaces.evaluate(twin, "control", limit.reshape(shape), Z, rho, sigma, pinned, spread)["s"]
             if np.all(np.abs(control) <= 1.0):
                 return limit.reshape(shape)
