@@ -439,10 +439,11 @@ JUMP = ("at log10 t = {log10_t:.6g} entries {entries} are at w = 0, where the fi
         "integrate for this flow; the trajectory up to it is kept")
 
 
-SLIDING = ("at log10 t = {log10_t:.6g} the flow slides along a surface where its field -grad L(theta + rho g/|g|) is "
-           "discontinuous (a component of g changes sign there): entries {entries} have fields "
-           "pointing into their current values from both sides that do not shrink near them. The exact flow follows "
-           "a sliding mode flowsim does not integrate for gradient-following flows; the trajectory up to it is kept")
+SLIDING = ("at log10 t = {log10_t:.6g} entries {entries} are on a surface where a component of the gradient g vanishes "
+           "and the field -grad L(theta + rho eps(g)) is not smooth (lp-SAM's ascent step carries |g_k|^(1/(p-1)), not "
+           "Lipschitz at 0 for p > 2; l2's g/|g| jumps where g = 0): their fields point into their current values "
+           "from both sides and do not shrink near them, so the exact flow stays on that surface and moves along it, "
+           "which flowsim does not integrate for gradient-following flows; the trajectory up to it is kept")
 
 
 CROSSING = ("{backend} stepped across {entry} = 0 at log10 t = "
