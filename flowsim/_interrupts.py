@@ -9,17 +9,23 @@ computed; :func:`exit_code` then says 143 rather than 130.
 One run interrupted is a result to keep. Work made of many runs (the reproduction suite) must stop at the
 first instead: going on, it judged claims on partial sweeps and reported them with exit code 0. Under
 :func:`propagating`, :func:`absorbed` raises the KeyboardInterrupt on.
+
+A SIGTERM kept as a result only delays the process's end: the next solve, sweep or iterate the script starts
+(a loop of solves) ends the process with exit code 143 instead (:func:`terminable`), so ``timeout`` and batch
+schedulers can stop such a script. A Ctrl-C has no such after-effect (in a notebook the next cell runs).
 """
 
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 import warnings
 from contextlib import contextmanager
 
 _state = threading.local()  # (per thread: a sweep's worker threads are not the caller's work)
 _last = {"signum": signal.SIGINT}  # the last stop signal received, for the exit code
+_terminated = {"pending": False}  # a SIGTERM kept as a result in the main thread: no more work starts
 STOPS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -47,7 +53,12 @@ def exit_code() -> int:
 @contextmanager
 def terminable():
     """SIGTERM raises :class:`Terminated` in this block (main thread, where Python's default handler is still
-    in place: it would end the process keeping nothing); the default comes back after."""
+    in place: it would end the process keeping nothing); the default comes back after. Where an earlier SIGTERM
+    was kept as a result, the process ends here instead (exit code 143): it was asked to stop."""
+    if _terminated["pending"] and threading.current_thread() is threading.main_thread():
+        sys.stderr.write("flowsim: terminated (SIGTERM) during an earlier solve, whose result was returned "
+                         "'interrupted'; not starting more work\n")
+        raise SystemExit(128 + signal.SIGTERM)
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         yield
@@ -71,9 +82,12 @@ def propagating():
 
 
 def absorbed() -> None:
-    """Call where a Ctrl-C has become a result: raises KeyboardInterrupt inside :func:`propagating`."""
+    """Call where a Ctrl-C has become a result: raises KeyboardInterrupt inside :func:`propagating`; a SIGTERM
+    kept in the main thread ends the process at its next start of work (:func:`terminable`)."""
     if getattr(_state, "propagate", False):
         raise Terminated if _last["signum"] == signal.SIGTERM else KeyboardInterrupt
+    if _last["signum"] == signal.SIGTERM and threading.current_thread() is threading.main_thread():
+        _terminated["pending"] = True
 
 
 @contextmanager

@@ -104,6 +104,21 @@ def test_sigterm_in_a_python_solve_is_a_result():
     assert status == "interrupted" and int(rows) >= 2 and "terminated (SIGTERM)" in message
 
 
+def test_sigterm_in_a_loop_of_solves_ends_the_script_at_its_next_solve():
+    """The solve under way returns its result 'interrupted' (the loop may save it); the next one the loop starts
+    ends the process with exit code 143: a scheduler's SIGTERM stops a script of many solves."""
+    script = KILLER + textwrap.dedent("""
+        import numpy as np, flowsim as fs
+        system, data = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1)), fs.Dataset([[1.0, 2.0, 3.0]], [1])
+        for k in range(3):
+            sol = fs.solve(system, data, 0.05, t1=1e100, track=("magnitude",), throw=False)
+            print(k, sol.status, flush=True)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 143, out.stderr
+    assert out.stdout.split() == ["0", "interrupted"] and "not starting more work" in out.stderr
+
+
 def test_outside_flowsim_sigterm_keeps_its_default():
     """flowsim installs its handler only while it works, and only where the default was in place."""
     fs.solve(fs.derive(fs.Linear(), "logistic", fs.GD()), fs.Dataset([[1.0, 2.0]]), 0.1, t1=1e3, saves=5)
