@@ -293,6 +293,7 @@ class _Spectrum(NamedTuple):
 
 
 def _spectrum(M) -> _Spectrum:
+    """The :class:`_Spectrum` of M (one singular value 1 and no eigenvalues where M is empty)."""
     singular = np.linalg.svd(M, compute_uv=False) if M.size else np.ones(1)
     return _Spectrum(singular, np.diag(M), np.linalg.eigvals(M) if M.size else np.zeros(0))
 

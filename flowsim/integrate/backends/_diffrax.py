@@ -192,17 +192,18 @@ def kernel(vf, key, spec: KernelSpec):
     over y0, the per-member arguments ``rho`` and ``log_floor`` (``BATCHED``) and the tolerances (rtol, atol per
     member), the rest shared, and returning beta and the log-loss at the saves and at the end, not the states, as
     a tuple (``_observing``; for :func:`flowsim.sweep`)."""
-    s = spec
     # a clock's compiled field depends on its name alone (a schedule's lr and decay only map its s to t)
-    ck = (key, s.clock.name, s.uses_sign, s.sliding, s.solver, s.max_steps, s.n_targets, vf.K, vf.d, s.track, s.batched)
+    structure = (spec.clock.name, spec.uses_sign, spec.sliding, spec.solver, spec.max_steps, spec.n_targets, spec.track,
+                 spec.batched)
+    ck = (key, vf.K, vf.d, structure)
     with _BUILDING:  # a sweep's chunks ask for it together, from threads: one kernel (compiled once)
         if ck not in _CACHE:
-            run, names = _build(vf, s.clock, s.uses_sign, s.sliding, s.solver, s.max_steps, s.n_targets, s.track)
-            if s.batched:
+            run, names = _build(vf, spec.clock, spec.uses_sign, spec.sliding, spec.solver, spec.max_steps,
+                                spec.n_targets, spec.track)
+            if spec.batched:
                 run = jax.vmap(_observing(run, vf), in_axes=(0, None, None, BATCHED, None, 0))
             else:
                 run = _packed(run)
-            structure = (s.clock.name, s.uses_sign, s.sliding, s.solver, s.max_steps, s.n_targets, s.track, s.batched)
             _CACHE[ck] = StoredKernel(jax.jit(run), vf, structure), names
             while len(_CACHE) > max(KERNELS_KEPT, 1):
                 _CACHE.popitem(last=False)
