@@ -200,8 +200,7 @@ def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, recor
     pts = _record_points(int(steps), records)
     out, pts, status, message = _advance_between_records(advance, theta0, optimizer.init(theta0), pts, progress)
     times = _elapsed(optimizer.schedule, pts)
-    run = _discrete_run(optimizer.name, compiled, data, pts, times, np.stack(out), status, message,
-                        f"{system.model}, {system.loss.name} loss")
+    run = _discrete_run(optimizer.name, system, data, pts, times, np.stack(out), status, message)
     if throw and status != Status.COMPLETED:
         raise IntegrationError(f"{optimizer.name}: status {status!r}: {message}. The records so far are in .solution.", run)
     return run
@@ -275,7 +274,10 @@ class _Pace:
         self.steps = int(max(1, min(8 * self.steps, aim)))
 
 
-def _discrete_run(name, compiled, data, pts, times, P, status, message, problem):
+def _discrete_run(name, system, data, pts, times, P, status, message):
+    """The :class:`DiscreteRun` of the records ``P`` at steps ``pts`` (flow times ``times``), cut before the first
+    record whose beta or margins are not finite."""
+    compiled = system.jax
     beta = np.asarray(jax.vmap(compiled.beta)(jnp.asarray(P)))
     with np.errstate(all="ignore"):
         m = beta @ data.z.T
@@ -289,7 +291,7 @@ def _discrete_run(name, compiled, data, pts, times, P, status, message, problem)
     ll = np.asarray(compiled.log_l(jnp.asarray(m)))
     mx = ll.max(axis=1, keepdims=True)
     log_loss = mx[:, 0] + np.log(np.exp(ll - mx).sum(axis=1)) - math.log(data.n)
-    return DiscreteRun(name, pts, times, P, beta, m, log_loss, status, message, problem)
+    return DiscreteRun(name, pts, times, P, beta, m, log_loss, status, message, f"{system.model}, {system.loss.name} loss")
 
 
 def flow_distance(make_optimizer, flow, model, loss, data, init, t_end: float, etas, *, rtol=1e-12, atol=1e-14):

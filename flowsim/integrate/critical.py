@@ -39,6 +39,8 @@ from flowsim.field.jacobian import FieldJacobian
 #: the loss must have stopped decreasing (|change of log L| over the last stretch) before the
 #: Jacobian and its spectrum, O((Kd)^3), are computed
 LOSS_STILL = 1e-6
+#: Newton steps from the state within which the search must reach its limit (to the solver's tolerance)
+NEWTON_STEPS = 8
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,7 @@ def arrival_radius(flow, size) -> float:
     return flow.rho * max(1.0, size ** (0.5 - (1.0 - 1.0 / q)))
 
 
-def find(vf, theta, Z, rtol, atol, radius=0.0, newton_steps=8, rho=0.0, sigma=None):
+def find(vf, theta, Z, rtol, atol, radius=0.0, rho=0.0, sigma=None):
     """A :class:`CriticalPoint` that ``theta`` has converged to (see the module docstring), or None.
 
     With ``rho > 0`` a rest point of the perturbed flow itself is looked for first: where the
@@ -96,23 +98,23 @@ def find(vf, theta, Z, rtol, atol, radius=0.0, newton_steps=8, rho=0.0, sigma=No
     gradient is linear in theta across that radius (to 10%), the regime where the argument holds.
 
     ``sigma``: a sign flow's held signs (l_inf-SAM's point theta + rho sigma), for its own rest points."""
-    own = rest_point(vf, theta, Z, rtol, atol, rho, newton_steps, sigma) if rho > 0 else None
-    cp = own or _newton(vf, theta, Z, _scale(theta, rtol, atol), atol, newton_steps, 0.0, radius)
+    own = rest_point(vf, theta, Z, rtol, atol, rho, sigma) if rho > 0 else None
+    cp = own or _newton(vf, theta, Z, _scale(theta, rtol, atol), atol, 0.0, radius)
     return cp if cp is not None and cp.growth_rate <= 0 else None
 
 
-def saddle(vf, theta, Z, rtol, atol, radius=0.0, newton_steps=8):
+def saddle(vf, theta, Z, rtol, atol, radius=0.0):
     """A saddle of the loss that ``theta`` has reached (as :func:`find`, but with unstable directions:
     the exact flow leaves it, along coordinates that are tiny but not 0), or None."""
-    cp = _newton(vf, theta, Z, _scale(theta, rtol, atol), atol, newton_steps, 0.0, radius)
+    cp = _newton(vf, theta, Z, _scale(theta, rtol, atol), atol, 0.0, radius)
     return cp if cp is not None and cp.growth_rate > 0 else None
 
 
-def rest_point(vf, theta, Z, rtol, atol, rho, newton_steps=8, sigma=None):
+def rest_point(vf, theta, Z, rtol, atol, rho, sigma=None):
     """A rest point of the flow at radius ``rho`` itself that ``theta`` has converged to, or None.
     With a sign flow's held signs ``sigma`` the field is smooth while they hold, so the rest point
     counts only where sign(G) is still ``sigma`` (it is then a rest point of the Filippov flow too)."""
-    cp = _newton(vf, theta, Z, _scale(theta, rtol, atol), atol, newton_steps, rho, sigma=sigma)
+    cp = _newton(vf, theta, Z, _scale(theta, rtol, atol), atol, rho, sigma=sigma)
     if cp is None or cp.displacement > 1.0 or cp.growth_rate > 0:  # an unstable one is left, not held
         return None
     if sigma is not None and np.any(np.sign(vf.direction(cp.limit, Z)[0]) != sigma):
@@ -120,10 +122,11 @@ def rest_point(vf, theta, Z, rtol, atol, rho, newton_steps=8, sigma=None):
     return cp
 
 
-def _newton(vf, theta, Z, scale, atol, newton_steps, rho, radius=0.0, sigma=None):
-    """Newton's method on the field at radius ``rho`` (0: the gradient field) from ``theta``."""
+def _newton(vf, theta, Z, scale, atol, rho, radius=0.0, sigma=None):
+    """Newton's method on the field at radius ``rho`` (0: the gradient field) from ``theta``, at most
+    ``NEWTON_STEPS`` steps."""
     x = theta
-    for _ in range(newton_steps):
+    for _ in range(NEWTON_STEPS):
         F, A = _gradient_field(vf, x, Z, rho, sigma)
         if F is None:
             return None

@@ -283,9 +283,25 @@ def _classify(out, active) -> EquivalentControl:
     return _judged(sigma, control, residual, out["slope"][np.ix_(on, on)], where)
 
 
-def _reason(where, control, residual, singular, unique, exists, in_box, diagonal, eigen):
+class _Spectrum(NamedTuple):
+    """What the verdict on a sliding mode reads of the slope M of its condition: its singular values (largest
+    first), its diagonal and its eigenvalues."""
+
+    singular: np.ndarray
+    diagonal: np.ndarray
+    eigen: np.ndarray
+
+
+def _spectrum(M) -> _Spectrum:
+    """The :class:`_Spectrum` of M (one singular value 1 and no eigenvalues where M is empty)."""
+    singular = np.linalg.svd(M, compute_uv=False) if M.size else np.ones(1)
+    return _Spectrum(singular, np.diag(M), np.linalg.eigvals(M) if M.size else np.zeros(0))
+
+
+def _reason(where, control, residual, spectrum: _Spectrum, unique, exists, in_box):
     """Why the sliding mode on ``where`` does not hold (None where it does)."""
     entries = ", ".join(where)
+    singular, diagonal, eigen = spectrum.singular, spectrum.diagonal, spectrum.eigen
     if not unique:
         rank = int(np.sum(singular > SINGULAR_TOL * singular[0]))
         return (f"the sliding mode on the surfaces G = 0 of {entries} is ambiguous: the rates of their G do not "
@@ -360,7 +376,8 @@ def resolve(vf, theta, Z, rho, sigma, active, candidates, selection="control") -
             if c != "slide":
                 trial_sigma[k] = c
         trial_active = _active_of(active, candidates, index, choice)
-        found = _consistent(vf, theta, Z, rho, trial_sigma, trial_active, index, choice, selection)
+        leaving = [(k, c) for k, c in zip(index, choice) if c != "slide"]
+        found = _consistent(vf, theta, Z, rho, trial_sigma, trial_active, leaving, selection)
         if found is not None:
             consistent.append((choice, found))
     if len(consistent) == 1:
@@ -384,14 +401,14 @@ def _active_of(active, candidates, index, choice):
     return out
 
 
-def _consistent(vf, theta, Z, rho, sigma, active, index, choice, selection):
-    """The signs (controls on ``active``) where this choice is consistent, else None."""
+def _consistent(vf, theta, Z, rho, sigma, active, leaving, selection):
+    """The signs (controls on ``active``) where this choice is consistent, else None: the control on ``active``
+    holds and each entry of ``leaving``, (entry, side) pairs, moves to its side."""
     if active.any():
         control = equivalent_control(vf, theta, Z, rho, sigma, active, selection)
         if not control.holds:
             return None
         sigma = control.sigma
-    leaving = [(k, c) for k, c in zip(index, choice) if c != "slide"]
     if leaving:
         rates = _jitted(_rates, vf, selection, np.asarray(active, dtype=bool))(theta, Z, rho, sigma)["rates"]
         if not all(c * rates[k] > 0 for k, c in leaving):
@@ -415,13 +432,12 @@ def filippov_control(vf, theta, Z, rho, sigma, pinned, active) -> EquivalentCont
 
 def _judged(sigma, control, residual, M, where) -> EquivalentControl:
     """The verdict on a control and the slope M of its condition."""
-    singular = np.linalg.svd(M, compute_uv=False) if M.size else np.ones(1)
-    unique = bool(singular[-1] > SINGULAR_TOL * singular[0])
+    spectrum = _spectrum(M)
+    unique = bool(spectrum.singular[-1] > SINGULAR_TOL * spectrum.singular[0])
     exists = bool(np.all(np.isfinite(control)) and residual <= RESIDUAL_TOL)
     in_box = bool(np.all(np.abs(control) <= 1 + BOX_TOL))
-    diagonal, eigen = np.diag(M), np.linalg.eigvals(M) if M.size else np.zeros(0)
-    attracting = bool(np.all(diagonal < 0) and np.all(eigen.real < 0))
-    reason = _reason(where, control, residual, singular, unique, exists, in_box, diagonal, eigen)
+    attracting = bool(np.all(spectrum.diagonal < 0) and np.all(spectrum.eigen.real < 0))
+    reason = _reason(where, control, residual, spectrum, unique, exists, in_box)
     return EquivalentControl(sigma, control, residual, exists, unique, in_box, attracting, reason)
 
 

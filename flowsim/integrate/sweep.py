@@ -451,7 +451,7 @@ def _vmapped(system, data, inits, rhos, opts):
     """The per-point solves of :func:`flowsim.solve` for a smooth flow (one segment each), as one vmap."""
     from flowsim._jax import jax
     from flowsim.field.vector_field import jax_field
-    from flowsim.integrate.backends._diffrax import host_arguments, kernel
+    from flowsim.integrate.backends._diffrax import KernelSpec, host_arguments, kernel
 
     flow = system.flow
     L1, u1 = opts.log10_t1, opts.u1
@@ -481,8 +481,8 @@ def _vmapped(system, data, inits, rhos, opts):
     sigma = signs[0] if all(np.array_equal(s, signs[0]) for s in signs) else np.zeros((K, d))
     pinned, leaders = np.zeros((K, d), bool), np.zeros(0, np.int64)
     log_ceiling = math.log(opts.blowup_size)
-    run, names = kernel(jax_field(system, K, d), structure_key(system), clock, False, Sliding(), be.solver,
-                        opts.max_steps, len(targets), (), batched=True)
+    spec = KernelSpec(clock, False, Sliding(), be.solver, opts.max_steps, len(targets), batched=True)
+    run, names = kernel(jax_field(system, K, d), structure_key(system), spec)
     args = SegmentArgs(Z, rhos, sigma, pinned, u_end=u1, log_floor=floors, log_ceiling=log_ceiling, leaders=leaders)
     tol = np.stack([np.full(m, opts.rtol), atol], axis=1)  # per point, as each point's solve would have it
     s_t, (beta, log_loss), ok, s_end, (y_end, beta_end, loss_end), (fired, maxed, failed), stats = jax.tree.map(

@@ -683,6 +683,22 @@ def amplification_alpha(out: Path, quick: bool) -> Claim:
     numbers["tau -> 0 boundary"] = Measured(
         f"{[round(b, 5) for b in boundary]} against alpha* = rho (mu_1 + mu_2)/(sqrt 2 |mu|) = {star:.5g}",
         (Number("boundary_alpha", boundary, "1"), Number("tau", taus, "tau"), Number("alpha_star", float(star), "1")))
+    _draw_leaders(out, lead, alphas, taus, star, rho)
+    controls = [Control(f"GD instead of l2-SAM, tau = {tau:g}", leader_by_scale(lead["GD"][:, k])) for k, tau in enumerate(taus)]
+    return claim("000-thm4.5", SEED, Statement(
+                     "The predictor initially relies on minor coordinates and gradually shifts to larger ones as ... "
+                     "initialization increases (abstract); Thm 4.5; very small alpha makes all weights collapse to 0 in "
+                     "finite time (notes).",
+                     "Sequential feature amplification along the initialisation scale: at a fixed tau (the paper's "
+                     "clock), small alpha makes the minor coordinate lead and large alpha the major one, the boundary "
+                     "tending to alpha* = rho (mu_1 + mu_2)/(sqrt 2 |mu|) as tau -> 0; very small alpha collapses.",
+                     "as stated"),
+                 _setting(mu=MU.tolist(), rho=rho, taus=taus.tolist(), alphas=f"{len(alphas)} in {alphas[0]:.3g}..{alphas[-1]:.3g}"),
+                 every(outcomes, "checks (leader along alpha at each tau, tau -> 0 boundary, collapse threshold)"), controls, numbers, "sam_alpha.png")
+
+
+def _draw_leaders(out, lead, alphas, taus, star, rho):
+    """sam_alpha.png: the leading coordinate along alpha at each tau, per flow (``lead``: name -> (alpha, tau))."""
     fig, axes = _fig(1, 2, 4.5, 3.3)
     for ax, (name, ld) in zip(axes[0], lead.items()):
         for k, tau in enumerate(taus):
@@ -696,17 +712,6 @@ def amplification_alpha(out: Path, quick: bool) -> Claim:
         ax.legend(fontsize=7)
     fig.suptitle("Thm 4.5: the leading coordinate along the initialisation scale alpha, at fixed tau", fontsize=10)
     fig.savefig(out / "sam_alpha.png", dpi=100)
-    controls = [Control(f"GD instead of l2-SAM, tau = {tau:g}", leader_by_scale(lead["GD"][:, k])) for k, tau in enumerate(taus)]
-    return claim("000-thm4.5", SEED, Statement(
-                     "The predictor initially relies on minor coordinates and gradually shifts to larger ones as ... "
-                     "initialization increases (abstract); Thm 4.5; very small alpha makes all weights collapse to 0 in "
-                     "finite time (notes).",
-                     "Sequential feature amplification along the initialisation scale: at a fixed tau (the paper's "
-                     "clock), small alpha makes the minor coordinate lead and large alpha the major one, the boundary "
-                     "tending to alpha* = rho (mu_1 + mu_2)/(sqrt 2 |mu|) as tau -> 0; very small alpha collapses.",
-                     "as stated"),
-                 _setting(mu=MU.tolist(), rho=rho, taus=taus.tolist(), alphas=f"{len(alphas)} in {alphas[0]:.3g}..{alphas[-1]:.3g}"),
-                 every(outcomes, "checks (leader along alpha at each tau, tau -> 0 boundary, collapse threshold)"), controls, numbers, "sam_alpha.png")
 
 
 def depth3_switches(out: Path, quick: bool) -> Claim:
@@ -837,15 +842,8 @@ def digits_pixels(out: Path, quick: bool) -> Claim:
             "l2-SAM, alpha 0.5 (control)": (fs.SAM(rho, 2), 0.5)}
     sols = {name: _solve(model, flow, data, a, t1=t1, saves=120) for name, (flow, a) in runs.items()}
 
-    def excess(sam, gd):
-        """SAM's largest share outside GD's top-k pixels (GD's limit) over GD's share at the same time."""
-        top = np.argsort(-np.abs(sols[gd].beta[-1]))[:k]
-        s_sam, s_gd = _outside_share(sols[sam].beta, top), _outside_share(sols[gd].beta, top)
-        i = int(np.argmax(s_sam - s_gd))
-        return s_sam[i], s_gd[i], sols[sam].log10_t[i], s_sam, s_gd
-
     def judged(sam, gd):
-        a, b, lt, *_ = excess(sam, gd)
+        a, b, lt, *_ = _excess(sols, sam, gd, k)
         return share_above(a, b + 0.05, f"share of |beta| outside GD's top {k} pixels at log10 t = {lt:.3g} "
                                         f"(GD's share there + 0.05)")
 
@@ -854,6 +852,34 @@ def digits_pixels(out: Path, quick: bool) -> Claim:
         main = control = Outcome(None, f"runs did not finish: {bad}")
     else:
         main, control = judged("l2-SAM", "GD"), judged("l2-SAM, alpha 0.5 (control)", "GD, alpha 0.5")
+    _draw_digits(out, sols, t1, rho, k)
+    numbers = {name: Measured(f"{sol.status}; min margin at t1 {sol.margins[-1].min():.3g}",
+                              (Number("min_margin_end", float(sol.margins[-1].min()), "1"),))
+               for name, sol in sols.items()}
+    numbers["from alpha 0.05"] = main
+    return claim("000-digits", SEED, Statement(
+                     "Synthetic and real-data experiments corroborate our findings (abstract); the real data: a CNN on "
+                     "MNIST, read by Grad-CAM (notes).",
+                     "Real data (sklearn digits 0 vs 1, 8x8) on a depth-2 diagonal network, not a CNN on MNIST: from a "
+                     f"small init, l2-SAM first puts weight on minor pixels: at its peak, the share of |beta| outside the "
+                     f"{k} pixels GD ends up relying on exceeds GD's share at the same time by more than 0.05 (Thm 4.4's "
+                     "sequential amplification, seen on real data).", "weaker"),
+                 _setting(model="u^2 - v^2", alpha=0.05, rho=rho, t1=t1, n=data.n, top_pixels=k), main,
+                 [Control("from alpha = 0.5, above the amplification regime (l2-SAM against GD from 0.5)", control)],
+                 numbers, "sam_digits.png")
+
+
+def _excess(sols, sam, gd, k):
+    """SAM's largest share outside GD's top-k pixels (GD's limit) over GD's share at the same time: (SAM's share
+    and GD's there, log10 t there, SAM's and GD's shares at every save)."""
+    top = np.argsort(-np.abs(sols[gd].beta[-1]))[:k]
+    s_sam, s_gd = _outside_share(sols[sam].beta, top), _outside_share(sols[gd].beta, top)
+    i = int(np.argmax(s_sam - s_gd))
+    return s_sam[i], s_gd[i], sols[sam].log10_t[i], s_sam, s_gd
+
+
+def _draw_digits(out, sols, t1, rho, k):
+    """sam_digits.png: GD's and l2-SAM's beta as 8x8 images over time, and every pair's share outside GD's top ``k``."""
     fig = Figure(figsize=(11, 7.5), constrained_layout=True)
     axes = fig.subplot_mosaic([["g0", "g1", "g2", "g3"], ["s0", "s1", "s2", "s3"], ["c", "c", "c", "c"]])
     for r, name in (("g", "GD"), ("s", "l2-SAM")):
@@ -872,7 +898,7 @@ def digits_pixels(out: Path, quick: bool) -> Claim:
     for sam, gd in (("l2-SAM", "GD"), ("l2-SAM, alpha 0.5 (control)", "GD, alpha 0.5")):
         if not (sols[sam].ok and sols[gd].ok):
             continue
-        *_, s_sam, s_gd = excess(sam, gd)
+        *_, s_sam, s_gd = _excess(sols, sam, gd, k)
         ax.plot(sols[sam].log10_t[1:], s_sam[1:], label=sam, **styles[sam])
         ax.plot(sols[gd].log10_t[1:], s_gd[1:], label=gd, **styles[gd])
     plot.log_time_axis(ax)
@@ -881,20 +907,6 @@ def digits_pixels(out: Path, quick: bool) -> Claim:
     plot.legend_beside(ax)
     fig.suptitle("000-digits: beta as 8x8 images (each panel scaled to its own max |beta_j|), from alpha 0.05", fontsize=10)
     fig.savefig(out / "sam_digits.png", dpi=90)
-    numbers = {name: Measured(f"{sol.status}; min margin at t1 {sol.margins[-1].min():.3g}",
-                              (Number("min_margin_end", float(sol.margins[-1].min()), "1"),))
-               for name, sol in sols.items()}
-    numbers["from alpha 0.05"] = main
-    return claim("000-digits", SEED, Statement(
-                     "Synthetic and real-data experiments corroborate our findings (abstract); the real data: a CNN on "
-                     "MNIST, read by Grad-CAM (notes).",
-                     "Real data (sklearn digits 0 vs 1, 8x8) on a depth-2 diagonal network, not a CNN on MNIST: from a "
-                     f"small init, l2-SAM first puts weight on minor pixels: at its peak, the share of |beta| outside the "
-                     f"{k} pixels GD ends up relying on exceeds GD's share at the same time by more than 0.05 (Thm 4.4's "
-                     "sequential amplification, seen on real data).", "weaker"),
-                 _setting(model="u^2 - v^2", alpha=0.05, rho=rho, t1=t1, n=data.n, top_pixels=k), main,
-                 [Control("from alpha = 0.5, above the amplification regime (l2-SAM against GD from 0.5)", control)],
-                 numbers, "sam_digits.png")
 
 
 CHECKS = [l1_limits_l2, linf_trichotomy, linf_blow_up_limits, linf_phase_diagram, depth2_limits, gap_rate_law,

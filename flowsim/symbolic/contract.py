@@ -10,9 +10,28 @@ naming the declaration to add.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import sympy as sp
 
 JUMP_FIX = "use s.sigma, held per entry, and declare uses_sign = True (a Filippov system)"
+
+
+class CoordinateSymbols(NamedTuple):
+    """The symbols of one coordinate's derived equations: its layer entries w, their values w~ at the
+    evaluation point and their held signs sigma (one per layer), the couplings r, r~, N, S, the radius rho,
+    the second moment P~ and the number of samples n."""
+
+    w: tuple
+    w_tilde: tuple
+    sigma: tuple
+    r: sp.Symbol
+    r_tilde: sp.Symbol
+    N: sp.Symbol
+    S: sp.Symbol
+    rho: sp.Symbol
+    P_tilde: sp.Symbol
+    n: sp.Symbol
 
 
 def _refuse(part, rule, problem, fix):
@@ -30,8 +49,9 @@ def _symbols_of(part, rule, exprs, allowed, handed):
     return used
 
 
-def check_point(point, w, r, N, S, rho, sig, perturbation, normed):
+def check_point(point, symbols: CoordinateSymbols, perturbation, normed):
     """``perturbation`` (P per layer, without w + rho) and ``normed`` of an evaluation point."""
+    w, r, N, S, rho, sig = symbols.w, symbols.r, symbols.N, symbols.S, symbols.rho, symbols.sigma
     used = _symbols_of(point, "perturbation", perturbation, {*w, r, N, S, rho, *sig},
                        "s.w, s.G, s.N, s.S, s.rho, s.sigma")
     _symbols_of(point, "normed", normed, {*w, r, S, rho, *sig}, "s.w, s.G, s.S, s.rho, s.sigma; not s.N, its own norm")
@@ -39,16 +59,18 @@ def check_point(point, w, r, N, S, rho, sig, perturbation, normed):
               sign_fix="use norm = float('inf'), or declare uses_sign = True (a Filippov system)")
 
 
-def check_direction(direction, wt, rt, Pt, n, N, sig, field, free_dbeta):
+def check_direction(direction, symbols: CoordinateSymbols, field, free_dbeta):
     """``field`` (per layer, at the evaluation point) of a direction; ``free_dbeta``: (the rule with dbeta a
     free symbol D, D), where the gradient G = -D r vanishes at D = 0 as well as at r = 0."""
-    used = _symbols_of(direction, "field", field, {*wt, rt, Pt, n, N, *sig},
+    N, sig = symbols.N, symbols.sigma
+    used = _symbols_of(direction, "field", field,
+                       {*symbols.w_tilde, symbols.r_tilde, symbols.P_tilde, symbols.n, N, *sig},
                        "s.w, s.dbeta, s.r, s.G, s.N, s.P, s.n, s.sigma")
-    if Pt in used and not direction.needs_P:
+    if symbols.P_tilde in used and not direction.needs_P:
         _refuse(direction, "field", "uses s.P, the per-sample second moment, which the solver computes only for a "
                 "direction that asks", "declare needs_P = True")
     rule, D = free_dbeta
-    _declared(direction, "field", used, N, sig, [(field, rt), ([rule], D)],
+    _declared(direction, "field", used, N, sig, [(field, symbols.r_tilde), ([rule], D)],
               norm_of="the dual norm of the gradient", sign_fix="declare uses_sign = True (a Filippov system)")
 
 

@@ -35,7 +35,7 @@ import sympy as sp
 
 from flowsim.data import Dataset
 from flowsim.symbolic.check import check
-from flowsim.symbolic.contract import check_direction, check_point
+from flowsim.symbolic.contract import CoordinateSymbols, check_direction, check_point
 from flowsim.symbolic.directions import DirectionSymbols
 from flowsim.symbolic.flow import Flow, check_rho
 from flowsim.symbolic.functions import jax_functions, numpy_functions
@@ -281,9 +281,24 @@ def _no_delta(e):
     return e.replace(sp.DiracDelta, lambda *a: sp.Integer(0))
 
 
-def _partials(w, wt, r, rt, N, S, Pt, direction, normed, perturbed, field_wt, loss):
+class _Derivation(NamedTuple):
+    """One coordinate's derived expressions (per layer, but ``beta``) in its ``symbols``: what is compiled."""
+
+    symbols: CoordinateSymbols
+    beta: sp.Expr
+    direction: tuple
+    normed: tuple
+    perturbed: tuple
+    field_wt: tuple
+    loss: Loss
+
+
+def _partials(derived: _Derivation):
     """Per-coordinate partial derivatives of the field's building blocks, with the argument lists
     their compiled functions take. Matrices over layers (d a_k / d b_l) are flattened row-major."""
+    s, loss = derived.symbols, derived.loss
+    w, wt, r, rt, N, S, Pt = s.w, s.w_tilde, s.r, s.r_tilde, s.N, s.S, s.P_tilde
+    normed, perturbed, field_wt = derived.normed, derived.perturbed, derived.field_wt
     K = len(w)
 
     def d(exprs, wrt):
@@ -305,8 +320,10 @@ def _partials(w, wt, r, rt, N, S, Pt, direction, normed, perturbed, field_wt, lo
     }
 
 
-def _compile(system_parts, modules, xp) -> Compiled:
-    (w, wt, sig, r, rt, N, S, rho, beta, direction, normed, perturbed, field_wt, loss, Pt, n) = system_parts
+def _compile(derived: _Derivation, modules, xp) -> Compiled:
+    s, loss = derived.symbols, derived.loss
+    w, wt, sig, r, rt, Pt, n = s.w, s.w_tilde, s.sigma, s.r, s.r_tilde, s.P_tilde, s.n
+    N, S, rho = s.N, s.S, s.rho
     K = len(w)
     # every compiled function (and each partial derivative, which takes the arguments of the function
     # it differentiates) is one of these signatures
@@ -315,12 +332,12 @@ def _compile(system_parts, modules, xp) -> Compiled:
     # the arguments that are arrays of the state's shape (the rest are scalars)
     arrays = {"beta": set(w), "direction": {*w, r}, "perturbed": {*w, r, *sig}, "field": {*wt, rt, Pt, *sig}, "margin": {M}}
     exprs = {
-        "beta": (beta, "beta", None), "direction": (list(direction), "direction", K),
-        "normed": (list(normed), "direction", K),
-        "perturbed": (list(perturbed), "perturbed", K), "field": (list(field_wt), "field", K),
+        "beta": (derived.beta, "beta", None), "direction": (list(derived.direction), "direction", K),
+        "normed": (list(derived.normed), "direction", K),
+        "perturbed": (list(derived.perturbed), "perturbed", K), "field": (list(derived.field_wt), "field", K),
         "log_q": (_log_weight(loss), "margin", None), "log_l": (loss.log_expr, "margin", None),
         **({"q": (loss.q, "margin", None)} if loss.is_regression else {}),
-        **_partials(w, wt, r, rt, N, S, Pt, direction, normed, perturbed, field_wt, loss),
+        **_partials(derived),
     }
     raw, fns = {}, {}
     for name, (e, of, n_out) in exprs.items():
@@ -424,6 +441,8 @@ def _derive_parts(model: Parametrization, loss: Loss, flow):
     r, rt = sp.Symbol("r", real=True), sp.Symbol(r"\tilde{r}", real=True)
     N, S = sp.Symbol("N", positive=True), sp.Symbol("S", real=True)
     rho = sp.Symbol(r"\rho", nonnegative=True)
+    Pt, n = sp.Symbol(r"\tilde{P}", positive=True), sp.Symbol("n", positive=True)
+    symbols = CoordinateSymbols(w, wt, sig, r, rt, N, S, rho, Pt, n)
 
     beta = model.beta_expr(w)
     grad_beta = [sp.diff(beta, w[k]) for k in range(K)]
@@ -433,21 +452,20 @@ def _derive_parts(model: Parametrization, loss: Loss, flow):
               lambda k: flow.perturbation(w[k], direction[k], N, S, rho, sig[k]), K)
     normed = _rule(flow.point, "normed", "PointSymbols",
                    lambda k: flow.normed(w[k], direction[k], N, S, rho, sig[k]), K)
-    check_point(flow.point, w, r, N, S, rho, sig, P, normed)
+    check_point(flow.point, symbols, P, normed)
     perturbed = tuple(w[k] + rho * P[k] for k in range(K))
     at_tilde = dict(zip(w, wt))
-    Pt, n = sp.Symbol(r"\tilde{P}", positive=True), sp.Symbol("n", positive=True)
     # gradient flows: dtheta/dtau = -G(theta~) = +dbeta/dw(theta~) * r~; others: their own rule
     field_wt = _rule(flow.direction, "field", "DirectionSymbols",
                      lambda k: flow.field(wt[k], grad_beta[k].xreplace(at_tilde), rt, Pt, n, N, sig[k]), K)
     D = sp.Symbol("D", real=True)  # dbeta/dw as a free symbol: a field that carries the gradient's factor is 0 at D = 0
     free_dbeta = _rule(flow.direction, "field", "DirectionSymbols",
                        lambda k: flow.field(wt[0], D, rt, Pt, n, N, sig[0]), 1)
-    check_direction(flow.direction, wt, rt, Pt, n, N, sig, field_wt, (free_dbeta[0], D))
+    check_direction(flow.direction, symbols, field_wt, (free_dbeta[0], D))
     field_wt = tuple(_tidy(f) for f in field_wt)
     field_w = tuple(f.xreplace(dict(zip(wt, perturbed))) for f in field_wt)
 
-    common = (w, wt, sig, r, rt, N, S, rho, beta, direction, normed, perturbed, field_wt, loss, Pt, n)
-    np_c = _compile(common, [numpy_functions(), "numpy"], np)
-    jax_c = _compile(common, [jax_functions(), "jax"], jnp)
+    derived = _Derivation(symbols, beta, direction, normed, perturbed, field_wt, loss)
+    np_c = _compile(derived, [numpy_functions(), "numpy"], np)
+    jax_c = _compile(derived, [jax_functions(), "jax"], jnp)
     return (w, wt, sig, r, rt, N, S, rho, beta, direction, perturbed, field_wt, field_w, np_c, jax_c)

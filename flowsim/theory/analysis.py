@@ -206,7 +206,7 @@ def verdict(sol, refs: dict, claim: str, min_r2: float = 0.9) -> Verdict:
         return Verdict(claim, True, "converges: " + text + why, fits, extrapolated) if settled else \
             Verdict(claim, None, "inconclusive: " + text + why, fits, extrapolated)
     if decays:  # (and a rival nearer than the claim)
-        return _passing_by(sol, unit, claim, rivals, beaten, c, text, fits, min_r2)
+        return _passing_by(sol, unit, claim, rivals, beaten, text, fits, min_r2)
     if any(fits[k].final_angle < 0.5 * c.final_angle for k in beaten):
         return Verdict(claim, False, "closer to another reference: " + text, fits)
     # a unique optimum's margin gap not decaying and levelling off above 0 (|k| < LEVEL) is a run going elsewhere,
@@ -319,7 +319,7 @@ def _settled_on(sol, unit, claim, rivals, fit, at_margin) -> tuple:
     return True, text, extrapolated
 
 
-def _passing_by(sol, unit, claim, rivals, beaten, fit, text, fits, min_r2) -> Verdict:
+def _passing_by(sol, unit, claim, rivals, beaten, text, fits, min_r2) -> Verdict:
     """A run nearer another reference at the horizon while the gap to ``claim`` still decays. A unique optimum's
     margin gap going to 0 means the direction goes to it, so nearness at a finite horizon refutes nothing (depth-1
     GD on the hunt's data seed 63 passes 0.49 deg from l1 at t = 1e100 on its way to l2, 2.05 deg from l1, its l2
@@ -332,6 +332,7 @@ def _passing_by(sol, unit, claim, rivals, beaten, fit, text, fits, min_r2) -> Ve
     (log t)^-0.08 then -0.06, to the positive gap of the l2 direction it is 0.2 deg from, its l2 gap as
     (log t)^-1.02 on both halves. A transient's extrapolation is no evidence (depth-2 GD from (1, 0.01, 0.01), 37-57 deg from every reference at t = 1e100, its
     rates growing 16-45% over the tail)."""
+    fit = fits[claim]
     nearer = min(beaten, key=lambda k: fits[k].final_angle)
     rival = fits[nearer]
     text += (f"; nearer {nearer} ({rival.final_angle:.3g} deg) at this horizon while its own gap still decays, rate "

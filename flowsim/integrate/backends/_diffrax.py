@@ -170,22 +170,40 @@ def unpacked(flat, n_targets, size) -> KernelOutput:
                         steps, accepted, rejected)
 
 
-def kernel(vf, key, clock, uses_sign, sliding, solver, max_steps, n_targets, track=(), batched=False):
+@dataclasses.dataclass(frozen=True)
+class KernelSpec:
+    """What a segment solve is compiled for besides its field: the clock, whether the flow holds sign(G)
+    (``uses_sign``), the surfaces it slides on, the diffrax solver's name, the step budget, the number of save
+    slots, the tracked quantities and whether it is a sweep's vmapped kernel (see :func:`kernel`)."""
+
+    clock: object
+    uses_sign: bool
+    sliding: object
+    solver: str
+    max_steps: int
+    n_targets: int
+    track: tuple = ()
+    batched: bool = False
+
+
+def kernel(vf, key, spec: KernelSpec):
     """The jitted segment solve ``run(y0, s0, s_max, args, u_targets)`` and its event names, compiled
-    once per structure, returning its outputs in one vector (``unpacked`` reads it). ``batched=True``: vmapped
+    once per structure, returning its outputs in one vector (``unpacked`` reads it). ``spec.batched``: vmapped
     over y0, the per-member arguments ``rho`` and ``log_floor`` (``BATCHED``) and the tolerances (rtol, atol per
     member), the rest shared, and returning beta and the log-loss at the saves and at the end, not the states, as
     a tuple (``_observing``; for :func:`flowsim.sweep`)."""
     # a clock's compiled field depends on its name alone (a schedule's lr and decay only map its s to t)
-    ck = (key, clock.name, uses_sign, sliding, solver, max_steps, n_targets, vf.K, vf.d, track, batched)
+    structure = (spec.clock.name, spec.uses_sign, spec.sliding, spec.solver, spec.max_steps, spec.n_targets, spec.track,
+                 spec.batched)
+    ck = (key, vf.K, vf.d, structure)
     with _BUILDING:  # a sweep's chunks ask for it together, from threads: one kernel (compiled once)
         if ck not in _CACHE:
-            run, names = _build(vf, clock, uses_sign, sliding, solver, max_steps, n_targets, track)
-            if batched:
+            run, names = _build(vf, spec.clock, spec.uses_sign, spec.sliding, spec.solver, spec.max_steps,
+                                spec.n_targets, spec.track)
+            if spec.batched:
                 run = jax.vmap(_observing(run, vf), in_axes=(0, None, None, BATCHED, None, 0))
             else:
                 run = _packed(run)
-            structure = (clock.name, uses_sign, sliding, solver, max_steps, n_targets, track, batched)
             _CACHE[ck] = StoredKernel(jax.jit(run), vf, structure), names
             while len(_CACHE) > max(KERNELS_KEPT, 1):
                 _CACHE.popitem(last=False)
@@ -241,7 +259,8 @@ class DiffraxBackend(Backend):
         # a fixed number of (inf-padded) targets, so later segments reuse the compiled solve
         u_targets = r.u_targets
         n_targets = target_slots(max(r.n_targets, len(u_targets), 1))
-        run, names = kernel(r.vf, r.key, r.clock, r.uses_sign, r.sliding, self.solver, r.max_steps, n_targets, r.track)
+        spec = KernelSpec(r.clock, r.uses_sign, r.sliding, self.solver, r.max_steps, n_targets, r.track)
+        run, names = kernel(r.vf, r.key, spec)
         targets = np.full(n_targets, np.inf)
         targets[: len(u_targets)] = u_targets
         flat = run(*host_arguments(r.y0, r.s0, r.s_max, r.args, targets, [r.rtol, r.atol]))
