@@ -37,8 +37,19 @@ def _on_end(run, seg):
         return  # a step across a one-sided rest point went on to the horizon: the rest point is the end
     plateau = status is Status.COMPLETED and len(run.records) > 1 and run.loss_change(
         run.log_loss(run.records.theta_at(-2)), run.log_loss()) <= LOSS_STILL
+    if status is Status.COLLAPSED and run.data.is_regression and _at_zero(run):
+        return
     if not (plateau and _converged(run, loss_still=True)):
         run.status, run.message = status, message
+
+
+def _at_zero(run) -> bool:
+    """A regression collapses to no special point: theta = 0, where the field vanishes, is a limit like any other."""
+    cp = critical.at_zero(run.vf, run.theta, run.Z, run.atol)
+    if cp is not None:
+        run.y = np.concatenate([cp.limit.ravel(), run.y[-1:]])
+        run.hold(Status.CONVERGED, critical.describe(run.system, run.data, cp, run.log10_t_asked, run.atol))
+    return cp is not None
 
 
 def leader_switch(kind, log10_t, tau, from_index, to_index, beta) -> dict:
@@ -321,7 +332,7 @@ def _earlier_rest_point(run) -> bool:
             run.remaining = np.unique(np.minimum(np.concatenate([np.asarray(dropped, float), run.remaining]), run.u1))
             last = run.records.y_at(i)
             run.s, run.y, run.resume = run.records.s_at(i), np.concatenate([cp.limit.ravel(), last[-1:]]), None
-            run.hold(Status.CONVERGED, critical.describe(run.system, run.data, cp, run.log10_t_asked))
+            run.hold(Status.CONVERGED, critical.describe(run.system, run.data, cp, run.log10_t_asked, run.atol))
             return True
     return False
 
@@ -357,7 +368,7 @@ def _at_critical_point(run, loss_still) -> bool:
                        sigma=sigma)
     if cp is None:
         return False
-    message = critical.describe(run.system, run.data, cp, run.log10_t_asked)
+    message = critical.describe(run.system, run.data, cp, run.log10_t_asked, run.atol)
     if run.uses_sign and cp.of_loss:
         verdict = _sign_rest_point(run, cp)
         if not verdict.is_rest_point:
