@@ -78,13 +78,20 @@ def _natural(name: str) -> list:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
-def make_loss(loss):
-    """A loss name, or a Loss from ``{"expr": ..., "name": ...}``."""
+def make_loss(loss, task="classification"):
+    """A loss name, or a Loss from ``{"expr": ..., "name": ..., "task": ...}``; a loss table without ``task``
+    is one of ``task``, the data's."""
     import flowsim as fs
 
     if isinstance(loss, str):
         return loss
-    return fs.Loss(loss.name, parse_expression(loss.expr, "loss.expr", "log(1 + exp(-m))"))
+    task = loss.task or task
+    example = "m**2/2" if task == "regression" else "log(1 + exp(-m))"
+    expr = parse_expression(loss.expr, "loss.expr", example)
+    try:
+        return fs.Loss(loss.name, expr, task=task)
+    except ValueError as err:
+        raise ValueError(f"loss.expr: {err}") from None
 
 
 class _Strict(BaseModel):
@@ -108,6 +115,7 @@ class Data(_Strict):
     file: str | None = None  # .npz with arrays X and y, or .csv: features, then the label (+-1) last
     builtin: Literal[BUILTIN_DATA] | None = None
     options: dict[str, int | float] | None = None  # keyword arguments of the built-in data set
+    task: Literal["classification", "regression"] | None = None  # of X/y or a file; left out, read from y
 
     @model_validator(mode="after")
     def _one_source(self):
@@ -119,6 +127,9 @@ class Data(_Strict):
             raise ValueError("y goes with X; other sources carry their own labels")
         if self.options is not None and self.builtin is None:
             raise ValueError("options are the keyword arguments of builtin = '...'; give builtin too, or drop options")
+        if self.task is not None and self.X is None and self.file is None:
+            raise ValueError("task says what the y of X = [...] or of a file are; gaussian and builtin data are "
+                             "classification sets: drop task")
         return self
 
     def load(self, base: Path):
@@ -126,7 +137,10 @@ class Data(_Strict):
         import flowsim as fs
 
         if self.X is not None:
-            return fs.Dataset(self.X, self.y)  # (Dataset names a ragged X)
+            try:
+                return fs.Dataset(self.X, self.y, task=self.task)  # (Dataset names a ragged X)
+            except ValueError as err:
+                raise ValueError(f"data: {_config_spelling(err)}") from None
         if self.gaussian is not None:
             try:
                 return fs.datasets.iid_gaussian(self.gaussian.n, self.gaussian.d, self.gaussian.seed)
@@ -137,13 +151,17 @@ class Data(_Strict):
                 return getattr(fs.datasets, self.builtin)(**(self.options or {}))
             except (TypeError, ValueError) as err:
                 raise ValueError(f"data.options: {err} (see flowsim.datasets.{self.builtin})") from None
-        return read_data_file(base / self.file)
+        return read_data_file(base / self.file, self.task)
 
 
-def read_data_file(path: Path):
-    """A Dataset from ``.npz`` (arrays ``X`` and ``y``) or ``.csv`` (one row a sample, the label last;
-    a header row is skipped)."""
-    import flowsim as fs
+def _config_spelling(err) -> str:
+    """A Dataset's message with its keyword written as a config's key."""
+    return str(err).replace("pass task='regression'", "add task = 'regression' to [data]")
+
+
+def read_data_file(path: Path, task=None):
+    """A Dataset from ``.npz`` (arrays ``X`` and ``y``) or ``.csv`` (one row a sample, the label or target last;
+    a header row is skipped), of ``task`` (left out, read from y as :class:`flowsim.Dataset` does)."""
 
     if not path.is_file():
         raise ValueError(f"data.file: no file {path}")
@@ -159,7 +177,7 @@ def read_data_file(path: Path):
             missing = {"X", "y"} - set(f.files)
             if missing:
                 raise ValueError(f"data.file: {path} has arrays {f.files}; it needs X and y (missing {sorted(missing)})")
-            return fs.Dataset(f["X"], f["y"])
+            return _file_dataset(path, f["X"], f["y"], task)
     if path.suffix == ".csv":
         try:
             with warnings.catch_warnings():
@@ -172,8 +190,17 @@ def read_data_file(path: Path):
         table = table[1:] if np.isnan(table[0]).all() else table  # a header row
         if table.shape[1] < 2 or np.isnan(table).any():
             raise ValueError(f"data.file: {path} must hold numbers only, one sample a row, the label (+-1) last")
-        return fs.Dataset(table[:, :-1], table[:, -1])
+        return _file_dataset(path, table[:, :-1], table[:, -1], task)
     raise ValueError(f"data.file: {path} is neither .npz (arrays X, y) nor .csv (features, then the label)")
+
+
+def _file_dataset(path, X, y, task):
+    import flowsim as fs
+
+    try:
+        return fs.Dataset(X, y, task=task)
+    except ValueError as err:
+        raise ValueError(f"data.file: {path}: {_config_spelling(err)}") from None
 
 
 class Model(_Strict):
@@ -192,8 +219,9 @@ class Model(_Strict):
 
 
 class LossExpression(_Strict):
-    expr: str  # in the margin, e.g. "exp(-m) + exp(-2*m)"
+    expr: str  # in the margin (or the residual), e.g. "exp(-m) + exp(-2*m)"
     name: str = "custom"
+    task: Literal["classification", "regression"] | None = None  # left out: the data's
 
 
 class Flow(_Strict):
@@ -225,7 +253,7 @@ class _Problem(_Strict):
 
     data: Data
     model: Model = Model()
-    loss: Literal["logistic", "exponential"] | LossExpression = "logistic"
+    loss: Literal["logistic", "exponential", "square"] | LossExpression = "logistic"
     init: float | list[float] | list[list[float]] = 0.1
 
     @field_validator("init")
@@ -494,7 +522,8 @@ def parse(cfg: dict, schema=Experiment):
 def problem(exp: _Problem, base: Path = Path(".")):
     """(model, loss, data, init) of a validated config; files are read relative to ``base``."""
     model = make_model(exp.model.form, exp.model.depth, exp.model.beta, exp.model.layers)
-    return model, make_loss(exp.loss), exp.data.load(base), np.asarray(exp.init, float)
+    data = exp.data.load(base)
+    return model, make_loss(exp.loss, data.task), data, np.asarray(exp.init, float)
 
 
 def build(exp: Experiment, base: Path = Path(".")):

@@ -260,6 +260,35 @@ def direction_vs_log_t(sol, ax=None, xscale="symlog"):
     return ax
 
 
+def _is_regression(sol) -> bool:
+    data = getattr(sol, "data", None)
+    return data is not None and data.is_regression
+
+
+def residuals_vs_log_t(sol, ax=None, xscale="symlog"):
+    """A regression run's residuals x_i.beta - y_i against log10 t (log axis): the largest |residual| and their
+    root mean square; both go to 0 at an interpolating minimum."""
+    if not _is_regression(sol):
+        raise ValueError("residuals_vs_log_t draws a regression run (real targets); a classification run has margins "
+                         "y_i x_i.beta, not residuals: draw its direction (direction_vs_log_t) or margin_gaps.")
+    ax = _axes(ax)
+    keep = np.isfinite(sol.log10_t)
+    residuals = np.abs(sol.margins[keep])  # a regression's margins are its residuals (docs/theory.md 12)
+    tiny = np.finfo(float).tiny  # an exact 0 stays on the log axis
+    ax.plot(sol.log10_t[keep], np.maximum(residuals.max(axis=1), tiny), label="largest |x_i.beta - y_i|")
+    ax.plot(sol.log10_t[keep], np.maximum(np.sqrt(np.mean(residuals**2, axis=1)), tiny), ls="--",
+            label="root mean square")
+    ax.set_yscale("log")
+    if xscale == "symlog":
+        log_time_axis(ax)
+    else:
+        ax.set_xlabel("log10 t")
+    ax.set_ylabel("residual |x_i.beta - y_i|")
+    ax.set_title("residuals", fontsize=9)
+    legend_beside(ax)
+    return ax
+
+
 def shares_stacked(sol, ax=None, xscale="symlog"):
     """Stacked share |beta_j| / ||beta||_1 of each coordinate against log10 t (feature usage)."""
     from flowsim.theory.analysis import shares
@@ -288,9 +317,10 @@ def shares_stacked(sol, ax=None, xscale="symlog"):
 
 
 def summary(sol, fig=None):
-    """The figure of ``flowsim plot``: |beta_j| (log axis), the direction beta / ||beta||_2, the shares
-    |beta_j| / ||beta||_1 and log10 L, all against log10 t on a symlog axis, leader switches (where the
-    run tracked them) dotted; the title names the flow, the model, the loss and the status."""
+    """The figure of ``flowsim plot``: |beta_j| (log axis), the direction beta / ||beta||_2 (a regression run's
+    residuals instead: it converges to a point, :func:`residuals_vs_log_t`), the shares |beta_j| / ||beta||_1 and
+    log10 L, all against log10 t on a symlog axis, leader switches (where the run tracked them) dotted; the title
+    names the flow, the model, the loss and the status."""
     from matplotlib.figure import Figure
 
     fig = fig or Figure(figsize=(11, 7), constrained_layout=True)
@@ -298,7 +328,7 @@ def summary(sol, fig=None):
     sw = [e["log10_t"] for e in _switches(sol)]
     beta_vs_log_t(sol, axes[0, 0], switch_times=sw)
     axes[0, 0].set_title("|beta_j|", fontsize=9)
-    direction_vs_log_t(sol, axes[0, 1])
+    (residuals_vs_log_t if _is_regression(sol) else direction_vs_log_t)(sol, axes[0, 1])
     shares_stacked(sol, axes[1, 0])
     loss_vs_t(sol, axes[1, 1])
     keep = np.isfinite(sol.log10_t)
@@ -367,6 +397,9 @@ def margin_gaps(sol, refs: dict, ax=None, fit=True):
     (the one a verdict quotes) is drawn dashed over the save points it uses, its rate in the legend."""
     from flowsim.theory.analysis import margin_gap
 
+    if _is_regression(sol):
+        raise ValueError("margin_gaps compares a classification run with max-margin directions; a regression run "
+                         "converges to a point and its margins are residuals x_i.beta - y_i: draw residuals_vs_log_t.")
     ax = _axes(ax)
     keep = np.isfinite(sol.log10_t) & (sol.log10_t > 0)
     for k, (name, ref) in enumerate(refs.items()):

@@ -833,3 +833,65 @@ def test_reproduce_refuses_a_bad_hunt_budget_before_running(tmp_path):
     r = runner.invoke(app, ["reproduce", "sam", "--quick", "--hunt-budget", "0", "--out", str(tmp_path / "r")])
     assert r.exit_code == 2 and "hunt_budget must be a whole number >= 1" in r.output
     assert not (tmp_path / "r").exists()
+
+
+REGRESSION = """
+loss = "square"
+init = 0.0
+t1 = 1e8
+[data]
+X = [[1.0, 2.0, 0.5], [0.3, -1.0, 2.0]]
+y = [0.5, -1.5]
+task = "regression"
+[model]
+form = "difference"
+depth = 1
+[flow]
+name = "gd"
+"""
+REGRESSION_X = np.array([[1.0, 2.0, 0.5], [0.3, -1.0, 2.0]])
+
+
+def test_a_regression_config_runs_to_the_minimum_norm_interpolator(tmp_path):
+    """u - v from 0 under GD is linear GD from 0: its limit is pinv(X) y, the loss table's task is the data's."""
+    expected = np.linalg.pinv(REGRESSION_X) @ [0.5, -1.5]
+    log_cosh = REGRESSION.replace('loss = "square"\n', "").replace('name = "gd"', 'name = "gd"\n[loss]\nexpr = "log(cosh(m))"')
+    for name, text in (("square", REGRESSION), ("log_cosh", log_cosh)):
+        (tmp_path / f"{name}.toml").write_text(text)
+        r = runner.invoke(app, ["run", str(tmp_path / f"{name}.toml"), "--out", str(tmp_path / f"{name}.nc")])
+        assert r.exit_code == 0 and "converged to an interpolating global minimum" in r.output, r.output
+        np.testing.assert_allclose(io.load(tmp_path / f"{name}.nc")["beta"].values[-1], expected, rtol=0, atol=1e-9)
+
+
+def test_regression_targets_from_a_file_are_read_as_such(tmp_path):
+    np.savez(tmp_path / "d.npz", X=REGRESSION_X, y=[0.5, -1.5])
+    text = REGRESSION.replace("X = [[1.0, 2.0, 0.5], [0.3, -1.0, 2.0]]\ny = [0.5, -1.5]", 'file = "d.npz"')
+    (tmp_path / "f.toml").write_text(text)
+    r = runner.invoke(app, ["run", str(tmp_path / "f.toml"), "--out", str(tmp_path / "f.nc")])
+    assert r.exit_code == 0, r.output
+    np.testing.assert_allclose(io.load(tmp_path / "f.nc")["beta"].values[-1],
+                               np.linalg.pinv(REGRESSION_X) @ [0.5, -1.5], rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("command, text, message", [
+    ("run", REGRESSION.replace('task = "regression"\n', ""), "for regression add task = 'regression' to [data]"),
+    ("run", REGRESSION.replace('name = "gd"', 'name = "sam"\nrho = 0.05'), "SAM(rho=0.05, norm=2) on a regression"),
+    ("run", REGRESSION.replace('loss = "square"', 'loss = "logistic"'), "the data are a regression"),
+    ("run", REGRESSION.replace('task = "regression"\n', "").replace("y = [0.5, -1.5]", "y = [1, -1]"),
+     "'square' is a regression loss"),
+    ("run", REGRESSION.replace("y = [0.5, -1.5]", "y = [1, -1]").replace('task = "regression"', 'task = "classification"'),
+     "a margin loss"),
+    ("run", REGRESSION.replace('loss = "square"\n', "").replace('name = "gd"', 'name = "gd"\n[loss]\nexpr = "exp(-m)"'),
+     "loss.expr: loss 'custom': a regression loss"),
+    ("run", REGRESSION.replace("X = [[1.0, 2.0, 0.5], [0.3, -1.0, 2.0]]\ny = [0.5, -1.5]", "gaussian = {n = 3, d = 2}"),
+     "gaussian and builtin data are classification sets: drop task"),
+    ("sweep", REGRESSION + "[sweep]\nalpha = [0.1, 0.2]\n", "regression"),
+    ("iterate", REGRESSION.replace("t1 = 1e8\n", "steps = 10\n").replace('[flow]\nname = "gd"',
+                                                                         '[optimizer]\nname = "gd"\nlr = 0.1'), "regression"),
+])
+def test_regression_configs_the_engine_cannot_run_are_one_line(tmp_path, command, text, message):
+    (tmp_path / "c.toml").write_text(text)
+    r = runner.invoke(app, [command, str(tmp_path / "c.toml"), "--out", str(tmp_path / "o.nc")])
+    lines = [ln for ln in r.output.splitlines() if ln.startswith("flowsim: error:")]
+    assert r.exit_code == 2 and len(lines) == 1 and message in lines[0], r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit)

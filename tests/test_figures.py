@@ -327,3 +327,24 @@ def test_cli_plot_on_a_sweep_over_three_keys_is_one_line(sweeps, tmp_path):
     r = runner.invoke(app, ["plot", str(tmp_path / "sweep.nc"), "--out", str(tmp_path / "sweep.png")])
     assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1 and "3 grid keys" in r.stderr
     assert not (tmp_path / "sweep.png").exists()
+
+
+def test_a_regression_summary_draws_residuals_not_a_direction():
+    """A regression run converges to a point: its summary's second panel is the residuals x_i.beta - y_i (read from
+    beta here, not from the run's margins), labelled so, and margin gaps refuse it."""
+    X, y = np.array([[1.0, 2.0, 0.5], [0.3, -1.0, 2.0]]), np.array([0.5, -1.5])
+    run = fs.solve(fs.derive(fs.Linear(), "square", fs.GD()), fs.Dataset(X, y, task="regression"), 0.0, t1=1e4,
+                   saves=40)
+    fig = plot.summary(run)
+    labels = [ax.get_ylabel() for ax in fig.axes]
+    assert "residual |x_i.beta - y_i|" in labels and not any("direction" in lb or "margin" in lb for lb in labels)
+    panel = next(ax for ax in fig.axes if ax.get_ylabel().startswith("residual"))
+    keep = np.isfinite(run.log10_t)
+    largest = np.abs(run.beta[keep] @ X.T - y).max(axis=1)
+    np.testing.assert_allclose(panel.lines[0].get_ydata(), np.maximum(largest, np.finfo(float).tiny), rtol=1e-9,
+                               atol=1e-14)
+    with pytest.raises(ValueError, match="regression run converges to a point"):
+        plot.margin_gaps(run, {"l2": fs.max_margin(fs.Dataset(X, [1, 1]), 2)})
+    with pytest.raises(ValueError, match="a classification run has margins"):
+        plot.residuals_vs_log_t(fs.solve(fs.derive(fs.Linear(), "logistic", fs.GD()), fs.Dataset(X, [1, 1]), 0.1,
+                                         t1=10.0))

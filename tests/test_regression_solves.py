@@ -224,3 +224,35 @@ def test_a_saved_regression_reads_back(tmp_path):
     back = fs.io.load(tmp_path / "run.nc", as_solution=True)
     assert back.data.task == "regression" and back.system.loss.is_regression
     np.testing.assert_array_equal(back.beta, sol.beta)
+
+
+def _zero_targets(seed=0, n=5, d=3):
+    return fs.Dataset(np.random.default_rng(seed).standard_normal((n, d)), np.zeros(n), task="regression")
+
+
+@pytest.mark.parametrize("backend", ["auto", "scipy:BDF"])
+def test_targets_zero_from_a_nonzero_start_converge_to_beta_zero_not_collapse(backend):
+    """y = 0 with d < n: beta = 0 is the only interpolator, reached by the linear model's GD from 0.5 in finite
+    log-time (and by the depth-2 product net like 1/t); the collapse floor of classification is no end here."""
+    for model, t1 in ((fs.Linear(), 1e8), (fs.DiagonalNet(2), 1e40)):
+        sol = solved(model, _zero_targets(), 0.5, backend, t1=t1)
+        assert sol.status == "converged", (model, sol.message)
+        assert sol.message.startswith("converged to an interpolating global minimum"), sol.message
+        assert not np.any(sol.beta[-1])
+
+
+def test_targets_zero_reached_with_the_layers_nonzero_interpolate():
+    """u - v from u != v: beta -> 0 while u, v stay apart from 0; the residuals, at the solver's resolution, are 0."""
+    init = np.array([[0.6, 0.2, 0.3], [0.1, 0.4, 0.3]])
+    sol = solved(fs.DiagonalNet(2, "difference"), _zero_targets(), init, "scipy:BDF")
+    assert sol.status == "converged" and "interpolating global minimum" in sol.message, sol.message
+    np.testing.assert_allclose(sol.beta[-1], 0.0, atol=1e-12)
+
+
+def test_a_model_that_cannot_reach_the_targets_stops_at_beta_zero_saying_so():
+    """beta = w^2 >= 0 on X = I, y = (-1, -2): the best beta it reaches is 0 (loss 5/4), a critical point that does
+    not interpolate although beta = y does."""
+    sol = solved(fs.DiagonalNet(2, "tied"), fs.Dataset(np.eye(2), [-1.0, -2.0], task="regression"), 0.5, "auto")
+    assert sol.status == "converged", sol.message
+    assert "does not interpolate" in sol.message and "an interpolator exists" in sol.message, sol.message
+    assert "limit loss 1.25" in sol.message and not np.any(sol.beta[-1])

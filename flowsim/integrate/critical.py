@@ -193,11 +193,12 @@ def _linear_over(vf, x, Z, A, radius):
 INTERPOLATES = 1e-6
 
 
-def describe(system, data, cp, log10_t):
+def describe(system, data, cp, log10_t, atol=0.0):
     """The message of a solve that converged to ``cp``: limit loss, minimum margin, the coordinates of
-    beta that decay to 0 (a regression: whether the limit interpolates, ``describe_regression``)."""
+    beta that decay to 0 (a regression: whether the limit interpolates, ``describe_regression``, to the
+    solver's resolution ``atol``)."""
     if data.is_regression:
-        return describe_regression(system, data, cp, log10_t)
+        return describe_regression(system, data, cp, log10_t, atol)
     beta = np.asarray(system.numpy.beta(cp.limit)).reshape(-1)
     margins = data.z @ beta
     ll = np.asarray(system.numpy.log_l(margins)).reshape(-1)
@@ -215,14 +216,32 @@ def describe(system, data, cp, log10_t):
             f"{decaying}; {motion}; distance to it {cp.displacement:.2g} of the tolerance; the state is held to t1")
 
 
-def describe_regression(system, data, cp, log10_t):
+def at_zero(vf, theta, Z, atol) -> CriticalPoint | None:
+    """A regression run whose parameters fell below the collapse floor has converged to theta = 0 where 0 is a
+    critical point no direction leaves (the gradient field vanishes there, as for every model of two or more
+    layers and for the linear model where X^T q(-y) = 0, and no eigenvalue of its Jacobian is positive): a limit
+    like any other of a regression, its global minimum where y = 0 (describe it with :func:`describe`). None
+    otherwise: the run was passing 0, or 0 is a saddle."""
+    zero = np.zeros_like(theta)
+    F, A = _gradient_field(vf, zero, Z)
+    if F is None or np.abs(F).max() > atol:
+        return None
+    eig = np.linalg.eigvals(A)
+    if eig.real.max() > 1e-9 * float(np.abs(eig).max(initial=0.0)):
+        return None
+    stable = eig.real[eig.real < 0]
+    return CriticalPoint(zero, float(np.abs(theta).max() / atol), float(-stable.max()) if stable.size else 0.0)
+
+
+def describe_regression(system, data, cp, log10_t, atol=0.0):
     """The message of a regression solve that converged to ``cp``: an interpolating global minimum (every residual
-    0 to ``INTERPOLATES`` of its terms: the loss, whose only minimum is a zero residual, is 0 there), or another
+    0 to ``INTERPOLATES`` of its terms, or below what the solver resolves, ``atol`` in beta times ||x_i||_1: the
+    loss, whose only minimum is a zero residual, is 0 there; targets y = 0 have a limit beta ~ atol), or another
     critical point, with its loss and largest residual, and whether any beta interpolates the data at all (the
     least-squares distance from y to the range of X)."""
     beta = np.asarray(system.numpy.beta(cp.limit)).reshape(-1)
     residuals = data.X @ beta - data.y
-    terms = np.abs(data.X) @ np.abs(beta) + np.abs(data.y)
+    terms = np.abs(data.X) @ (np.abs(beta) + atol / INTERPOLATES) + np.abs(data.y)
     with np.errstate(divide="ignore"):  # log l(0) = -inf: a zero residual adds nothing
         ll = np.asarray(system.numpy.log_l(residuals)).reshape(-1)
     loss = math.exp(float(np.logaddexp.reduce(ll)) - math.log(data.n)) if np.any(np.isfinite(ll)) else 0.0

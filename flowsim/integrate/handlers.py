@@ -38,8 +38,19 @@ def _on_end(run, seg):
         return  # a step across a one-sided rest point went on to the horizon: the rest point is the end
     plateau = status is Status.COMPLETED and len(run.records) > 1 and run.loss_change(
         run.log_loss(run.records.theta_at(-2)), run.log_loss()) <= LOSS_STILL
+    if status is Status.COLLAPSED and run.data.is_regression and _at_zero(run):
+        return
     if not (plateau and _converged(run, loss_still=True)):
         run.end(status, message)
+
+
+def _at_zero(run) -> bool:
+    """A regression collapses to no special point: theta = 0, where the field vanishes, is a limit like any other."""
+    cp = critical.at_zero(run.vf, run.theta, run.Z, run.atol)
+    if cp is not None:
+        run.move_to(cp.limit)
+        run.hold(Status.CONVERGED, critical.describe(run.system, run.data, cp, run.log10_t_asked, run.atol))
+    return cp is not None
 
 
 def _on_switch(run, seg):
@@ -281,7 +292,7 @@ def _earlier_rest_point(run) -> bool:
         cp = critical.rest_point(run.vf, theta, run.Z, run.rtol, run.atol, run.rho, sigma=sigma)
         if cp is not None:
             run.rewind_to(i, cp.limit)
-            run.hold(Status.CONVERGED, critical.describe(run.system, run.data, cp, run.log10_t_asked))
+            run.hold(Status.CONVERGED, critical.describe(run.system, run.data, cp, run.log10_t_asked, run.atol))
             return True
     return False
 
@@ -317,7 +328,7 @@ def _at_critical_point(run, loss_still) -> bool:
                        sigma=sigma)
     if cp is None:
         return False
-    message = critical.describe(run.system, run.data, cp, run.log10_t_asked)
+    message = critical.describe(run.system, run.data, cp, run.log10_t_asked, run.atol)
     if run.uses_sign and cp.of_loss:
         verdict = _sign_rest_point(run, cp)
         if not verdict.is_rest_point:
