@@ -365,7 +365,7 @@ def _at_sliding_rest(run, loss_still, surfaces=None, within=1.0) -> bool:
     if _too_large(run) or not (loss_still or run.log_loss_change <= LOSS_STILL):
         return False
     surfaces = run.surfaces if surfaces is None else surfaces
-    limit = sliding_rest_point(run.vf, run.theta, run.Z, run.rho, run.sigma, run.pinned, surfaces,
+    limit = sliding_rest_point(run.vf, run.theta, SegmentArgs(run.Z, run.rho, run.sigma, run.pinned), surfaces,
                                run.atol + run.rtol * np.abs(run.theta), within)
     if limit is None:
         return False

@@ -55,6 +55,7 @@ from flowsim._jax import jax, jnp
 from flowsim.field import surfaces
 from flowsim.integrate.critical import error_norm
 from flowsim.integrate.filippov import classify, entry_name
+from flowsim.integrate.segment_args import SegmentArgs
 
 #: most Newton iterations of the traced kernel (quadratic convergence: 4-5 from +-1, 2-3 from the previous control)
 ITERATIONS = 8
@@ -539,12 +540,14 @@ def switched(vf, theta, Z, rho, sigma, pinned, sliding_now) -> SignState:
 REST_STEPS = 8
 
 
-def sliding_rest_point(vf, theta, Z, rho, sigma, pinned, active, scale, within=1.0) -> np.ndarray | None:
+def sliding_rest_point(vf, theta, at: SegmentArgs, active, scale, within=1.0) -> np.ndarray | None:
     """The rest point of the sliding field (the one-sided fields balancing on the active surfaces with every
     other entry at rest) that ``theta`` has converged to, or None: Newton's method on F = 0 with F's exact
     Jacobian (forward-mode, through the Newton solve of the control), accepted where the step left is within
     the solver's tolerance (``scale``: atol + rtol |theta| per entry), the rest point within ``within`` times that
-    tolerance of theta, no direction grows and the control stays in the box."""
+    tolerance of theta, no direction grows and the control stays in the box. ``at``: the data, rho, signs and
+    pinned entries the field is evaluated with (the first fields of a segment's arguments)."""
+    Z, rho, sigma, pinned = at.Z, at.rho, at.sigma, at.pinned
     twin = surfaces.jax_of(vf)
     spread = surfaces.spread_of(vf, theta, active)
     shape = np.shape(theta)
