@@ -115,3 +115,45 @@ def test_after_the_minima_discrete_sam_slides_on_where_the_smoothed_flow_stops()
     assert stopped.status == "converged"
     sliding = discrete_sam(X, y, 0.1, 0.1, 2e-3, 50.0)
     assert np.abs(sliding - stopped.beta[-1]).max() > 0.05
+
+
+def weighted_q_interpolator(X, y, scales):
+    """argmin sum_i a_i^2 q(beta_i / a_i^2) subject to X beta = y, a = ``scales`` (Woodworth's Q with one init scale
+    per coordinate), from its dual min_nu sum_i 2 a_i^2 cosh((X^T nu)_i) - y . nu by scipy's BFGS: beta = 2 a^2
+    sinh(X^T nu). Shares nothing with flowsim."""
+    from scipy.optimize import minimize
+
+    a2 = np.asarray(scales) ** 2
+
+    def dual(nu):
+        w = X.T @ nu
+        return 2 * a2 @ np.cosh(w) - y @ nu, X @ (2 * a2 * np.sinh(w)) - y
+
+    nu = minimize(dual, np.zeros(len(y)), jac=True, method="BFGS", options=dict(gtol=1e-13, maxiter=10000)).x
+    return 2 * a2 * np.sinh(X.T @ nu)
+
+
+@pytest.mark.parametrize("flow", [fs.USAM(0.2), fs.SAM(0.1, eps=1e-4)], ids=str)
+def test_the_end_is_the_q_interpolator_of_a_shrunken_init_per_coordinate(flow):
+    """Andriushchenko and Flammarion (ICML 2022): for u^2 - v^2, d log(u/v)/dt = -4 r~ (r~ = X^T (X beta~ - y) / n)
+    stays in range X^T while u v shrinks, so the end minimises Q with the per-coordinate init alpha_i' = sqrt(u_i v_i) at the end,
+    each <= alpha. Checked against an independent dual solve; the uniform Q_alpha (GD's limit) and the Q of the
+    reciprocal scales alpha^2 / alpha_i' (a wrong-direction prediction) are far from it."""
+    X, y, data = problem()
+    sol = fs.solve(fs.derive(fs.DiagonalNet(2, "difference"), "square", flow), data, 0.1, t1=1e8, rtol=1e-10)
+    u, v = sol.params[-1]
+    shrunk = np.sqrt(u * v)
+    assert shrunk.max() <= 0.1 * (1 + 1e-9) and shrunk.min() < 0.09  # measured 0.045 (USAM 0.2), 0.037 (SAM)
+    end = sol.beta[-1]
+    assert np.abs(end - weighted_q_interpolator(X, y, shrunk)).max() < 1e-7
+    assert np.abs(end - weighted_q_interpolator(X, y, np.full(12, 0.1))).max() > 1e-2
+    assert np.abs(end - weighted_q_interpolator(X, y, 0.01 / shrunk)).max() > 1e-2
+
+
+def test_gradient_flow_keeps_the_init_scale():
+    """The control: under GD u_i v_i = alpha^2 for ever, and the end is the uniform Q_alpha interpolator."""
+    X, y, data = problem()
+    sol = fs.solve(fs.derive(fs.DiagonalNet(2, "difference"), "square", fs.GD()), data, 0.1, t1=1e8, rtol=1e-10)
+    u, v = sol.params[-1]
+    np.testing.assert_allclose(np.sqrt(u * v), 0.1, rtol=1e-7)
+    assert np.abs(sol.beta[-1] - weighted_q_interpolator(X, y, np.full(12, 0.1))).max() < 1e-7
