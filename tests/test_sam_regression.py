@@ -157,3 +157,18 @@ def test_gradient_flow_keeps_the_init_scale():
     u, v = sol.params[-1]
     np.testing.assert_allclose(np.sqrt(u * v), 0.1, rtol=1e-7)
     assert np.abs(sol.beta[-1] - weighted_q_interpolator(X, y, np.full(12, 0.1))).max() < 1e-7
+
+
+def test_the_command_line_derives_smoothed_sam_and_refuses_a_bad_eps():
+    from typer.testing import CliRunner
+
+    from flowsim.cli import app
+
+    runner = CliRunner()
+    shown = runner.invoke(app, ["derive", "--flow", "sam", "--eps", "0.01", "--model", "difference"])
+    assert shown.exit_code == 0 and "sqrt(N**2*exp(2*S) + 1/10000)" in shown.output, shown.output
+    bad = runner.invoke(app, ["derive", "--flow", "sam", "--eps", "-1"])
+    assert bad.exit_code == 2 and "eps must be a finite number >= 0" in bad.output
+    assert len(bad.output.strip().splitlines()) == 1
+    refused = runner.invoke(app, ["derive", "--flow", "usam", "--rho", "0.1", "--eps", "0.01"])
+    assert refused.exit_code == 2 and "drop ['eps']" in refused.output
