@@ -166,7 +166,7 @@ def test_the_command_line_derives_smoothed_sam_and_refuses_a_bad_eps():
 
     runner = CliRunner()
     shown = runner.invoke(app, ["derive", "--flow", "sam", "--eps", "0.01", "--model", "difference"])
-    assert shown.exit_code == 0 and "sqrt(N**2*exp(2*S) + 1/10000)" in shown.output, shown.output
+    assert shown.exit_code == 0 and "sqrt(N**2*exp(2*S) + 0.0001)" in shown.output, shown.output
     bad = runner.invoke(app, ["derive", "--flow", "sam", "--eps", "-1"])
     assert bad.exit_code == 2 and "eps must be a finite number >= 0" in bad.output
     assert len(bad.output.strip().splitlines()) == 1

@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import sympy as sp
 
+from flowsim._checks import is_real_number
 from flowsim.symbolic.part import Part
 
 
@@ -125,7 +126,7 @@ class Ascent(EvaluationPoint):
     def __post_init__(self):
         object.__setattr__(self, "norm", check_norm(self.norm))
         eps = self.eps
-        if isinstance(eps, (bool, str, bytes)) or not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps < 0:
+        if not is_real_number(eps) or not math.isfinite(eps) or eps < 0:
             raise ValueError(f"eps must be a finite number >= 0 (the smoothing of ||g|| in rho g / sqrt(||g||^2 + "
                              f"eps^2)); got {eps!r}.")
         if eps and math.isinf(self.norm):
@@ -141,7 +142,7 @@ class Ascent(EvaluationPoint):
         if not self.eps:
             return dual_power(s.G, s.N, self.norm, s.sigma)
         q = sp.nsimplify(dual_exponent(self.norm))
-        smoothed = (sp.exp(q * s.S) * s.N**q + sp.nsimplify(self.eps) ** q) ** (1 / q)
+        smoothed = (sp.exp(q * s.S) * s.N**q + sp.Float(self.eps) ** q) ** (1 / q)
         return sp.exp(s.S) ** (q - 1) * dual_power(s.G, smoothed, self.norm, s.sigma)
 
     def tied_rho(self, rho, depth):
