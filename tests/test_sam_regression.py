@@ -172,3 +172,22 @@ def test_the_command_line_derives_smoothed_sam_and_refuses_a_bad_eps():
     assert len(bad.output.strip().splitlines()) == 1
     refused = runner.invoke(app, ["derive", "--flow", "usam", "--rho", "0.1", "--eps", "0.01"])
     assert refused.exit_code == 2 and "drop ['eps']" in refused.output
+
+
+def test_the_smoothed_lp_field_normalises_by_the_lq_norm_of_g_and_eps():
+    """p = 3 (q = 3/2): the perturbation is rho sign(g)|g|^(q-1) / ||(g, eps)||_q^(q-1), from numpy here."""
+    X, y, data = problem()
+    rng = np.random.default_rng(2)
+    u, v = rng.uniform(0.2, 1.0, 12), rng.uniform(0.2, 1.0, 12)
+    rho, eps, q = 0.3, 0.05, 1.5
+
+    def grad(u, v):
+        r = X.T @ (X @ (u * u - v * v) - y) / 5
+        return np.concatenate([2 * u * r, -2 * v * r])
+
+    g = grad(u, v)
+    size = (np.sum(np.abs(g) ** q) + eps**q) ** (1 / q)
+    ut, vt = np.split(np.concatenate([u, v]) + rho * np.sign(g) * np.abs(g) ** (q - 1) / size ** (q - 1), 2)
+    system = fs.derive(fs.DiagonalNet(2, "difference"), "square", fs.SAM(rho, norm=3, eps=eps))
+    field, _ = system.vector_field(np.stack([u, v]), data)
+    np.testing.assert_allclose(np.ravel(field), -grad(ut, vt), rtol=1e-12, atol=1e-14)
