@@ -130,6 +130,7 @@ def derive(
     rho: Optional[float] = typer.Option(None, help="perturbation radius (sam, usam, asam; the equations keep the symbol rho)"),
     norm: Optional[float] = typer.Option(None, help="ball norm p (> 1, or inf) of sam, asam, steepest"),
     eta: Optional[float] = typer.Option(None, help="asam's T = |w| + eta"),
+    eps: Optional[float] = typer.Option(None, help="sam's smoothing: rho g / sqrt(||g||^2 + eps^2) (>= 0)"),
     lr: Optional[float] = typer.Option(None, help="schedule eta_t = lr (t+1)^-decay (normalized_gd, sign, adam_proxy)"),
     decay: Optional[float] = typer.Option(None, help="schedule decay in [0, 1]"),
     batch: Optional[int] = typer.Option(None, help="adam_proxy batch size"),
@@ -139,7 +140,7 @@ def derive(
     import flowsim as fs
     from flowsim.config import FLOW_KEYS, LossExpression, make_flow, make_loss, make_model
 
-    given = {k: v for k, v in dict(rho=rho, norm=norm, eta=eta, lr=lr, decay=decay, batch=batch).items() if v is not None}
+    given = {k: v for k, v in dict(rho=rho, norm=norm, eta=eta, eps=eps, lr=lr, decay=decay, batch=batch).items() if v is not None}
     symbolic_rho = rho is None and "rho" in FLOW_KEYS.get(flow.lower(), ())
     if symbolic_rho:  # the equations keep rho as a symbol: any radius derives them
         given["rho"] = 1.0

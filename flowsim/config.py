@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 #: each flow a config or ``flowsim derive`` can name, with the keys it takes
-FLOW_KEYS = {"gd": (), "sam": ("rho", "norm"), "usam": ("rho",), "asam": ("rho", "norm", "eta"),
+FLOW_KEYS = {"gd": (), "sam": ("rho", "norm", "eps"), "usam": ("rho",), "asam": ("rho", "norm", "eta"),
              "steepest": ("norm",), "normalized_gd": ("lr", "decay"), "sign": ("lr", "decay"),
              "adam_proxy": ("lr", "decay", "batch")}
 FLOW_NAMES = tuple(FLOW_KEYS)
@@ -229,6 +229,7 @@ class Flow(_Strict):
     rho: float = Field(0.0, ge=0.0, allow_inf_nan=False)
     norm: float = Field(2.0, gt=1.0)
     eta: float = Field(0.01, ge=0.0, allow_inf_nan=False)
+    eps: float = Field(0.0, ge=0.0, allow_inf_nan=False)
     lr: float = Field(1.0, gt=0.0, allow_inf_nan=False)
     decay: float = Field(1.0, ge=0.0, le=1.0)
     batch: int = Field(1, ge=1)

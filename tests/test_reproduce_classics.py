@@ -86,6 +86,23 @@ def test_the_min_l1_interpolator_is_the_last_plateau_of_the_path():
 
 # --- the suite end to end ---
 
+def test_the_shrunken_init_interpolator_with_one_scale_is_woodworths_q_alpha():
+    """One scale a_i = alpha for every coordinate: the BFGS dual solve equals fs.implicit_regularizer_limit (Newton
+    on another form of the dual) to 1e-8; scales that differ by coordinate give another interpolator."""
+    X, y = classics.regression_problem()
+    for alpha in (0.1, 1.0):
+        np.testing.assert_allclose(classics.shrunken_init_interpolator(X, y, np.full(12, alpha)),
+                                   fs.implicit_regularizer_limit(X, y, alpha), rtol=0, atol=1e-8)
+    other = classics.shrunken_init_interpolator(X, y, np.linspace(0.05, 0.1, 12))
+    assert np.abs(X @ other - y).max() < 1e-10
+    assert np.abs(other - fs.implicit_regularizer_limit(X, y, 0.1)).max() > 1e-2
+
+
+def test_leader_order_lists_each_new_leader_once():
+    beta = np.array([[0.1, 0.2, 0.3], [0.1, 0.4, 0.3], [-0.5, 0.4, 0.3], [0.6, 0.1, 0.0]])
+    assert classics.leader_order(beta) == [3, 2, 1]
+
+
 @pytest.fixture(scope="module")
 def quick_suite(tmp_path_factory):
     """``flowsim reproduce classics --quick``, its figures kept as drawn."""
@@ -109,7 +126,11 @@ def test_every_classic_claim_holds_with_every_control_failing(quick_suite):
     summary = quick_suite.summary
     assert summary["suite"] == "classics" and summary["quick"] and summary["complete"]
     assert [c["id"] for c in summary["claims"]] == ["soudry2018-l2", "gunasekar2018-lp", "woodworth2020-q-alpha",
-                                                    "pesme2023-saddles"]
+                                                    "pesme2023-saddles", "andriushchenko2022-shrunken-init",
+                                                    "sam-regression-minor-major"]
+    measured_only = summary["claims"].pop()  # the open question: measured, no controls, no verdict
+    assert measured_only["verdict"] == "open" and (quick_suite.out / measured_only["figure"]).exists()
+    assert measured_only["measured"] and not measured_only["controls"]
     for c in summary["claims"]:
         assert c["verdict"] == "holds", (c["id"], c["why"])
         assert c["seed"] == "classics" and c["controls"] and all(k["verdict"] == "fails" for k in c["controls"]), c["id"]
@@ -122,7 +143,8 @@ def test_every_classic_claim_holds_with_every_control_failing(quick_suite):
 
 
 def test_the_classics_figures_are_readable(quick_suite):
-    assert set(quick_suite.figures) == {f"classics_{name}.png" for name in ("soudry", "gunasekar", "woodworth", "pesme")}
+    assert set(quick_suite.figures) == {f"classics_{name}.png" for name in ("soudry", "gunasekar", "woodworth", "pesme",
+                                                                              "andriushchenko", "minor_major")}
     for name, fig in quick_suite.figures.items():
         assert layout_problems(fig) == [], name
 

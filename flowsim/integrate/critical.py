@@ -73,12 +73,12 @@ def stops_at_minima(flow) -> bool:
 
 
 def arrival_radius(flow, size) -> float:
-    """How far from a minimum the flow's field stays non-zero: 0 for GD and USAM (rho g vanishes
-    there), the l2 radius of the perturbation ball for normalised SAM (``size`` parameter entries); 0
-    for other points too (ASAM's ball moves with theta): such a flow is never accepted early."""
+    """How far from a minimum the flow's field stays non-zero: 0 for GD, USAM and SAM with eps > 0 (their
+    perturbation vanishes there), the l2 radius of the perturbation ball for normalised SAM (``size`` parameter
+    entries); 0 for other points too (ASAM's ball moves with theta): such a flow is never accepted early."""
     from flowsim.symbolic.points import Ascent
 
-    if not isinstance(flow.point, Ascent):
+    if not isinstance(flow.point, Ascent) or flow.point.vanishes_with_gradient:
         return 0.0
     q = flow.dual_exponent
     return flow.rho * max(1.0, size ** (0.5 - (1.0 - 1.0 / q)))

@@ -7,7 +7,10 @@ claims (a criterion run on the claim and, unchanged, on negative controls that m
 * Woodworth et al. (COLT 2020): GD on the square loss of u^D - v^D from alpha -> the Q_alpha interpolator
   (:func:`flowsim.implicit_regularizer_limit`), the min-l2 one at large alpha, the min-l1 one at small alpha;
 * Pesme and Flammarion (NeurIPS 2023): at small alpha, in time t / log(1/alpha), the saddle-to-saddle path
-  (:func:`flowsim.saddle_to_saddle`).
+  (:func:`flowsim.saddle_to_saddle`);
+* Andriushchenko and Flammarion (ICML 2022): USAM and (smoothed) l2-SAM on the square loss of u^2 - v^2 end at the
+  Q interpolator of an init shrunken coordinate by coordinate; and, measured without a verdict, whether the SAM seed's
+  "minor first, major last" (arXiv 2603.08290) has a regression counterpart.
 
 ``quick=True`` runs fewer data sets and depths, keeping every control.
 """
@@ -21,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
-from scipy.optimize import linprog
+from scipy.optimize import linprog, minimize
 
 import flowsim as fs
 from flowsim import plot
@@ -34,8 +37,8 @@ INF = float("inf")
 SEED = "classics"
 #: where the claims come from (the report prints it)
 PROVENANCE = ("The classics' claims are the published theorems of Soudry et al. (JMLR 2018), Gunasekar et al. (ICML "
-              "2018), Woodworth et al. (COLT 2020) and Pesme and Flammarion (NeurIPS 2023) as docs/theory.md 11 and "
-              "docs/reproduction.md state them.")
+              "2018), Woodworth et al. (COLT 2020), Pesme and Flammarion (NeurIPS 2023) and Andriushchenko and "
+              "Flammarion (ICML 2022) as docs/theory.md 11, 12 and docs/reproduction.md state them.")
 #: Gaussian classification sets of this shape (n samples, d features)
 SET_SHAPE = (20, 5)
 #: the horizon of the classification runs: the gap decays like a power of 1/log t, so the fit needs decades of log t
@@ -517,4 +520,173 @@ def _pesme_figure(path, errors: list[PathErrors], out: Path):
     fig.savefig(out / "classics_pesme.png", dpi=90)
 
 
-CHECKS = [soudry_l2_limit, gunasekar_lp_limits, woodworth_q_alpha, pesme_saddle_to_saddle]
+# --- Andriushchenko and Flammarion 2022 ---------------------------------------------------------------------------
+
+#: the init of the SAM-on-regression runs, and the perturbed flows run from it (l2-SAM through its smoothing: the
+#: end stops changing below eps ~ 1e-3, docs/theory.md 12)
+SAM_ALPHA = 0.1
+SAM_FLOWS = (fs.USAM(0.05), fs.USAM(0.2), fs.SAM(0.1, eps=1e-4))
+#: an init counts as shrunken when its smallest alpha_i' is below this fraction of alpha (measured: 0.86 to 0.37)
+SHRUNKEN = 0.99
+
+
+def shrunken_init_interpolator(X, y, scales) -> np.ndarray:
+    """argmin sum_i a_i^2 q(beta_i / a_i^2) subject to X beta = y, with one init scale a_i = ``scales[i]`` per
+    coordinate (Woodworth's Q_alpha at depth 2, alpha_i = a_i), from its smooth dual min_nu sum_i 2 a_i^2
+    cosh((X^T nu)_i) - y . nu by BFGS, polished by Newton steps (BFGS stops near 1e-9): beta = 2 a^2 sinh(X^T nu)."""
+    a2 = np.asarray(scales, float) ** 2
+
+    def dual(nu):
+        w = X.T @ nu
+        return 2 * a2 @ np.cosh(w) - y @ nu, X @ (2 * a2 * np.sinh(w)) - y
+
+    nu = minimize(dual, np.zeros(len(y)), jac=True, method="BFGS", options=dict(gtol=1e-13, maxiter=10000)).x
+    for _ in range(5):  # from BFGS's end Newton converges quadratically; 5 steps reach rounding
+        hessian = (X * (2 * a2 * np.cosh(X.T @ nu))) @ X.T
+        nu = nu - np.linalg.solve(hessian, dual(nu)[1])
+    return 2 * a2 * np.sinh(X.T @ nu)
+
+
+def shrunken_interpolator_limit(X, y, sol, alpha, scales_of, what: str) -> Outcome:
+    """The run ends at the Q interpolator of the per-coordinate init ``scales_of(sqrt(u v))`` (u, v: the run's end),
+    to :data:`LIMIT_ATOL`, and that init is shrunken: every alpha_i' = sqrt(u_i v_i) <= alpha, the smallest below
+    :data:`SHRUNKEN` alpha."""
+    u, v = sol.params[-1]
+    shrunk = np.sqrt(u * v) / alpha
+    shrinks = bool(shrunk.max() <= 1 + 1e-9 and shrunk.min() < SHRUNKEN)
+    match = limit_matches(sol.beta[-1], shrunken_init_interpolator(X, y, scales_of(np.sqrt(u * v))), what)
+    text = (f"{match.why}; alpha_i' / alpha from {shrunk.min():.3g} to {shrunk.max():.4g}"
+            + ("" if shrinks else f" (not every one <= 1 with the smallest < {SHRUNKEN:g})"))
+    holds = None if match.holds is None else bool(match.holds and shrinks)
+    return Outcome(holds, text, (*match.numbers, Number("least_shrinkage", float(shrunk.min()), "1"),
+                                 Number("most_shrinkage", float(shrunk.max()), "1"),
+                                 Number("l1_norm", float(np.abs(sol.beta[-1]).sum()), "1")))
+
+
+def _regression_runs(flows, data, alpha, **kw) -> dict:
+    return {str(flow): fs.solve(fs.derive(fs.DiagonalNet(2, "difference"), "square", flow), data, alpha, rtol=1e-10,
+                                throw=False, **kw) for flow in flows}
+
+
+def andriushchenko_shrunken_init(out: Path, quick: bool) -> Claim:
+    X, y = regression_problem()
+    data = fs.Dataset(X, y)
+    runs = _regression_runs(SAM_FLOWS, data, SAM_ALPHA, t1=1e8)
+    gd = _regression_runs((fs.GD(),), data, SAM_ALPHA, t1=1e8)
+
+    def judged(sols, scales_of, how):
+        return {name: shrunken_interpolator_limit(X, y, sol, SAM_ALPHA, scales_of, f"{name} against {how}")
+                for name, sol in sols.items()}
+
+    own = judged(runs, lambda a: a, "the Q of its own alpha'")
+    controls = [Control("gradient flow judged by the same criterion (u_i v_i = alpha^2 for ever: no shrinkage)",
+                        _counted(judged(gd, lambda a: a, "the Q of its own alpha'"), "GD runs shrink their init")),
+                Control("the perturbed runs against the Q of the reciprocal init alpha^2 / alpha_i' (the wrong "
+                        "direction: an init grown as much as it shrank)",
+                        _counted(judged(runs, lambda a: SAM_ALPHA**2 / a, "the Q of alpha^2 / alpha'"),
+                                 "runs end at the grown init's interpolator")),
+                Control("the perturbed runs against GD's limit, the uniform Q_alpha interpolator",
+                        _counted(judged(runs, lambda a: np.full_like(a, SAM_ALPHA), "the uniform Q_alpha"),
+                                 "runs end at GD's limit"))]
+    _shrinkage_figure(runs | gd, out)
+    return claim("andriushchenko2022-shrunken-init", SEED, Statement(
+                     "Andriushchenko and Flammarion (ICML 2022): for diagonal linear networks on the square loss, SAM "
+                     "(n-SAM, 1-SAM, and the unnormalised USAM) converges to the interpolator minimising Woodworth's "
+                     "potential with an effective init alpha_inf = alpha * exp(-...) <= alpha coordinate by coordinate, "
+                     "an implicit bias toward sparser solutions than GD's for a class of problems.",
+                     f"On the 5 x 12 Gaussian problem (seed 0), u^2 - v^2 from alpha = {SAM_ALPHA:g}: the ends of USAM "
+                     "(rho 0.05, 0.2) and of l2-SAM smoothed (rho 0.1, eps 1e-4: SAM until it reaches the minima, "
+                     "docs/theory.md 12) equal, to 1e-8, the Q interpolator of the per-coordinate init alpha_i' = "
+                     "sqrt(u_i v_i) read at the end (a dual solve, no flow), with every alpha_i' <= alpha and the "
+                     f"smallest below {SHRUNKEN:g} alpha. Sparsity is measured, not judged: on this problem the l1 norm "
+                     "grows (docs/theory.md 12).",
+                     "weaker"),
+                 f"5 x 12 Gaussian regression problem (seed 0), DiagonalNet(2, 'difference'), square loss, alpha "
+                 f"{SAM_ALPHA:g}, {', '.join(runs)}; rtol 1e-10, t1 1e8",
+                 every(list(own.values()), "runs end at the Q interpolator of a shrunken init"), controls, own,
+                 "classics_andriushchenko.png")
+
+
+def _shrinkage_figure(sols: dict, out: Path):
+    fig, axes = _figure(2, 5.6, 3.6)
+    for k, (name, sol) in enumerate(sols.items()):
+        u, v = sol.params[-1]
+        order = np.arange(1, len(u) + 1)
+        axes[0].plot(order, np.sqrt(u * v) / SAM_ALPHA, "o-", ms=4, color=f"C{k}", label=name)
+        axes[1].plot(order, np.abs(sol.beta[-1]), "o-", ms=4, color=f"C{k}", label=name)
+    axes[0].set(xlabel="coordinate i", ylabel="alpha_i' / alpha", title="the init each coordinate ends with")
+    axes[1].set(xlabel="coordinate i", ylabel="|beta_i| at the end", yscale="log", title="the end")
+    for ax in axes:
+        ax.title.set_fontsize(9)
+    plot.legend_beside(axes[1], fontsize=7)
+    fig.suptitle("Andriushchenko and Flammarion 2022: USAM and SAM end at the Q interpolator of a shrunken init",
+                 fontsize=10)
+    fig.savefig(out / "classics_andriushchenko.png", dpi=90)
+
+
+#: the one example mu = (1, 2, 3) of arXiv 2603.08290 as a regression sample with target 1, and the flows and inits measured
+MINOR_MAJOR_X = np.array([[1.0, 2.0, 3.0]])
+MINOR_MAJOR_FLOWS = (fs.GD(), fs.SAM(0.1, eps=1e-4), fs.SAM(0.3, eps=1e-4), fs.USAM(0.3))
+MINOR_MAJOR_ALPHAS = (0.1, 0.3)
+
+
+def leader_order(beta) -> list[int]:
+    """The coordinates (1-based) that lead in |beta_j| along the saves, in the order they take the lead."""
+    lead = np.argmax(np.abs(beta), axis=1)
+    return [int(k) + 1 for i, k in enumerate(lead) if i == 0 or k != lead[i - 1]]
+
+
+def sam_regression_minor_major(out: Path, quick: bool) -> Claim:
+    data = fs.Dataset(MINOR_MAJOR_X, [1.0], task="regression")
+    numbers, shown = {}, {}
+    for alpha in MINOR_MAJOR_ALPHAS:
+        for name, sol in _regression_runs(MINOR_MAJOR_FLOWS, data, alpha, t1=1e6, saves=400).items():
+            beta = sol.beta[1:]
+            share = np.abs(beta[:, 0]) / np.abs(beta).sum(axis=1)
+            order = leader_order(beta)
+            shown[alpha, name] = sol
+            numbers[f"{name}, alpha {alpha:g}"] = Measured(
+                f"{sol.status}; leaders in |beta_j| {order}; the minor coordinate's share of ||beta||_1 at most "
+                f"{share.max():.3g} (1/6 for GD, whose beta_j start growing like x_j); end {np.round(sol.beta[-1], 4).tolist()}",
+                (Number("leaders", order, "coordinate"), Number("minor_share_max", float(share.max()), "1"),
+                 Number("end", sol.beta[-1], "1"), Number("status", sol.status, "1")))
+    _minor_major_figure(shown, out)
+    why = ("measured, no verdict: on x = (1, 2, 3), y = 1 the major coordinate leads first under every flow; smoothed "
+           "l2-SAM raises the minor coordinate's share above GD's and, where rho is large against alpha, the flow "
+           "collapses to beta = 0 (status collapsed) with the lead passing to the minor coordinates on the way down; "
+           "USAM at rho 0.3 hands the lead from major to minor (3, 2, 1) and ends on the minor one: major first, minor "
+           "last, the reverse of the classification order, and what flat minima (small x_j |beta_j|) favour. Small-step SAM "
+           "slides on after reaching the minima, where the smoothed flow stops (docs/theory.md 12), so its late order "
+           "is not measured here")
+    return Claim("sam-regression-minor-major", SEED, Statement(
+                     "Moon, Si and Yun (Minor first, major last, arXiv 2603.08290): on separable classification, l2-SAM on a "
+                     "depth-2 diagonal network first amplifies the minor coordinates and the major one leads last. "
+                     "Nothing is stated for regression.",
+                     "Does l2-SAM on a regression show an order of leaders from minor to major? One sample x = (1, 2, 3), "
+                     "y = 1, u^2 - v^2 from alpha 0.1 and 0.3, GD, smoothed l2-SAM (rho 0.1, 0.3; eps 1e-4) and USAM "
+                     "(rho 0.3): the order in which coordinates lead |beta_j|, the minor coordinate's largest share "
+                     "of ||beta||_1, the end and its status. Measured, no verdict.", "beyond the available text"),
+                 f"x = {MINOR_MAJOR_X[0].tolist()}, y = 1, DiagonalNet(2, 'difference'), square loss, alpha "
+                 f"{', '.join(f'{a:g}' for a in MINOR_MAJOR_ALPHAS)}, {', '.join(map(str, MINOR_MAJOR_FLOWS))}; 400 "
+                 "saves to t = 1e6, rtol 1e-10",
+                 "open", why, numbers, [], "classics_minor_major.png")
+
+
+def _minor_major_figure(sols: dict, out: Path):
+    fig, axes = _figure(len(MINOR_MAJOR_ALPHAS), 5.6, 3.6)
+    for ax, alpha in zip(axes, MINOR_MAJOR_ALPHAS):
+        for k, flow in enumerate(MINOR_MAJOR_FLOWS):
+            sol = sols[alpha, str(flow)]
+            beta = sol.beta[1:]
+            ax.plot(sol.t[1:], np.abs(beta[:, 0]) / np.abs(beta).sum(axis=1), color=f"C{k}", label=str(flow))
+        ax.set(xscale="log", xlabel="t", ylabel="|beta_1| / ||beta||_1 (minor share)",
+               title=f"x = (1, 2, 3), y = 1, alpha = {alpha:g}")
+        ax.title.set_fontsize(9)
+    plot.legend_beside(axes[-1], fontsize=7)
+    fig.suptitle("SAM on a regression: the minor coordinate's share of beta over time (measured, no verdict)",
+                 fontsize=10)
+    fig.savefig(out / "classics_minor_major.png", dpi=90)
+
+
+CHECKS = [soudry_l2_limit, gunasekar_lp_limits, woodworth_q_alpha, pesme_saddle_to_saddle,
+          andriushchenko_shrunken_init, sam_regression_minor_major]

@@ -16,15 +16,22 @@ def GD(rho: float = 0.0) -> Flow:
     return Flow(Here(), Gradient(), name="GD", shows=())
 
 
-def SAM(rho: float, norm: float = 2) -> Flow:
+def SAM(rho: float, norm: float = 2, eps: float = 0.0) -> Flow:
     r"""Sharpness-aware minimisation flow with an :math:`\ell_p` ball of radius rho:
     :math:`\tilde\theta = \theta + \rho\,\mathrm{sign}(g)|g|^{q-1}/\|g\|_q^{q-1}`, 1/p + 1/q = 1.
 
     ``norm=2``: :math:`\rho g/\|g\|_2`; ``norm=inf``: :math:`\rho\,\mathrm{sign}(g)` (a Filippov
     system: sign switches are located by events and sliding on w_j = 0 is handled). The gradient at the
     perturbed point is applied at theta; the Jacobian of the perturbation is not differentiated
-    (arXiv 2603.08290)."""
-    return Flow(Ascent(norm), Gradient(), rho=rho, name="SAM", shows=('rho', 'norm'))
+    (arXiv 2603.08290).
+
+    ``eps > 0`` (finite p) normalises by :math:`\|(g, \epsilon)\|_q` instead (at p = 2,
+    :math:`\rho g/\sqrt{\|g\|^2+\epsilon^2}`), a flow whose field vanishes at a regression's minima, so
+    :func:`flowsim.solve` runs it there. It follows SAM until the flow reaches the set of minima and stops at
+    the first minimum it reaches, for every eps > 0 (the ends converge as eps -> 0); the exact SAM flow's
+    Filippov inclusion admits that rest, while discrete SAM at small steps slides on along the set
+    (docs/theory.md 12), so the eps -> 0 end is not small-step SAM's limit."""
+    return Flow(Ascent(norm, eps), Gradient(), rho=rho, name="SAM", shows=("rho", "norm", "eps") if eps else ("rho", "norm"))
 
 
 def USAM(rho: float) -> Flow:

@@ -9,7 +9,8 @@ parameter entry from the symbols in ``s`` (:class:`PointSymbols`):
 - ``rho``: the radius, ``sigma``: sign(G), held piecewise constant by the solver (Filippov).
 
 ``follows_gradient = True`` promises that P vanishes where G does (so the loss's critical points are
-rest points and invariant planes stay invariant, docs/theory.md 9). ``tied_rho(rho, depth)`` is the
+rest points and invariant planes stay invariant, docs/theory.md 9); ``vanishes_with_gradient = True`` that P tends
+to 0 with the whole gradient (a normalised g / ||g|| does not), so a regression's minima are rest points. ``tied_rho(rho, depth)`` is the
 radius of the tied network a balanced product follows (None: not known, integrate the product).
 To add a point, subclass :class:`EvaluationPoint` as a frozen dataclass and write ``perturbation``.
 """
@@ -22,6 +23,7 @@ from typing import NamedTuple
 
 import sympy as sp
 
+from flowsim._checks import is_real_number
 from flowsim.symbolic.part import Part
 
 
@@ -77,6 +79,8 @@ class EvaluationPoint(Part):
     norm = None  # p of the norm N, None when N is not used
     uses_rho = True
     follows_gradient = True
+    #: P -> 0 as the whole gradient does (not only entry by entry): the minima of a regression are rest points
+    vanishes_with_gradient = True
 
     @property
     def uses_sign(self) -> bool:
@@ -108,17 +112,42 @@ class Here(EvaluationPoint):
 @dataclass(frozen=True)
 class Ascent(EvaluationPoint):
     r"""Normalised ascent in the l_p ball (SAM): :math:`P = \mathrm{sign}(G)|G|^{q-1}/\|G\|_q^{q-1}`;
-    ``norm=inf`` gives sign(G) (a Filippov system)."""
+    ``norm=inf`` gives sign(G) (a Filippov system).
+
+    ``eps > 0`` (finite p) smooths the normalisation, :math:`\rho\,\mathrm{sign}(g)|g|^{q-1}/\|(g, \epsilon)\|_q^{q-1}`
+    (at p = 2, :math:`\rho g/\sqrt{\|g\|^2 + \epsilon^2}`): the perturbation then vanishes with the gradient, so
+    the loss's minima are rest points, and the exact flow (eps = 0) is its eps -> 0 limit. Written with
+    :math:`g = e^S G` as :math:`e^{(q-1)S}\mathrm{sign}(G)|G|^{q-1}/(e^{qS}N^q + \epsilon^q)^{(q-1)/q}`, which
+    neither overflows nor divides by 0 as the loss (e^S) falls."""
 
     norm: float = 2
+    eps: float = 0.0
 
     def __post_init__(self):
         object.__setattr__(self, "norm", check_norm(self.norm))
+        eps = self.eps
+        if not is_real_number(eps) or not math.isfinite(eps) or eps < 0:
+            raise ValueError(f"eps must be a finite number >= 0 (the smoothing of ||g|| in rho g / sqrt(||g||^2 + "
+                             f"eps^2)); got {eps!r}.")
+        if eps and math.isinf(self.norm):
+            raise ValueError(f"eps = {eps:g} smooths a finite p's normalisation; at norm = inf the perturbation is "
+                             "rho sign(g), which has none: use a finite norm or eps = 0.")
+        object.__setattr__(self, "eps", float(eps))
+
+    @property
+    def vanishes_with_gradient(self) -> bool:
+        return self.eps > 0
 
     def perturbation(self, s):
-        return dual_power(s.G, s.N, self.norm, s.sigma)
+        if not self.eps:
+            return dual_power(s.G, s.N, self.norm, s.sigma)
+        q = sp.nsimplify(dual_exponent(self.norm))
+        smoothed = (sp.exp(q * s.S) * s.N**q + sp.Float(self.eps) ** q) ** (1 / q)
+        return sp.exp(s.S) ** (q - 1) * dual_power(s.G, smoothed, self.norm, s.sigma)
 
     def tied_rho(self, rho, depth):
+        if self.eps:
+            return None  # the tied net's own eps would be eps / L^(1/q): not a radius alone
         # the dual norm over L equal layers is L^(1/q) that of one, so each layer moves rho L^(-1/p)
         return rho / depth ** (1.0 / self.norm)
 
@@ -139,6 +168,7 @@ class AdaptiveAscent(EvaluationPoint):
     r"""Adaptive SAM's point (Kwon et al. 2021): :math:`P = T^2 G/\|T G\|_2` with
     :math:`T = |w| + \eta` elementwise (``norm=2``; other p: the l_p ball in the T-scaled metric)."""
 
+    vanishes_with_gradient = False
     norm: float = 2
     eta: float = 0.01
 
