@@ -252,7 +252,7 @@ def _woodworth_runs(X, y, depths, min_l2, min_l1):
         system = fs.derive(fs.DiagonalNet(depth, "difference"), "square", fs.GD())
         for alpha in WOODWORTH_ALPHAS[depth]:
             sol = fs.solve(system, data, alpha, t1=1e8, rtol=1e-10, throw=False)
-            end = ends[depth, alpha] = sol.beta[-1] if sol.status == "converged" else np.full(data.d, np.nan)
+            end = ends[depth, alpha] = sol.beta[-1] if sol.status == fs.Status.CONVERGED else np.full(data.d, np.nan)
             match = limit_matches(end, fs.implicit_regularizer_limit(X, y, alpha, depth),
                                   f"depth {depth}, alpha {alpha:g}: against the Q_alpha limit")
             matches.append(match)
