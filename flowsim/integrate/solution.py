@@ -24,10 +24,10 @@ def unit_rows(a: np.ndarray) -> np.ndarray:
 
 
 class SaveObservations:
-    """The margins and log-losses of a solve's saves, found from their beta when first asked for (most runs never
-    read them; at n = d = 100 they cost a solve's host work twice over). ``beta`` (saves, d) is copied, so a
-    Solution's arrays changed in place do not change them; ``known``: the log-losses of the first saves, found
-    during the solve (``Records.losses``)."""
+    """The margins and log-losses of a solve's saves, found from their beta when first asked for (many runs never
+    read them, and at n = d = 100 with 400 saves they were nearly half a solve's host work). ``beta`` (saves, d)
+    is copied, so a Solution's arrays changed in place do not change them; ``known``: the log-losses of the first
+    saves, found during the solve (``Records.losses``)."""
 
     def __init__(self, system, data, beta, known=()):
         self.system, self.data, self.beta, self.known = system, data, np.array(beta), list(known)
