@@ -59,12 +59,12 @@ class FoundOnRead:
     """A :class:`Solution` field that may be given as a :class:`Deferred`: found on its first read and kept (the
     Solution stays immutable: the value is the one its saves determine)."""
 
-    def __set_name__(self, owner, name):
+    def __init__(self, name: str):
         self.name, self.slot = name, f"_{name}"
 
     def __get__(self, sol, owner=None):
-        if sol is None:  # (no class-level value: the dataclass takes the field as required)
-            raise AttributeError(self.name)
+        if sol is None:
+            return self
         value = sol.__dict__[self.slot]
         if isinstance(value, Deferred):
             value = value()
@@ -79,6 +79,18 @@ class FoundOnRead:
         return sol.__dict__[self.slot]
 
 
+def found_on_read(*names):
+    """A class decorator, over ``@dataclass``: its fields ``names`` may be given as a :class:`Deferred`
+    (``FoundOnRead``; set after the dataclass is made, so they stay required fields with no default)."""
+
+    def decorate(cls):
+        for name in names:
+            setattr(cls, name, FoundOnRead(name))
+        return cls
+
+    return decorate
+
+
 def replaced(sol, **changes):
     """``dataclasses.replace(sol, **changes)`` that leaves the fields not read yet unread (``FoundOnRead``)."""
     own = vars(type(sol))
@@ -87,6 +99,7 @@ def replaced(sol, **changes):
     return type(sol)(**kept, **changes)
 
 
+@found_on_read("log_loss", "margins")
 @dataclass(frozen=True, eq=False)
 class Solution:
     """Saved trajectory of a flow.
@@ -111,8 +124,8 @@ class Solution:
     tau: np.ndarray
     params: np.ndarray
     beta: np.ndarray
-    log_loss: np.ndarray = FoundOnRead()
-    margins: np.ndarray = FoundOnRead()
+    log_loss: np.ndarray
+    margins: np.ndarray
     status: str
     message: str
     stats: dict = field(default_factory=dict)
