@@ -110,7 +110,7 @@ def test_config_builds_your_own_model_loss_and_flow(tmp_path):
      (CONFIG.replace('form = "product"\ndepth = 2', 'beta = "w1*w2**"'), "beta = 'w1*w2**' is refused: 'w1*w2**' is not a formula (invalid syntax)"),
      (CONFIG.replace('depth = 2', 'depth = 2\nbeta = "a*b"'), "beta defines the model; drop form and depth"),
      (CONFIG.replace('loss = "logistic"\n', "") + '[loss]\nexpr = "exp(m)"\n', "must be > 0 for every margin"),
-     (CONFIG.replace('rho = 0.05', 'rho = 0.05\nbatch = 2'), "name = 'sam' takes rho, norm; drop batch"),
+     (CONFIG.replace('rho = 0.05', 'rho = 0.05\nbatch = 2'), "name = 'sam' takes rho, norm, eps; drop batch"),
      # a misspelt table was reported as the missing one
      (CONFIG.replace("[data]", "[dta]"), "unknown key 'dta'; did you mean 'data'?"),
      (CONFIG.replace("X = [[1.0, 2.0]]\ny = [1]", "X = [[1.0, 2.0], [1.0]]\ny = [1, 1]"),

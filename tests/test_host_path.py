@@ -135,3 +135,63 @@ def test_a_lifted_solve_has_every_layer_from_the_tied_one():
     assert sol.params.shape == (10, 2, 3) and sol.params.flags.writeable
     assert np.array_equal(sol.params[:, 1], sol.params[:, 0] * [1.0, -1.0, 1.0])
     assert np.allclose(sol.beta, sol.params[:, 0] * sol.params[:, 1], rtol=1e-15, atol=0)
+
+
+def _mean_logistic_log_loss(margins):
+    """log of the mean logistic loss log(1 + e^-m) per row, written independently of flowsim's formulas."""
+    return np.log(np.mean(np.logaddexp(0.0, -margins), axis=1))
+
+
+@pytest.mark.parametrize("case", ["plain", "lifted", "rest point"])
+def test_a_solves_margins_and_losses_are_found_on_first_read_as_the_saves_give_them(case):
+    """Most runs never read the saves' margins and losses, which cost up to twice a solve's host work: a fresh
+    Solution finds them on first read. Read then, they are the saves' own (Z beta, against the margins and the
+    mean logistic loss written here; bit for bit the eager computation on the states that ran), kept once read,
+    untouched by a change in place to ``sol.beta`` before, carried unread through ``dataclasses.replace``, and the
+    Solution stays frozen. "rest point": the losses the look-back for rest points found during the solve are
+    kept (test_saves_io's depth-3 l2-SAM case); "lifted": a balanced start runs as the tied net."""
+    import dataclasses
+
+    from flowsim.integrate.solution import Deferred
+    from flowsim.integrate.timeline import beta_margins_loss
+
+    if case == "rest point":
+        X = np.array([[-1.27288316, 1.88158494], [0.46245432, 0.52199432], [1.27781334, 1.13738853],
+                      [0.35180389, 0.24086668], [-1.25543163, 0.70697094], [-0.00727093, -1.60658444]])
+        data = fs.Dataset(X, [1, 1, 1, 1, 1, -1])
+        system = fs.derive(fs.DiagonalNet(3), "logistic", fs.SAM(0.331226403393368, 2))
+        with pytest.warns(fs.ReachabilityWarning):
+            sol = fs.solve(system, data, -0.0017383405674502239, log10_t1=74.3, backend="scipy:BDF")
+        assert sol.status == "converged"
+    else:
+        system = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
+        data = fs.datasets.gaussian_clusters(20, 10, seed=0, separation=4.0)
+        init = 0.1 if case == "lifted" else [[0.1] * 10, [0.2] * 10]
+        sol = fs.solve(system, data, init, t1=1e30, backend="diffrax:Tsit5")
+        assert ("integrated_as" in sol.config) == (case == "lifted")
+    assert isinstance(sol.__dict__["_margins"], Deferred) and isinstance(sol.__dict__["_log_loss"], Deferred)
+    copy = dataclasses.replace(sol, message="a copy")  # (reads every field: found here, for the copy)
+    beta = sol.beta.copy()
+    sol.beta[:] = 0.0  # the saves' margins come from the beta they were made with
+    margins, log_loss = sol.margins, sol.log_loss
+    assert margins is sol.margins and log_loss is sol.log_loss  # found once
+    assert margins.shape == (len(beta), data.n) and log_loss.shape == (len(beta),)
+    np.testing.assert_allclose(margins, beta @ data.z.T, rtol=1e-13, atol=1e-15 * np.abs(margins).max())
+    np.testing.assert_allclose(log_loss, _mean_logistic_log_loss(margins), rtol=1e-12)
+    assert np.array_equal(copy.margins, margins) and np.array_equal(copy.log_loss, log_loss)
+    if case == "plain":  # the states that ran are the Solution's own: the eager computation, bit for bit
+        _, eager_margins, eager_loss = beta_margins_loss(system, data, sol.params)
+        assert np.array_equal(margins, eager_margins) and np.array_equal(log_loss, eager_loss)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        sol.margins = margins
+
+
+def test_a_solution_built_with_its_arrays_holds_them():
+    """A Solution made from arrays (a saved run read back, ``dataclasses.replace``) holds those arrays as given."""
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
+    data = fs.Dataset(np.array([[1.0, 2.0], [2.0, 0.5]]), [1, 1])
+    sol = fs.solve(system, data, 0.1, t1=1e3, saves=5)
+    margins, log_loss = np.arange(10.0).reshape(5, 2), np.arange(5.0)
+    made = fs.Solution(system=system, data=data, log10_t=sol.log10_t, tau=sol.tau, params=sol.params, beta=sol.beta,
+                       log_loss=log_loss, margins=margins, status=sol.status, message=sol.message)
+    assert made.margins is margins and made.log_loss is log_loss

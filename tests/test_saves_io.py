@@ -568,9 +568,9 @@ def test_blas_is_held_at_one_thread_while_any_solve_runs_and_restored_after_the_
 
 
 def test_a_diffrax_solve_finds_the_margins_and_losses_of_its_saves_with_blas_on_one_thread(monkeypatch):
-    """The saves' margins (a (saves, d) x (d, n) product) are found on the host just after the compiled
-    solve: BLAS threads woken then waited for cores XLA's still held (up to twice the solve itself at
-    n = d = 100, 400 saves). A solve finds them with BLAS on one thread, and restores it after."""
+    """The saves' margins (a (saves, d) x (d, n) product), read just after the compiled solve: BLAS threads
+    woken then waited for cores XLA's still held (up to twice the solve itself at n = d = 100, 400 saves).
+    They are found with BLAS on one thread, which is restored after."""
     from threadpoolctl import threadpool_info, threadpool_limits
 
     from flowsim.field import vector_field
@@ -579,20 +579,20 @@ def test_a_diffrax_solve_finds_the_margins_and_losses_of_its_saves_with_blas_on_
         return {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
 
     seen = []
-    observe = vector_field.VectorField.observe
+    observe = vector_field.VectorField.margins_and_log_loss
 
     def observing(self, *args, **kwargs):
         seen.append(blas())
         return observe(self, *args, **kwargs)
 
-    monkeypatch.setattr(vector_field.VectorField, "observe", observing)
+    monkeypatch.setattr(vector_field.VectorField, "margins_and_log_loss", observing)
     system = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
     data = fs.datasets.gaussian_clusters(20, 10, seed=0, separation=4.0)
     with threadpool_limits(limits=2, user_api="blas"):
         if blas() != {2}:
             pytest.skip("this BLAS runs on one thread only")
         sol = fs.solve(system, data, [[0.1] * 10, [0.2] * 10], t1=1e6, backend="diffrax:Tsit5")
-        assert sol.status == "completed" and seen and all(s == {1} for s in seen)
+        assert sol.status == "completed" and sol.margins.shape == (400, 20) and seen and all(s == {1} for s in seen)
         assert blas() == {2}
 
 

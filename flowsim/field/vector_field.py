@@ -233,9 +233,19 @@ class VectorField:
         """beta (m, d), margins (m, n) and the log of the mean loss (m,) at parameters (m, K, d), all at
         once (the derived formulas are elementwise). ``known``: the log-losses of the first rows, found
         before (the loss is the costly part: a solve's look-back for rest points has them)."""
+        beta = self.saved_beta(params)
+        return (beta, *self.margins_and_log_loss(beta, Z, known))
+
+    def saved_beta(self, params):
+        """beta (m, d) at parameters (m, K, d)."""
         xp = self.xp
-        m, n = params.shape[0], Z.shape[0]
-        beta = xp.reshape(xp.asarray(self.compiled.beta(xp.moveaxis(params, 1, 0)), dtype=xp.float64), (m, self.d))
+        beta = self.compiled.beta(xp.moveaxis(params, 1, 0))
+        return xp.reshape(xp.asarray(beta, dtype=xp.float64), (params.shape[0], self.d))
+
+    def margins_and_log_loss(self, beta, Z, known=()):
+        """The margins (m, n) and the log of the mean loss (m,) at rows of beta (m, d) (``observe``)."""
+        xp = self.xp
+        m, n = beta.shape[0], Z.shape[0]
         margins = self.margins(Z, beta)
         ll = xp.reshape(xp.asarray(self.compiled.log_l(margins[len(known):]), dtype=xp.float64), (m - len(known), n))
         mx = ll.max(axis=1, keepdims=True)
@@ -243,7 +253,7 @@ class VectorField:
         log_loss = (mx[:, 0] + xp.log(xp.exp(ll - mx).sum(axis=1))) - math.log(n)
         if len(known):
             log_loss = xp.concatenate([xp.asarray(known, dtype=xp.float64), log_loss])
-        return beta, margins, log_loss
+        return margins, log_loss
 
     def rhs(self, clock, sliding: bool, surfaces: int = 0):
         """dy/ds for the flat state under ``clock`` (a :class:`flowsim.integrate.clock.Clock`); ``args`` a

@@ -17,12 +17,12 @@ state, and gives every backend the same answer.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 
 import numpy as np
 
+from flowsim.integrate.solution import replaced
 from flowsim.symbolic.flow import commutes_with_sign_flips
 from flowsim.symbolic.model import DiagonalNet
 
@@ -86,7 +86,7 @@ def lift(sol, system, speedup, data, flips):
         tau = sol.tau * stretch
     flipped = "" if np.all(flips > 0) else \
         f", layers flipped by {flips.astype(int).tolist()} (data columns by {c.astype(int).tolist()})"
-    return dataclasses.replace(
+    return replaced(
         sol, system=system, data=data, log10_t=sol.log10_t + shift, tau=tau, beta=sol.beta * c,
         params=sol.params * flips, events=events,  # (saves, 1, d) x (layers, d): layer l is flips[l] w
         config={**sol.config, "rho": system.flow.rho,

@@ -18,7 +18,7 @@ from flowsim.integrate.events import BackendChange
 from flowsim.integrate.records import Records
 from flowsim.integrate.segment_args import SegmentArgs, Sliding
 from flowsim.integrate.sliding import SignState, switched
-from flowsim.integrate.solution import Solution
+from flowsim.integrate.solution import SaveObservations, Solution
 from flowsim.integrate.status import Status
 from flowsim.integrate.timeline import (
     LN10,
@@ -27,6 +27,7 @@ from flowsim.integrate.timeline import (
     clock_plan,
     close_records,
     log10_t_from_u,
+    saved_beta,
 )
 from flowsim.symbolic.reachable import invariant_planes, kept_entry_signs
 
@@ -338,9 +339,11 @@ class Run:
         s, y = self.records.arrays()
         params = y[:, :-1].reshape(-1, self.K, self.d)
         u, tau = self.clock.u(s, y[:, -1]), self.clock.tau(s, y[:, -1])
-        beta, margins, log_loss = self.saves_observed(params, self.records.known_losses())
+        beta = saved_beta(self.system, params)
+        observed = SaveObservations(self.system, self.data, beta, self.records.known_losses())
         return Solution(system=self.system, data=self.data, log10_t=log10_t_from_u(u), tau=np.asarray(tau, float),
-                        params=params, beta=beta, log_loss=log_loss, margins=margins, status=self.status,
+                        params=params, beta=beta, log_loss=observed.deferred("log_loss"),
+                        margins=observed.deferred("margins"), status=self.status,
                         message=message, stats=self.stats, events=self.events,
                         config=dict(config, first_leaders=self.first_leaders))
 

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from flowsim._blas import ONE_BLAS_THREAD
 from flowsim.integrate.status import Status
-from flowsim.integrate.timeline import log10_t_from_u, save_points  # noqa: F401 (log10_t_from_u: a public name here)
+from flowsim.integrate.timeline import (  # noqa: F401 (log10_t_from_u: a public name here)
+    log10_t_from_u,
+    margins_and_loss,
+    save_points,
+)
 
 
 def unit_rows(a: np.ndarray) -> np.ndarray:
@@ -17,12 +23,90 @@ def unit_rows(a: np.ndarray) -> np.ndarray:
     return np.divide(a, n, out=np.zeros_like(a), where=n > 0)
 
 
+class SaveObservations:
+    """The margins and log-losses of a solve's saves, found from their beta when first asked for (many runs never
+    read them, and at n = d = 100 with 400 saves they were nearly half a solve's host work). ``beta`` (saves, d)
+    is copied, so a Solution's arrays changed in place do not change them; ``known``: the log-losses of the first
+    saves, found during the solve (``Records.losses``)."""
+
+    def __init__(self, system, data, beta, known=()):
+        self.system, self.data, self.beta, self.known = system, data, np.array(beta), list(known)
+
+    @functools.cached_property
+    def found(self) -> tuple:
+        """(margins, log_loss), found once. BLAS on one thread: read just after a compiled solve, the (saves, d) x
+        (d, n) product's threads would wait for the cores XLA's still hold (at n = d = 100: up to twice the solve)."""
+        with ONE_BLAS_THREAD:
+            return margins_and_loss(self.system, self.data, self.beta, self.known)
+
+    def deferred(self, name: str) -> Deferred:
+        """The field ``name`` ("margins" or "log_loss") of a Solution, found on first read."""
+        return Deferred(self, ("margins", "log_loss").index(name))
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A :class:`Solution` field not found yet: entry ``index`` of ``observations.found``."""
+
+    observations: SaveObservations
+    index: int
+
+    def __call__(self) -> np.ndarray:
+        return self.observations.found[self.index]
+
+
+class FoundOnRead:
+    """A :class:`Solution` field that may be given as a :class:`Deferred`: found on its first read and kept (the
+    Solution stays immutable: the value is the one its saves determine)."""
+
+    def __init__(self, name: str):
+        self.name, self.slot = name, f"_{name}"
+
+    def __get__(self, sol, owner=None):
+        if sol is None:
+            return self
+        value = sol.__dict__[self.slot]
+        if isinstance(value, Deferred):
+            value = value()
+            sol.__dict__[self.slot] = value
+        return value
+
+    def __set__(self, sol, value):
+        sol.__dict__[self.slot] = value
+
+    def held(self, sol):
+        """The value as held: a :class:`Deferred` until read."""
+        return sol.__dict__[self.slot]
+
+
+def found_on_read(*names):
+    """A class decorator, over ``@dataclass``: its fields ``names`` may be given as a :class:`Deferred`
+    (``FoundOnRead``; set after the dataclass is made, so they stay required fields with no default)."""
+
+    def decorate(cls):
+        for name in names:
+            setattr(cls, name, FoundOnRead(name))
+        return cls
+
+    return decorate
+
+
+def replaced(sol, **changes):
+    """``dataclasses.replace(sol, **changes)`` that leaves the fields not read yet unread (``FoundOnRead``)."""
+    own = vars(type(sol))
+    kept = {f.name: own[f.name].held(sol) if isinstance(own.get(f.name), FoundOnRead) else getattr(sol, f.name)
+            for f in dataclasses.fields(sol) if f.init and f.name not in changes}
+    return type(sol)(**kept, **changes)
+
+
+@found_on_read("log_loss", "margins")
 @dataclass(frozen=True, eq=False)
 class Solution:
     """Saved trajectory of a flow.
 
     Arrays are indexed by save point (first axis): ``log10_t``, ``tau`` (loss-normalised clock),
-    ``params`` (saves, layers, d), ``beta`` (saves, d), ``log_loss`` (saves,), ``margins`` (saves, n).
+    ``params`` (saves, layers, d), ``beta`` (saves, d), ``log_loss`` (saves,), ``margins`` (saves, n)
+    (``log_loss`` and ``margins`` of a fresh solve are found from ``beta`` when first read, then kept).
     ``status`` is a :class:`flowsim.Status` (a string: one of ``flowsim.STATUSES``); ``message`` says why; ``stats`` counts work: on every
     backend ``accepted`` (steps taken), ``steps`` (what ``max_steps`` bounds: steps tried, accepted or
     rejected, on diffrax; accepted ones on scipy, which retries a rejected step within its step),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 import warnings
@@ -21,7 +20,7 @@ from flowsim.integrate.handlers import HANDLERS
 from flowsim.integrate.options import Options
 from flowsim.integrate.problem import Problem
 from flowsim.integrate.run import Run
-from flowsim.integrate.solution import Solution
+from flowsim.integrate.solution import Solution, replaced
 from flowsim.integrate.status import Status
 from flowsim.integrate.timeline import (
     RESOLVED,
@@ -148,8 +147,7 @@ def solve(
                       opts.rtol, atol, opts.max_steps, *floors, track, speedup, adaptive)
     sol = _integrate(problem, progress, config)
     sol = lift(sol, system, speedup, data, flips) if reduced else sol
-    sol = dataclasses.replace(sol, log10_t=_on_asked_points(sol.log10_t, points),
-                              rerun=functools.partial(solve, system, data))
+    sol = replaced(sol, log10_t=_on_asked_points(sol.log10_t, points), rerun=functools.partial(solve, system, data))
     sol = _signs_kept(sol, kept)
     return _raise_failure(sol) if throw else sol
 
@@ -215,7 +213,7 @@ def _signs_kept(sol, kept):
                "equal; rounding broke that symmetry). flowsim integrates such starts on the set only for "
                "DiagonalNet(L, 'product') with flow parts that declare their tied forms (tied_rho, tied_speedup); "
                "otherwise start off it (layers not all equal) or use a tighter rtol")
-    return dataclasses.replace(sol, status=Status.FAILED, message=message)
+    return replaced(sol, status=Status.FAILED, message=message)
 
 
 def _warn_if_unreachable(system, data, signs):

@@ -204,8 +204,20 @@ def close_records(status, clock, remaining, s, y, records):
 def beta_margins_loss(system, data, params, known=()):
     """beta (m, d), margins (m, n) and the log of the mean loss (m,) of parameters (m, K, d), all at once
     (``VectorField.observe`` on NumPy; ``known``: the log-losses of the first rows, found before)."""
+    beta = saved_beta(system, params)
+    return (beta, *margins_and_loss(system, data, beta, known))
+
+
+def saved_beta(system, params):
+    """beta (m, d) of parameters (m, K, d) (``beta_margins_loss``)."""
     with np.errstate(all="ignore"):  # states past a sweep member's end are not finite
-        return numpy_field(system, params.shape[1], params.shape[2]).observe(params, data.z, known)
+        return numpy_field(system, params.shape[1], params.shape[2]).saved_beta(params)
+
+
+def margins_and_loss(system, data, beta, known=()):
+    """The margins (m, n) and the log of the mean loss (m,) of rows of beta (m, d) (``beta_margins_loss``)."""
+    with np.errstate(all="ignore"):
+        return numpy_field(system, system.model.n_layers, beta.shape[1]).margins_and_log_loss(beta, data.z, known)
 
 
 def positive(name, value):
