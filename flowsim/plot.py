@@ -194,6 +194,14 @@ def _negative_parts(ax, x, beta, lines):
         ax.plot([], [], ls=(0, (3, 2)), color="0.3", label="dashed: beta_j < 0")
 
 
+def _time_axis(ax, xscale):
+    """The x axis in log10 t: symlog (``log_time_axis``, the default) or as drawn."""
+    if xscale == "symlog":
+        log_time_axis(ax)
+    else:
+        ax.set_xlabel("log10 t")
+
+
 def beta_vs_log_t(sol, ax=None, *, log_scale=True, label_prefix="", switch_times=None, xscale="symlog", legend=True,
                   **line_kw):
     """beta_j against log10 t, one line per coordinate (past 10 coordinates the 8 with the largest share named,
@@ -216,10 +224,7 @@ def beta_vs_log_t(sol, ax=None, *, log_scale=True, label_prefix="", switch_times
     if log_scale:
         ax.set_yscale("log")
         short_log_span_ticks(ax, "y")
-    if xscale == "symlog":
-        log_time_axis(ax)
-    else:
-        ax.set_xlabel("log10 t")
+    _time_axis(ax, xscale)
     ax.set_ylabel("|beta_j| (dashed: beta_j < 0)" if log_scale and (beta < 0).any() else
                   "|beta_j|" if log_scale else "beta_j")
     ax.set_title(_describe(sol), fontsize=9)
@@ -233,10 +238,7 @@ def loss_vs_t(sol, ax=None, xscale="symlog", **line_kw):
     ax = _axes(ax)
     keep = np.isfinite(sol.log10_t)
     ax.plot(sol.log10_t[keep], sol.log_loss[keep] / np.log(10.0), **line_kw)
-    if xscale == "symlog":
-        log_time_axis(ax)
-    else:
-        ax.set_xlabel("log10 t")
+    _time_axis(ax, xscale)
     ax.set_ylabel("log10 L")
     ax.set_title("loss", fontsize=9)
     return ax
@@ -249,10 +251,7 @@ def direction_vs_log_t(sol, ax=None, xscale="symlog"):
     u = sol.direction[keep]
     _coordinate_lines(ax, sol.log10_t[keep], u, _named(sol.beta), lambda j: f"beta_{j + 1} / ||beta||_2")
     ax.axhline(0, color="0.6", lw=0.6)
-    if xscale == "symlog":
-        log_time_axis(ax)
-    else:
-        ax.set_xlabel("log10 t")
+    _time_axis(ax, xscale)
     ax.set_ylim(-1.05, 1.05)
     ax.set_ylabel("direction beta_j / ||beta||_2")
     ax.set_title("direction", fontsize=9)
@@ -279,10 +278,7 @@ def residuals_vs_log_t(sol, ax=None, xscale="symlog"):
     ax.plot(sol.log10_t[keep], np.maximum(np.sqrt(np.mean(residuals**2, axis=1)), tiny), ls="--",
             label="root mean square")
     ax.set_yscale("log")
-    if xscale == "symlog":
-        log_time_axis(ax)
-    else:
-        ax.set_xlabel("log10 t")
+    _time_axis(ax, xscale)
     ax.set_ylabel("residual |x_i.beta - y_i|")
     ax.set_title("residuals", fontsize=9)
     legend_beside(ax)
@@ -303,10 +299,7 @@ def shares_stacked(sol, ax=None, xscale="symlog"):
     labels = [f"beta_{j + 1}" if j in named else f"the other {rest} coordinates" if j == first_other else "_nolegend_"
               for j in range(sh.shape[1])]
     ax.stackplot(sol.log10_t[keep], sh.T, labels=labels, colors=colors)
-    if xscale == "symlog":
-        log_time_axis(ax)
-    else:
-        ax.set_xlabel("log10 t")
+    _time_axis(ax, xscale)
     ax.set_ylabel("share |beta_j| / ||beta||_1")
     ax.set_ylim(0, 1)
     if keep.any():
