@@ -578,7 +578,7 @@ def test_two_entries_sliding_together_near_a_critical_point_are_found():
         sol = fs.solve(system, fs.Dataset(X, [1, 1, 1, 1, -1, 1]), -0.0017383405674502239, log10_t1=74.3,
                        backend="scipy:Radau", throw=False)
     assert sol.status == "chattering" and sol.stats["steps"] <= 3072, sol
-    assert "entries w[layer 1, coordinate 5], w[layer 1, coordinate 6] have" in sol.message
+    assert "entries w[layer 1, coordinate 5], w[layer 1, coordinate 6] are on a surface" in sol.message
 
 
 def test_an_explicit_method_dithering_near_its_plane_puts_the_entry_there():
