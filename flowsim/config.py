@@ -489,7 +489,9 @@ def _message(err: ValidationError, root) -> str:
                         "builtin = '...')",
                 "sweep": " (a table [sweep] with alpha = [...], rho = [...] and/or alpha_j = {1 = [...]})",
                 "optimizer": " (a table [optimizer] with name = 'gd' | 'sam' | 'adam' | 'signum', lr = ... and its "
-                             "keys)"}.get(key, "")
+                             "keys)",
+                "loss.expr": " (a [loss] table is a loss of your own, expr = 'log(1 + exp(-m))'; a built-in one is named "
+                             "at the top level, before any table: loss = 'logistic' | 'exponential' | 'square')"}.get(key, "")
         return f"config: missing key '{key}'{hint}"
     got = e.get("input")
     shown = "" if isinstance(got, dict) else f"; got {got!r}"

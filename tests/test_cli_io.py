@@ -111,6 +111,10 @@ def test_config_builds_your_own_model_loss_and_flow(tmp_path):
      (CONFIG.replace('depth = 2', 'depth = 2\nbeta = "a*b"'), "beta defines the model; drop form and depth"),
      (CONFIG.replace('loss = "logistic"\n', "") + '[loss]\nexpr = "exp(m)"\n', "must be > 0 for every margin"),
      (CONFIG.replace('rho = 0.05', 'rho = 0.05\nbatch = 2'), "name = 'sam' takes rho, norm, eps; drop batch"),
+     # a built-in loss written as a table: the fix is named, not only the missing key
+     (CONFIG.replace('loss = "logistic"\n', "") + '[loss]\nname = "square"\n',
+      "missing key 'loss.expr' (a [loss] table is a loss of your own, expr = 'log(1 + exp(-m))'; a built-in one is "
+      "named at the top level, before any table: loss = 'logistic'"),
      # a misspelt table was reported as the missing one
      (CONFIG.replace("[data]", "[dta]"), "unknown key 'dta'; did you mean 'data'?"),
      (CONFIG.replace("X = [[1.0, 2.0]]\ny = [1]", "X = [[1.0, 2.0], [1.0]]\ny = [1, 1]"),
