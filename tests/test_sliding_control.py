@@ -545,7 +545,7 @@ def test_every_term_of_the_switch_event_is_positive_at_a_segment_start_whatever_
     a depth-3 sign flow: the event is armed at every start, and still ends the segment once such an entry's
     |G_k| doubles."""
     from flowsim.field.vector_field import numpy_field
-    from flowsim.integrate.backends._events import event_functions, settle_levels, sides, watched
+    from flowsim.integrate.backends._events import event_functions, sides, watch_at
     from flowsim.integrate.clock import clock_for
     from flowsim.integrate.segment_args import SegmentArgs
 
@@ -558,12 +558,12 @@ def test_every_term_of_the_switch_event_is_positive_at_a_segment_start_whatever_
     for _ in range(50):
         theta, sigma = rng.normal(size=(3, 4)), np.sign(rng.normal(size=(3, 4)))
         y, held = np.append(theta.ravel(), 0.0), np.zeros((3, 4), bool)
-        watch = watched(vf, y, data.z, sigma, held)
-        args = SegmentArgs(data.z, 0.0, sigma, held, log_ceiling=300.0, watched=watch,
-                           settle=settle_levels(vf, y, data.z, watch, held), sides=sides(y, 3, 4, 1e-10))
+        watch = watch_at(vf, y, data.z, sigma, held)
+        args = SegmentArgs(data.z, 0.0, sigma, held, log_ceiling=300.0, watched=watch.watched, settle=watch.settle,
+                           sides=sides(y, 3, 4, 1e-10))
         value = events.at(args)(0.0, y)[events.names.index("switch")]
         G, _ = vf.direction(theta, data.z)
-        stale = ~watch & (np.abs(G) > 1e-6 * np.abs(G).max())
+        stale = ~watch.watched & (np.abs(G) > 1e-6 * np.abs(G).max())
         stale_seen += stale.any()
         assert value > 0
         if stale.any():  # a stale entry's |G_k| past its level ends the segment

@@ -13,7 +13,7 @@ from flowsim._interrupts import after_block
 from flowsim.field.surfaces import spread_of
 from flowsim.field.vector_field import numpy_field
 from flowsim.integrate.backends import SURFACE_BACKEND, SegmentRequest
-from flowsim.integrate.backends._events import resolved_signs, scores, settle_levels, sides, watched
+from flowsim.integrate.backends._events import Watch, resolved_signs, scores, sides, watch_at
 from flowsim.integrate.events import BackendChange
 from flowsim.integrate.records import Records
 from flowsim.integrate.segment_args import SegmentArgs, Sliding
@@ -126,11 +126,11 @@ class Run:
     def settled(self) -> bool:
         """Before a segment: a Filippov problem, an exact equilibrium or Zeno switching ends the solve."""
         if self.problem is not None:
-            self.status, self.message = Status.CHATTERING, self.problem
+            self.end(Status.CHATTERING, self.problem)
         elif at_rest(self.field_and_scale):
             self.hold(Status.STALLED)
         elif self.restarts >= MAX_SEGMENTS:
-            self.status, self.message = Status.CHATTERING, f"more than {MAX_SEGMENTS} sign-switch segments (Zeno switching?)"
+            self.end(Status.CHATTERING, f"more than {MAX_SEGMENTS} sign-switch segments (Zeno switching?)")
         return self.status is not None
 
     def end(self, status, message=""):
@@ -224,7 +224,7 @@ class Run:
 
     def hold(self, status, message=""):
         """The state is constant from here to t1: only the clocks move."""
-        self.status, self.message = status, message
+        self.end(status, message)
         if self.bar:
             self.bar.to_u(self.u1)  # the rest of the way is held
         _, S = self.field_and_scale()
@@ -239,11 +239,10 @@ class Run:
     def segment_args(self) -> SegmentArgs:
         """The arguments of a segment from the current state."""
         held = self.pinned | self.surfaces
-        watch = watched(self.vf, self.y, self.Z, self.sigma, held) if self.uses_sign else ~self.pinned
-        settle = settle_levels(self.vf, self.y, self.Z, watch, held) if self.uses_sign else None
+        watch = watch_at(self.vf, self.y, self.Z, self.sigma, held) if self.uses_sign else Watch(~self.pinned, None)
         return SegmentArgs(self.Z, self.rho, self.sigma, self.pinned, u_end=self.u1, log_floor=self.log_floor,
-                           log_ceiling=self.log_ceiling, leaders=self.leaders.copy(), watched=watch, settle=settle,
-                           sides=sides(self.y, self.K, self.d, self.atol), surfaces=self.spread())
+                           log_ceiling=self.log_ceiling, leaders=self.leaders.copy(), watched=watch.watched,
+                           settle=watch.settle, sides=sides(self.y, self.K, self.d, self.atol), surfaces=self.spread())
 
     def integrate(self):
         """One backend call from the current state, at most ``chunk`` steps; its saves are recorded."""

@@ -29,7 +29,7 @@ by symmetry) would end the segment at once, or, as part of one minimum, blind th
 its segment at sigma_k G_k = 0, and as part of one minimum it would disarm every other entry's switch
 (a missed switch leaves a stale sign in the field: l_inf-SAM then follows a trajectory the exact flow
 does not take). An unwatched entry is not forgotten: the segment ends once its |G_k| grows past
-``SETTLE`` max|G|, or past twice its value at the start where that is more (``settle_levels``), and its
+``SETTLE`` max|G|, or past twice its value at the start where that is more (``watch_at``), and its
 sign is examined again there (the side chosen at a switch from a short probe may not hold: G_k can turn
 back, and a stale sign would make a false rest point).
 """
@@ -160,24 +160,25 @@ def _lead(vf, i, kind, args):
     return value
 
 
-def watched(vf, y, Z, sigma, pinned):
-    """The entries whose sign switch is watched in a segment starting at y: sigma_k G_k > 0 there."""
+class Watch(NamedTuple):
+    """How a sign flow's switches are watched in a segment (``SegmentArgs.watched`` and ``.settle``)."""
+
+    #: the entries whose sign switch is watched: sigma_k G_k > 0 at the segment's start
+    watched: object
+    #: per entry neither watched nor held, the |G_k| past which it is examined again (0 elsewhere)
+    settle: object
+
+
+def watch_at(vf, y, Z, sigma, held) -> Watch:
+    """The switches watched in a segment starting at y (G found once). An entry not watched is examined again past
+    twice its |G_k| at the start (the event takes at least SETTLE max |G|), so every term of the switch event is
+    positive at the start: an entry whose G_k is already resolved off 0 there, on the side its sign does not hold,
+    would otherwise start with a negative term, and as part of one minimum that disarms the switch of every entry."""
     import numpy as np
 
-    G, _ = vf.direction(np.reshape(y[:-1], (vf.K, vf.d)), Z)
-    return np.asarray(sigma * G > 0) & ~pinned
-
-
-def settle_levels(vf, y, Z, watch, held):
-    """Per entry neither watched nor held, the |G_k| past which it is examined again: twice its |G_k| at the
-    segment's start (0 elsewhere; the event takes at least SETTLE max |G|). Every term of the switch event is
-    then positive at the start: an entry whose G_k is already resolved off 0 there, on the side its sign does
-    not hold, would otherwise start with a negative term, and as part of one minimum that disarms the switch of
-    every entry."""
-    import numpy as np
-
-    G, _ = vf.direction(np.reshape(y[:-1], (vf.K, vf.d)), Z)
-    return np.where(watch | held, 0.0, 2.0 * np.abs(np.asarray(G)))
+    G = np.asarray(vf.direction(np.reshape(y[:-1], (vf.K, vf.d)), Z)[0])
+    watch = (sigma * G > 0) & ~held
+    return Watch(watch, np.where(watch | held, 0.0, 2.0 * np.abs(G)))
 
 
 def resolved_signs(vf, theta, Z, sigma, held):
