@@ -171,3 +171,27 @@ def test_only_the_run_changes_its_own_state():
     writes = {name: assigned_attributes(path.read_text(), "run") for name, path in MODULES.items()
               if name.startswith("flowsim.integrate")}
     assert not {name: found for name, found in writes.items() if found}
+
+
+#: what sets a solve up (``flowsim.integrate.solve.set_up`` and the ``Problem`` it returns): a second caller of these
+#: would be a second copy of the set-up, free to drift from solve's
+SET_UP_PARTS = {"reduction", "clock_plan", "log_floor_of", "atol_for", "check_scales", "kept_entry_signs"}
+
+
+def names_used(source: str) -> set[str]:
+    """Every bare name and attribute name ``source`` reads or imports."""
+    tree = ast.parse(source)
+    return ({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+            | {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+            | {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names})
+
+
+def test_the_name_reader_sees_imports_calls_and_attributes():
+    assert names_used("from m import reduction\nx = a.clock_plan(1)\ncheck_scales()\n") >= {
+        "reduction", "clock_plan", "check_scales"}
+
+
+def test_the_sweep_sets_its_points_up_as_solve_does():
+    """The lockstep sweep takes each point's set-up from solve's (``set_up``: reduction, clock plan, floors, tolerances,
+    kept signs); a check or reduction added there reaches both."""
+    assert not names_used((PACKAGE / "integrate" / "sweep.py").read_text()) & SET_UP_PARTS

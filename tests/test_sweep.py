@@ -428,11 +428,34 @@ def test_a_point_solve_hands_over_is_handed_over_in_the_sweep():
 def test_lockstep_points_with_an_excluded_sign_are_solved_again():
     """The lockstep solve has no sign check of its own: a point ending with a beta_j its start excludes (a
     balanced start of a model of your own, integrated in full) is handed to solve, which fails it and says why."""
+    from flowsim.integrate.backends import backend_for
+    from flowsim.integrate.clock import clock_for
     from flowsim.integrate.options import Options
+    from flowsim.integrate.solve import set_up
     from flowsim.integrate.sweep import _signs_left
 
     system = fs.derive(fs.Parametrization("w1 w2", 2, lambda a, b: a * b), "logistic", fs.GD())
-    inits = [system.model.init_params(a, 2) for a in (0.5, 0.5)]
-    out = {"beta_end": np.array([[1.0, 2.0], [1.0, -2.0]])}
+    data = fs.datasets.iid_gaussian(4, 2, seed=0)
     opts = Options.checked(t1=10.0, rtol=1e-8)
-    assert _signs_left(system, inits, np.zeros(2), out, opts).tolist() == [False, True]
+    be = backend_for("auto", opts.log10_t1)
+    clock = clock_for(system.flow, "auto", be.default_clock)
+    problems = [set_up(system, data, system.model.init_params(a, 2), opts, be, clock) for a in (0.5, 0.5)]
+    out = {"beta_end": np.array([[1.0, 2.0], [1.0, -2.0]])}
+    assert _signs_left(problems, out).tolist() == [False, True]
+
+
+def test_a_sweep_sets_each_point_up_as_solve_does():
+    """The lockstep solve takes each point's set-up from solve's own (``set_up``): a depth-3 product whose layers are
+    equal up to two sign flips per entry (flips whose product is +1, so the tied net runs on the data as they are)
+    is reduced there as in solve, runs in lockstep, and equals its solves."""
+    data = fs.datasets.iid_gaussian(6, 3, seed=2)
+    init = np.array([[0.2, 0.3, 0.25], [-0.2, 0.3, -0.25], [-0.2, 0.3, -0.25]])
+    system = fs.derive(fs.DiagonalNet(3), "logistic", fs.SAM(0.05))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fs.ReachabilityWarning)
+        ds = fs.sweep(system, data, {"rho": [0.02, 0.05]}, init=init, t1=1e3, saves=40, backend="diffrax:Tsit5")
+        assert ds.attrs["method"] == "vmap" and all(s.endswith("(vmap)") for s in ds["solver"].values.tolist())
+        for k, rho in enumerate((0.02, 0.05)):
+            sol = fs.solve(fs.derive(fs.DiagonalNet(3), "logistic", fs.SAM(rho)), data, init, t1=1e3, saves=40,
+                           backend="diffrax:Tsit5", throw=False)
+            _compare(ds, (k,), sol)

@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from flowsim.integrate.timeline import u_of
+from flowsim.integrate.timeline import clock_plan, u_of
+from flowsim.symbolic.reachable import kept_entry_signs
 
 
 @dataclass(frozen=True)
@@ -17,7 +18,8 @@ class Problem:
     its backend and clock, and its checked options, with the collapse and blow-up levels they give.
 
     ``speedup``: the system runs that many times faster than the one asked for (a reduced solve): the horizon and
-    the saves are shifted to match. ``adaptive``: an explicit method that spends a whole chunk of steps hands over
+    the saves are shifted to match; ``flips`` (layers, d): the reduction's sign of each entry relative to layer
+    1's (``balanced.reduction``), None for a solve not reduced. ``adaptive``: an explicit method that spends a whole chunk of steps hands over
     to an implicit one (``backend`` and ``clock`` "auto")."""
 
     system: Any
@@ -36,6 +38,7 @@ class Problem:
     track: tuple = ()
     speedup: float = 1.0
     adaptive: bool = False
+    flips: Any = field(default=None, repr=False)
 
     @property
     def shift(self) -> float:
@@ -46,3 +49,18 @@ class Problem:
     def u1(self) -> float:
         """The horizon as u = log(1 + t) of the integrated system."""
         return float(u_of(self.log10_t1 - self.shift))
+
+    @property
+    def reduced(self) -> bool:
+        """Integrated as the tied net of a balanced product start (``balanced.reduction``)."""
+        return self.flips is not None
+
+    def plan(self):
+        """The save targets in u and in the clock's own units, and the integration variable's end
+        (``timeline.clock_plan``)."""
+        return clock_plan(self.clock, self.u1, self.points, self.shift)
+
+    def kept_signs(self) -> np.ndarray:
+        """The sign each entry of the start keeps for ever under a smooth flow (``flowsim.kept_entry_signs``): the
+        crossing event's sigma."""
+        return kept_entry_signs(self.system.model, self.theta0, self.system.flow)

@@ -24,12 +24,11 @@ from flowsim.integrate.timeline import (
     LN10,
     at_rest,
     beta_margins_loss,
-    clock_plan,
     close_records,
     log10_t_from_u,
     saved_beta,
 )
-from flowsim.symbolic.reachable import invariant_planes, kept_entry_signs
+from flowsim.symbolic.reachable import invariant_planes
 
 MAX_SEGMENTS = 10_000
 #: log-losses a Run keeps, of the last states asked (``Run.log_loss``)
@@ -66,10 +65,10 @@ class Run:
         self.vf_run = self.be.field(system, self.K, self.d)
         self.shift = problem.shift
         self.Z, self.rho, self.u1 = data.z, float(system.flow.rho), problem.u1
-        self.targets, run_targets, self.s_max = clock_plan(self.clock, self.u1, problem.points, self.shift)
+        self.targets, run_targets, self.s_max = problem.plan()
         self.log_floor, self.log_ceiling = problem.log_floor, problem.log_ceiling
         # smooth flows: sigma holds the sign each entry keeps (the crossing event); sign flows: sign(G)
-        self.sigma = kept_entry_signs(system.model, theta0, system.flow)
+        self.sigma = problem.kept_signs()
         self.pinned = np.zeros((self.K, self.d), bool)
         # per layer: w = 0 is invariant, and may be reached in finite time (``handlers._put_on_planes``)
         # (the part-level promise, in any clock: a normalised flow's field carries the factor too)

@@ -124,7 +124,8 @@ def solve(
     if any(k not in SCORES for k in track):
         raise ValueError(f"track takes scores from {SCORES}; got {track!r}.")
     theta0 = initial_params(system, data, init)
-    atol = check_scales(theta0, atol_for(theta0, opts.rtol, opts.atol), opts.atol, opts.blowup_size, be)
+    problem = set_up(system, data, theta0, opts, be, run_clock, track)
+    atol = problem.atol
     kept = reachable_signs(system.model, theta0, system.flow)
     if not (allow_nonseparable or data.is_regression):
         _warn_if_unreachable(system, data, kept)
@@ -137,19 +138,26 @@ def solve(
     points = opts.save_at_log10_t
     config = dict(arguments, clock=run_clock.name, saves=len(points), rho=float(system.flow.rho), track=list(track),
                   arguments=dict(arguments, **opts.asked_saves))
-    floors = (float(log_floor_of(theta0, opts.collapse_tol, atol)), math.log(opts.blowup_size))
-    # a balanced product network (up to signs) is integrated on its invariant manifold, as the tied net
+    sol = _integrate(problem, progress, config)
+    sol = lift(sol, system, problem.speedup, data, problem.flips) if problem.reduced else sol
+    sol = replaced(sol, log10_t=_on_asked_points(sol.log10_t, points), rerun=functools.partial(solve, system, data))
+    sol = _signs_kept(sol, kept)
+    return _raise_failure(sol) if throw else sol
+
+
+def set_up(system, data, theta0, opts, be, run_clock, track=()) -> Problem:
+    """The :class:`Problem` one solve from ``theta0`` integrates, its scales checked (``check_scales``): a balanced
+    product network (up to signs) runs on its invariant manifold, as the tied net, and the clock takes the flow's
+    form. :func:`flowsim.sweep`'s lockstep solve sets its points up here too."""
+    atol = check_scales(theta0, atol_for(theta0, opts.rtol, opts.atol), opts.atol, opts.blowup_size, be)
     reduced = reduction(system, theta0, data)
     run_system, speedup, run_data, flips = reduced or (system, 1.0, data, None)
     flow_clock = run_clock.for_flow(run_system.flow)
     adaptive = opts.auto and atol >= ATOL_MIN_IMPLICIT and flow_clock.hands_over
-    problem = Problem(run_system, run_data, theta0[: run_system.model.n_layers], be, flow_clock, opts.log10_t1, points,
-                      opts.rtol, atol, opts.max_steps, *floors, track, speedup, adaptive)
-    sol = _integrate(problem, progress, config)
-    sol = lift(sol, system, speedup, data, flips) if reduced else sol
-    sol = replaced(sol, log10_t=_on_asked_points(sol.log10_t, points), rerun=functools.partial(solve, system, data))
-    sol = _signs_kept(sol, kept)
-    return _raise_failure(sol) if throw else sol
+    return Problem(run_system, run_data, theta0[: run_system.model.n_layers], be, flow_clock, opts.log10_t1,
+                   opts.save_at_log10_t, opts.rtol, atol, opts.max_steps,
+                   float(log_floor_of(theta0, opts.collapse_tol, atol)), math.log(opts.blowup_size), track, speedup,
+                   adaptive, flips)
 
 
 def _on_asked_points(log10_t, points):

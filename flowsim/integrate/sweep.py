@@ -16,7 +16,6 @@ chunks become Dask tasks, each a vmapped solve on a worker; the worker derives t
 from __future__ import annotations
 
 import difflib
-import math
 import os
 import re
 import time
@@ -29,25 +28,20 @@ from flowsim._checks import is_whole
 from flowsim._interrupts import absorbed, held, terminable
 from flowsim._variables import annotate
 from flowsim.integrate.backends import backend_for
-from flowsim.integrate.balanced import layer_flips, reduction
 from flowsim.integrate.clock import clock_for
 from flowsim.integrate.critical import LOSS_STILL
 from flowsim.integrate.handlers import ENDINGS, end_status
 from flowsim.integrate.options import Options
 from flowsim.integrate.run import chunk_of, structure_key
 from flowsim.integrate.segment_args import SegmentArgs, Sliding
-from flowsim.integrate.solve import check_problem, check_scales, excluded_signs, initial_params, solve
+from flowsim.integrate.solve import check_problem, excluded_signs, initial_params, set_up, solve
 from flowsim.integrate.status import FAILURES, Status
 from flowsim.integrate.timeline import (
-    atol_for,
-    clock_plan,
     log10_t_from_u,
-    log_floor_of,
-    u_of,
 )
 from flowsim.symbolic.derive import System, derive
 from flowsim.symbolic.model import DiagonalNet
-from flowsim.symbolic.reachable import kept_entry_signs, reachable_signs
+from flowsim.symbolic.reachable import reachable_signs
 
 #: grid keys: "alpha" (every entry), "alpha_<j>" (coordinate j, 1-based as in the papers), "rho"
 ALPHA, RHO = "alpha", "rho"
@@ -173,7 +167,7 @@ def sweep(
     points = [dict(zip(keys, combo)) for combo in product(*axes.values())]
     base_rho = float(system.flow.rho)
     rhos = np.array([p.get(RHO, base_rho) for p in points])
-    inits = _grid_inits(system, data, init, points, opts, be)
+    inits = _grid_inits(system, data, init, points, opts, be, run_clock)
     # neighbours of similar cost share a chunk: order by rho, then by the size of the init
     order = np.lexsort((np.array([np.abs(th).max() for th in inits]), rhos))
     vmapped = be.batches and not any(_with_rho(system.flow, r).uses_sign
@@ -209,16 +203,16 @@ def sweep(
         return _dataset(system, data, axes, out, grid_t, attrs={**how, **_asked(system, init, axes, opts)})
 
 
-def _grid_inits(system, data, init, points, opts, be):
-    """The parameters each point starts from, (layers, d) each, all checked before anything runs: made once per
-    distinct init (a rho axis repeats each)."""
+def _grid_inits(system, data, init, points, opts, be, run_clock):
+    """The parameters each point starts from, (layers, d) each, all checked as solve checks them (``set_up``)
+    before anything runs: made once per distinct init (a rho axis repeats each)."""
     made, inits = {}, []
     for p in points:
         a = _point_init(init, p, data.d)
         key = (np.asarray(a, np.float64).tobytes(), np.shape(a))
         if key not in made:
             made[key] = initial_params(system, data, a)
-            check_scales(made[key], atol_for(made[key], opts.rtol, opts.atol), opts.atol, opts.blowup_size, be)
+            set_up(system, data, made[key], opts, be, run_clock)
         inits.append(made[key])
     return inits
 
@@ -375,13 +369,14 @@ def _chunk(spec, data, inits, rhos, opts, vmapped, allow_nonseparable):
     """Solve one chunk of grid points (together in one vmapped solve where ``vmapped``); returns plain arrays
     (what a Dask worker sends back)."""
     model, loss, flow = spec
-    system = derive(model, loss, flow)
     arguments = dict(opts.solve_arguments(), allow_nonseparable=allow_nonseparable)
+    derived = {r: derive(model, loss, _with_rho(flow, r)) for r in np.unique(rhos)}
+    systems = [derived[r] for r in rhos]
 
     def one_by_one(idx):
         sols = []
         for i in idx:
-            sols.append(solve(derive(model, loss, _with_rho(flow, rhos[i])), data, inits[i], throw=False, **arguments))
+            sols.append(solve(systems[i], data, inits[i], throw=False, **arguments))
             if sols[-1].status == Status.INTERRUPTED:  # a Ctrl-C: the rest of the chunk is not run
                 break
         grid_t = opts.save_at_log10_t
@@ -390,15 +385,18 @@ def _chunk(spec, data, inits, rhos, opts, vmapped, allow_nonseparable):
             return out
         return {k: np.concatenate([v, _interrupted(rest, len(grid_t), data.d)[k]]) for k, v in out.items()}
 
-    # layers equal up to signs are solved as solve reduces them (on flipped data, which the lockstep solve
-    # does not share)
-    if not vmapped or any(_flipped_balance(model, th) for th in inits):
+    if not vmapped:
         return one_by_one(range(len(inits)))
-    out = _vmapped(system, data, inits, rhos, opts)
+    be = backend_for(opts.backend, opts.log10_t1)
+    run_clock = clock_for(flow, opts.clock, be.default_clock)
+    problems = [set_up(s, data, th, opts, be, run_clock) for s, th in zip(systems, inits)]
+    if not _in_lockstep(problems):
+        return one_by_one(range(len(inits)))
+    out = _vmapped(problems)
     # the lockstep solve is one segment with no critical-point check: points that end on a plateau or
     # fail are solved again by solve, which recognises a converged critical point (and hands over)
     redo = np.nonzero(np.isin(out["status"], list(FAILURES)) | _plateau_at_end(out["log_loss"])
-                      | _handed_over_by_solve(out["steps"], opts) | _signs_left(system, inits, rhos, out, opts))[0]
+                      | _handed_over_by_solve(out["steps"], problems) | _signs_left(problems, out))[0]
     if redo.size:
         again, out = one_by_one(redo), {k: np.array(v) for k, v in out.items()}  # (JAX's arrays are read-only)
         for k in out:
@@ -406,28 +404,31 @@ def _chunk(spec, data, inits, rhos, opts, vmapped, allow_nonseparable):
     return out
 
 
-def _signs_left(system, inits, rhos, out, opts):
+def _in_lockstep(problems) -> bool:
+    """The points can share one vmapped solve: each integrates the same system shape on the same data (all reduced
+    to the tied net or none; a reduction with sign flips runs on flipped data of its own)."""
+    first = problems[0]
+    return all(p.reduced == first.reduced and p.theta0.shape == first.theta0.shape and p.data is first.data
+               for p in problems)
+
+
+def _signs_left(problems, out):
     """Points whose lockstep solve ended with a beta_j of a sign their start excludes (``reachable_signs``), beyond
     what the solver resolves: solve says why (a balanced start of a model of your own integrated in full, which
     rounding took off its set). flowsim's own networks need no check here: balanced products run as the tied net
     and the kept entry signs of the others are the lockstep solve's crossing event (13 us a point saved)."""
-    if isinstance(system.model, DiagonalNet):
-        return np.zeros(len(inits), bool)
-    kept = np.stack([reachable_signs(system.model, th, _with_rho(system.flow, r)) for th, r in zip(inits, rhos)])
-    atol = np.array([[atol_for(th, opts.rtol, opts.atol)] for th in inits])
-    return excluded_signs(kept, out["beta_end"], atol, system.model.n_layers).any(axis=1)
+    model = problems[0].system.model
+    if isinstance(model, DiagonalNet):
+        return np.zeros(len(problems), bool)
+    kept = np.stack([reachable_signs(p.system.model, p.theta0, p.system.flow) for p in problems])
+    atol = np.array([[p.atol] for p in problems])
+    return excluded_signs(kept, out["beta_end"], atol, model.n_layers).any(axis=1)
 
 
-def _handed_over_by_solve(steps, opts):
-    """Points whose lockstep solve spent a chunk of steps, where solve with backend and clock "auto" hands over to
-    an implicit method (so it ends elsewhere within rtol: 5e-8 apart at a point of 11,953 Tsit5 steps)."""
-    return np.asarray(steps) >= chunk_of(opts.max_steps) if opts.auto else np.zeros(len(steps), bool)
-
-
-def _flipped_balance(model, theta0) -> bool:
-    """A product network's layers equal up to signs, not all equal (e.g. an anti-balanced start)."""
-    flips = layer_flips(model, theta0)
-    return flips is not None and bool(np.any(flips < 0))
+def _handed_over_by_solve(steps, problems):
+    """Points whose lockstep solve spent a chunk of steps, where solve hands over to an implicit method
+    (``Problem.adaptive``; so it ends elsewhere within rtol: 5e-8 apart at a point of 11,953 Tsit5 steps)."""
+    return np.array([s >= chunk_of(p.max_steps) and p.adaptive for s, p in zip(np.asarray(steps), problems)])
 
 
 def _plateau_at_end(log_loss):
@@ -447,44 +448,31 @@ def _with_rho(flow, rho):
     return replace(flow, rho=float(rho)) if flow.point.uses_rho else flow
 
 
-def _vmapped(system, data, inits, rhos, opts):
-    """The per-point solves of :func:`flowsim.solve` for a smooth flow (one segment each), as one vmap."""
+def _vmapped(problems):
+    """The per-point solves of :func:`flowsim.solve` for a smooth flow (one segment each, each point set up as solve
+    sets it up: ``set_up``), as one vmap."""
     from flowsim._jax import jax
     from flowsim.field.vector_field import jax_field
     from flowsim.integrate.backends._diffrax import KernelSpec, host_arguments, kernel
 
-    flow = system.flow
-    L1, u1 = opts.log10_t1, opts.u1
-    be = backend_for(opts.backend, L1)
-    # (opts hold the clock asked for: a point solved again by solve may then hand over, as solve's would)
-    clock = clock_for(flow, opts.clock, be.default_clock)
-    theta0 = np.stack(inits)  # parameters, validated by sweep
-    speedup = 1.0
-    reduced = reduction(system, theta0[0], data) if np.all(theta0 == theta0[:, :1]) else None
-    if reduced:  # balanced products: as the tied net, like solve (layers equal up to signs: _chunk solves them)
-        depth = system.model.depth
-        system, speedup = reduced[:2]
-        tied = {r: _with_rho(flow, r).tied_equivalent(depth)[0].rho for r in np.unique(rhos)}
-        rhos = np.array([tied[r] for r in rhos])
-        flow, theta0 = system.flow, theta0[:, :1]
-        u1 = float(u_of(L1 - math.log10(speedup)))
-    m, K, d = theta0.shape
-    clock = clock.for_flow(flow)
-    targets, run_targets, s_max = clock_plan(clock, u1, opts.save_at_log10_t, math.log10(speedup))
-    Z = data.z
-    atol = np.array([atol_for(th, opts.rtol, opts.atol) for th in theta0])
-    floors = log_floor_of(theta0, opts.collapse_tol, atol)
+    first = problems[0]
+    system, clock, be, m = first.system, first.clock, first.backend, len(problems)
+    theta0 = np.stack([p.theta0 for p in problems])
+    _, K, d = theta0.shape
+    targets, run_targets, s_max = first.plan()
+    atol = np.array([p.atol for p in problems])
     y0 = np.concatenate([theta0.reshape(m, -1), np.zeros((m, 1))], axis=1)
     # the crossing event, shared by all members: the signs each keeps depend on the signs of its init only
-    patterns = np.unique(np.sign(theta0), axis=0)
-    signs = [kept_entry_signs(system.model, p, flow) for p in patterns]
+    signs = [p.kept_signs() for p in problems]
     sigma = signs[0] if all(np.array_equal(s, signs[0]) for s in signs) else np.zeros((K, d))
     pinned, leaders = np.zeros((K, d), bool), np.zeros(0, np.int64)
-    log_ceiling = math.log(opts.blowup_size)
-    spec = KernelSpec(clock, False, Sliding(), be.solver, opts.max_steps, len(targets), batched=True)
+    spec = KernelSpec(clock, False, Sliding(), be.solver, first.max_steps, len(targets), batched=True)
     run, names = kernel(jax_field(system, K, d), structure_key(system), spec)
-    args = SegmentArgs(Z, rhos, sigma, pinned, u_end=u1, log_floor=floors, log_ceiling=log_ceiling, leaders=leaders)
-    tol = np.stack([np.full(m, opts.rtol), atol], axis=1)  # per point, as each point's solve would have it
+    rhos = np.array([p.system.flow.rho for p in problems], dtype=np.float64)
+    args = SegmentArgs(first.data.z, rhos, sigma, pinned, u_end=first.u1,
+                       log_floor=np.array([p.log_floor for p in problems]), log_ceiling=first.log_ceiling,
+                       leaders=leaders)
+    tol = np.stack([np.full(m, first.rtol), atol], axis=1)  # per point, as each point's solve would have it
     s_t, (beta, log_loss), ok, s_end, (y_end, beta_end, loss_end), (fired, maxed, failed), stats = jax.tree.map(
         np.asarray, run(*host_arguments(y0, 0.0, s_max, args, run_targets, tol)))
     ends = {e: _status(names, *e, clock) for e in set(zip(fired.tolist(), maxed.tolist(), failed.tolist()))}
@@ -498,7 +486,7 @@ def _vmapped(system, data, inits, rhos, opts):
         "beta": np.where(at_end[..., None], beta_end[:, None, :], np.where(saved[..., None], beta, np.nan)),
         "log_loss": np.where(at_end, loss_end[:, None], np.where(saved, log_loss, np.nan)),
         "status": status, "steps": np.asarray(stats[0], np.int64),
-        "log10_t_end": log10_t_from_u(u_end) + math.log10(speedup), "beta_end": beta_end,
+        "log10_t_end": log10_t_from_u(u_end) + first.shift, "beta_end": beta_end,
         "solver": np.full(m, f"diffrax:{be.solver} (vmap)", dtype=object),
     }
 
