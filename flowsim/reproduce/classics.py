@@ -29,7 +29,7 @@ from scipy.optimize import linprog, minimize
 import flowsim as fs
 from flowsim import plot
 
-from ._claim import Claim, Control, Measured, Number, Outcome, Statement, claim, every
+from ._claim import Claim, Control, Evidence, Measured, Number, Outcome, Statement, claim, every
 from .criteria import at_least, converges_to
 from .rates import TOLERANCE as RATE_TOLERANCE
 
@@ -121,22 +121,26 @@ def soudry_l2_limit(out: Path, quick: bool) -> Claim:
         ax.set_title(f"GD, linear, logistic, data seed {seed}: {judged[seed].word}", fontsize=9)
     fig.suptitle("Soudry et al. 2018: the gap to the l2 max-margin decays like 1/log t, the others stay", fontsize=10)
     fig.savefig(out / "classics_soudry.png", dpi=90)
-    return claim("soudry2018-l2", SEED, Statement(
-                     "Soudry et al. (JMLR 2018), Thm 3: on linearly separable data, gradient descent on the logistic "
-                     "loss (any loss with an exponential tail) of a linear model, from any start and with a small "
-                     "enough step, converges in direction to the l2 max-margin separator; for almost all data sets "
-                     "w(t) = w^ log t + rho(t) with rho bounded, so the direction approaches it like 1/log t.",
-                     "The gradient flow (GD's small-step limit) from a random start converges in direction to the l2 "
-                     "max-margin by the fitted-gap verdict, and its normalised-margin gap decays at least like 1/log t: "
-                     "the exponent k of gap ~ (log t)^-k, fitted over the last half of log10 t up to t = 1e100, is >= "
-                     "0.9 (k = 1 where the gap's 1/log t term, the spread of x_i . rho over the support vectors, is not "
-                     "small: iid_gaussian(20, 5, seed 29), whose references are nearer, shows k = 1.48 at t = 1e100).",
-                     "as stated"),
-                 f"Linear, logistic, GD, init N(0, 0.25 I), t1 {T1:g}; {len(sets)} Gaussian sets "
-                 f"iid_gaussian{SET_SHAPE} (seeds {[s for s, _, _ in sets]}) whose l1, l2 and l_inf max-margins are "
-                 f"pairwise >= {SOUDRY_APART_DEG:g} deg apart",
-                 every(list(judged.values()), "sets converge to l2 at least like 1/log t"), controls,
-                 {f"data seed {seed}": o for seed, o in judged.items()}, "classics_soudry.png")
+    return claim(
+        id="soudry2018-l2", seed=SEED,
+        statement=Statement(
+            "Soudry et al. (JMLR 2018), Thm 3: on linearly separable data, gradient descent on the logistic "
+            "loss (any loss with an exponential tail) of a linear model, from any start and with a small "
+            "enough step, converges in direction to the l2 max-margin separator; for almost all data sets "
+            "w(t) = w^ log t + rho(t) with rho bounded, so the direction approaches it like 1/log t.",
+            "The gradient flow (GD's small-step limit) from a random start converges in direction to the l2 "
+            "max-margin by the fitted-gap verdict, and its normalised-margin gap decays at least like 1/log t: "
+            "the exponent k of gap ~ (log t)^-k, fitted over the last half of log10 t up to t = 1e100, is >= "
+            "0.9 (k = 1 where the gap's 1/log t term, the spread of x_i . rho over the support vectors, is not "
+            "small: iid_gaussian(20, 5, seed 29), whose references are nearer, shows k = 1.48 at t = 1e100).",
+            "as stated"),
+        setting=f"Linear, logistic, GD, init N(0, 0.25 I), t1 {T1:g}; {len(sets)} Gaussian sets "
+                f"iid_gaussian{SET_SHAPE} (seeds {[s for s, _, _ in sets]}) whose l1, l2 and l_inf max-margins are "
+                f"pairwise >= {SOUDRY_APART_DEG:g} deg apart",
+        evidence=Evidence(
+            main=every(list(judged.values()), "sets converge to l2 at least like 1/log t"),
+            controls=controls),
+        numbers={f"data seed {seed}": o for seed, o in judged.items()}, figure="classics_soudry.png")
 
 
 # --- Gunasekar et al. 2018 ----------------------------------------------------------------------------------------
@@ -168,20 +172,24 @@ def gunasekar_lp_limits(out: Path, quick: bool) -> Claim:
     fig.suptitle("Gunasekar et al. 2018: l_p steepest descent converges to the l_p max-margin, not the l2 one",
                  fontsize=10)
     fig.savefig(out / "classics_gunasekar.png", dpi=90)
-    return claim("gunasekar2018-lp", SEED, Statement(
-                     "Gunasekar et al. (ICML 2018), Thm 5: on linearly separable data, steepest descent with respect to "
-                     "a norm ||.|| on the exponential loss of a linear model, with a small enough step, reaches the "
-                     "||.||-max-margin: its normalised margin tends to the largest, and its direction to the "
-                     "max-margin separator where that is unique (l_p, 1 < p < oo, and l_inf among the norms).",
-                     "The steepest-descent flows for l_1.5, l_3 and l_inf (the small-step limit) converge in direction "
-                     "to the max-margin of their own norm by the fitted-gap verdict, told apart from the l1, l1.5, l2, "
-                     "l3 and l_inf max-margins (l_inf through sliding modes, docs/theory.md 3b).", "as stated"),
-                 f"Linear, exponential loss, SteepestDescent(p) for p = 1.5, 3, inf, init 1e-3, t1 {T1:g}; "
-                 f"{len(sets)} Gaussian set(s) iid_gaussian{SET_SHAPE} (seeds {[s for s, _, _ in sets]}) whose l1, l1.5, "
-                 f"l2, l3 and l_inf max-margins are pairwise >= {LP_APART_DEG:g} deg apart",
-                 every(list(judged.values()), "runs converge to their own norm's max-margin"), controls,
-                 {f"l_{name[1:]} steepest descent, data seed {seed}": o for (seed, name), o in judged.items()},
-                 "classics_gunasekar.png")
+    return claim(
+        id="gunasekar2018-lp", seed=SEED,
+        statement=Statement(
+            "Gunasekar et al. (ICML 2018), Thm 5: on linearly separable data, steepest descent with respect to "
+            "a norm ||.|| on the exponential loss of a linear model, with a small enough step, reaches the "
+            "||.||-max-margin: its normalised margin tends to the largest, and its direction to the "
+            "max-margin separator where that is unique (l_p, 1 < p < oo, and l_inf among the norms).",
+            "The steepest-descent flows for l_1.5, l_3 and l_inf (the small-step limit) converge in direction "
+            "to the max-margin of their own norm by the fitted-gap verdict, told apart from the l1, l1.5, l2, "
+            "l3 and l_inf max-margins (l_inf through sliding modes, docs/theory.md 3b).", "as stated"),
+        setting=f"Linear, exponential loss, SteepestDescent(p) for p = 1.5, 3, inf, init 1e-3, t1 {T1:g}; "
+                f"{len(sets)} Gaussian set(s) iid_gaussian{SET_SHAPE} (seeds {[s for s, _, _ in sets]}) whose l1, l1.5, "
+                f"l2, l3 and l_inf max-margins are pairwise >= {LP_APART_DEG:g} deg apart",
+        evidence=Evidence(
+            main=every(list(judged.values()), "runs converge to their own norm's max-margin"),
+            controls=controls),
+        numbers={f"l_{name[1:]} steepest descent, data seed {seed}": o for (seed, name), o in judged.items()},
+        figure="classics_gunasekar.png")
 
 
 # --- Woodworth et al. 2020 ----------------------------------------------------------------------------------------
@@ -290,23 +298,25 @@ def woodworth_q_alpha(out: Path, quick: bool) -> Claim:
                         _counted({f"depth {depth}": transition(min_l1, min_l2, depth) for depth in depths},
                                  "depths go from l1 to l2"))]
     _woodworth_figure(X, y, depths, ends, min_l2, min_l1, out)
-    return claim("woodworth2020-q-alpha", SEED, Statement(
-                     "Woodworth et al. (COLT 2020): gradient flow on the square loss of the difference net beta = u^D - "
-                     "v^D from u = v = alpha, if it converges to an interpolator, converges to argmin Q_alpha(beta) "
-                     "subject to X beta = y (D = 2: Q_alpha = alpha^2 sum q(beta_i / alpha^2), q(z) = 2 - sqrt(4 + z^2) "
-                     "+ z arcsinh(z/2); depth D: q_D); alpha -> oo gives the min-l2 interpolator (the kernel regime), "
-                     "alpha -> 0 the min-l1 one (the rich regime).",
-                     "The flow's end (status converged, an interpolating global minimum) equals "
-                     "fs.implicit_regularizer_limit (the convex problem solved through its dual, no flow run) to 1e-8 "
-                     "at every alpha; along alpha the relative distance to the min-l2 interpolator (pinv) grows and "
-                     "to the min-l1 one (an LP) falls as alpha falls, the end near the min-l2 one at alpha = 10 and "
-                     "near the min-l1 one at the smallest alpha (each within a fifth of its distance to the other).",
-                     "as stated"),
-                 "5 x 12 Gaussian regression problem (seed 0), DiagonalNet(D, 'difference'), square loss, GD, rtol "
-                 "1e-10, t1 1e8; " + "; ".join(f"depth {depth}: alpha {', '.join(f'{a:g}' for a in WOODWORTH_ALPHAS[depth])}"
-                                               for depth in depths),
-                 every(matches + transitions, "checks (limits, transitions)"), controls, numbers,
-                 "classics_woodworth.png")
+    return claim(
+        id="woodworth2020-q-alpha", seed=SEED,
+        statement=Statement(
+            "Woodworth et al. (COLT 2020): gradient flow on the square loss of the difference net beta = u^D - "
+            "v^D from u = v = alpha, if it converges to an interpolator, converges to argmin Q_alpha(beta) "
+            "subject to X beta = y (D = 2: Q_alpha = alpha^2 sum q(beta_i / alpha^2), q(z) = 2 - sqrt(4 + z^2) "
+            "+ z arcsinh(z/2); depth D: q_D); alpha -> oo gives the min-l2 interpolator (the kernel regime), "
+            "alpha -> 0 the min-l1 one (the rich regime).",
+            "The flow's end (status converged, an interpolating global minimum) equals "
+            "fs.implicit_regularizer_limit (the convex problem solved through its dual, no flow run) to 1e-8 "
+            "at every alpha; along alpha the relative distance to the min-l2 interpolator (pinv) grows and "
+            "to the min-l1 one (an LP) falls as alpha falls, the end near the min-l2 one at alpha = 10 and "
+            "near the min-l1 one at the smallest alpha (each within a fifth of its distance to the other).",
+            "as stated"),
+        setting="5 x 12 Gaussian regression problem (seed 0), DiagonalNet(D, 'difference'), square loss, GD, rtol "
+                "1e-10, t1 1e8; " + "; ".join(f"depth {depth}: alpha {', '.join(f'{a:g}' for a in WOODWORTH_ALPHAS[depth])}"
+                                             for depth in depths),
+        evidence=Evidence(main=every(matches + transitions, "checks (limits, transitions)"), controls=controls),
+        numbers=numbers, figure="classics_woodworth.png")
 
 
 def _woodworth_figure(X, y, depths, ends, min_l2, min_l1, out: Path):
@@ -475,25 +485,30 @@ def pesme_saddle_to_saddle(out: Path, quick: bool) -> Claim:
                                   for seed in judged}, "problems follow this path"))
                 for name, factor in wrong_paths.items()]
     _pesme_figure(paths[problems[0]], errors[problems[0]], out)
-    return claim("pesme2023-saddles", SEED, Statement(
-                     "Pesme and Flammarion (NeurIPS 2023): as the init alpha -> 0, gradient flow on the square loss of "
-                     "the depth-2 diagonal network, in the rescaled time t / log(1/alpha), converges to a piecewise-"
-                     "constant path from saddle to saddle whose jump times and plateaus their algorithm computes "
-                     "(plateaus: constrained least squares on a growing or shrinking support; the last one the "
-                     "min-l1 interpolator).",
-                     "On 5 x 12 Gaussian problems, the flow of u^2 - v^2 from alpha at alpha = 1e-8, 1e-16, 1e-32, 1e-64 "
-                     "against fs.saddle_to_saddle (their algorithm, threshold 1/2 for this parametrisation, docs/theory.md "
-                     "11): the largest jump-time error and the largest plateau error (read halfway along each plateau) "
-                     "fall at each smaller alpha; the jump-time errors extrapolated to alpha -> 0 as a + b / "
-                     "log(1/alpha) through the two smallest alphas are within 1% of the path's duration (its last jump "
-                     "time), the plateau errors at alpha = 1e-64 within 1% of its largest coordinate.",
-                     "as stated"),
-                 f"5 x 12 Gaussian regression problems (seeds {list(problems)}; judged: those whose plateaus all last "
-                 f">= {MIN_PLATEAU:g} in t~), DiagonalNet(2, 'difference'), square loss, GD, alpha {', '.join(f'{a:g}' for a in PESME_ALPHAS)}, {PESME_SAVES} saves evenly in "
-                 "t / log(1/alpha) up to 1.5 times the last jump",
-                 every([outcomes[seed] for seed in judged], f"judged problems follow the path ({len(problems) - len(judged)} "
-                       f"more run and listed: a plateau under {MIN_PLATEAU:g} long)"), controls, numbers,
-                 "classics_pesme.png")
+    return claim(
+        id="pesme2023-saddles", seed=SEED,
+        statement=Statement(
+            "Pesme and Flammarion (NeurIPS 2023): as the init alpha -> 0, gradient flow on the square loss of "
+            "the depth-2 diagonal network, in the rescaled time t / log(1/alpha), converges to a piecewise-"
+            "constant path from saddle to saddle whose jump times and plateaus their algorithm computes "
+            "(plateaus: constrained least squares on a growing or shrinking support; the last one the "
+            "min-l1 interpolator).",
+            "On 5 x 12 Gaussian problems, the flow of u^2 - v^2 from alpha at alpha = 1e-8, 1e-16, 1e-32, 1e-64 "
+            "against fs.saddle_to_saddle (their algorithm, threshold 1/2 for this parametrisation, docs/theory.md "
+            "11): the largest jump-time error and the largest plateau error (read halfway along each plateau) "
+            "fall at each smaller alpha; the jump-time errors extrapolated to alpha -> 0 as a + b / "
+            "log(1/alpha) through the two smallest alphas are within 1% of the path's duration (its last jump "
+            "time), the plateau errors at alpha = 1e-64 within 1% of its largest coordinate.",
+            "as stated"),
+        setting=f"5 x 12 Gaussian regression problems (seeds {list(problems)}; judged: those whose plateaus all last "
+                f">= {MIN_PLATEAU:g} in t~), DiagonalNet(2, 'difference'), square loss, GD, alpha {', '.join(f'{a:g}' for a in PESME_ALPHAS)}, {PESME_SAVES} saves evenly in "
+                "t / log(1/alpha) up to 1.5 times the last jump",
+        evidence=Evidence(
+            main=every([outcomes[seed] for seed in judged],
+                       f"judged problems follow the path ({len(problems) - len(judged)} more run and listed: a plateau "
+                       f"under {MIN_PLATEAU:g} long)"),
+            controls=controls),
+        numbers=numbers, figure="classics_pesme.png")
 
 
 def _scaled(path, **factors):
@@ -589,22 +604,26 @@ def andriushchenko_shrunken_init(out: Path, quick: bool) -> Claim:
                         _counted(judged(runs, lambda a: np.full_like(a, SAM_ALPHA), "the uniform Q_alpha"),
                                  "runs end at GD's limit"))]
     _shrinkage_figure(runs | gd, out)
-    return claim("andriushchenko2022-shrunken-init", SEED, Statement(
-                     "Andriushchenko and Flammarion (ICML 2022): for diagonal linear networks on the square loss, SAM "
-                     "(n-SAM, 1-SAM, and the unnormalised USAM) converges to the interpolator minimising Woodworth's "
-                     "potential with an effective init alpha_inf = alpha * exp(-...) <= alpha coordinate by coordinate, "
-                     "an implicit bias toward sparser solutions than GD's for a class of problems.",
-                     f"On the 5 x 12 Gaussian problem (seed 0), u^2 - v^2 from alpha = {SAM_ALPHA:g}: the ends of USAM "
-                     "(rho 0.05, 0.2) and of l2-SAM smoothed (rho 0.1, eps 1e-4: SAM until it reaches the minima, "
-                     "docs/theory.md 12) equal, to 1e-8, the Q interpolator of the per-coordinate init alpha_i' = "
-                     "sqrt(u_i v_i) read at the end (a dual solve, no flow), with every alpha_i' <= alpha and the "
-                     f"smallest below {SHRUNKEN:g} alpha. Sparsity is measured, not judged: on this problem the l1 norm "
-                     "grows (docs/theory.md 12).",
-                     "weaker"),
-                 f"5 x 12 Gaussian regression problem (seed 0), DiagonalNet(2, 'difference'), square loss, alpha "
-                 f"{SAM_ALPHA:g}, {', '.join(runs)}; rtol 1e-10, t1 1e8",
-                 every(list(own.values()), "runs end at the Q interpolator of a shrunken init"), controls, own,
-                 "classics_andriushchenko.png")
+    return claim(
+        id="andriushchenko2022-shrunken-init", seed=SEED,
+        statement=Statement(
+            "Andriushchenko and Flammarion (ICML 2022): for diagonal linear networks on the square loss, SAM "
+            "(n-SAM, 1-SAM, and the unnormalised USAM) converges to the interpolator minimising Woodworth's "
+            "potential with an effective init alpha_inf = alpha * exp(-...) <= alpha coordinate by coordinate, "
+            "an implicit bias toward sparser solutions than GD's for a class of problems.",
+            f"On the 5 x 12 Gaussian problem (seed 0), u^2 - v^2 from alpha = {SAM_ALPHA:g}: the ends of USAM "
+            "(rho 0.05, 0.2) and of l2-SAM smoothed (rho 0.1, eps 1e-4: SAM until it reaches the minima, "
+            "docs/theory.md 12) equal, to 1e-8, the Q interpolator of the per-coordinate init alpha_i' = "
+            "sqrt(u_i v_i) read at the end (a dual solve, no flow), with every alpha_i' <= alpha and the "
+            f"smallest below {SHRUNKEN:g} alpha. Sparsity is measured, not judged: on this problem the l1 norm "
+            "grows (docs/theory.md 12).",
+            "weaker"),
+        setting=f"5 x 12 Gaussian regression problem (seed 0), DiagonalNet(2, 'difference'), square loss, alpha "
+                f"{SAM_ALPHA:g}, {', '.join(runs)}; rtol 1e-10, t1 1e8",
+        evidence=Evidence(
+            main=every(list(own.values()), "runs end at the Q interpolator of a shrunken init"),
+            controls=controls),
+        numbers=own, figure="classics_andriushchenko.png")
 
 
 def _shrinkage_figure(sols: dict, out: Path):
