@@ -58,20 +58,22 @@ def test_gd_and_sgd_on_a_difference_net_match_the_hand_loop(name, optimizer, bat
     np.testing.assert_allclose(run.beta[-1], expected, rtol=1e-11, atol=1e-13)
 
 
-def test_sam_ascends_along_the_normalised_gradient_then_descends():
-    """Before the residuals are small beside rho (near the minima the normalised perturbation amplifies rounding:
-    by step 300 two float64 orders of the same sums part by 3e-4)."""
+@pytest.mark.parametrize("batch, rows", [("full", lambda k: slice(None)), ("cyclic", lambda k: [k % 4])])
+def test_sam_ascends_along_the_normalised_gradient_then_descends(batch, rows):
+    """Full-batch SAM and 1-SAM (one sample a step, its own gradient ascended and descended), before the residuals
+    are small beside rho (near the minima the normalised perturbation amplifies rounding: by step 300 two float64
+    orders of the same sums part by 3e-4)."""
     eta, rho, steps = 0.02, 0.05, 150
 
     def sam_step(th, g, k):
         ascended = th + rho * g / np.linalg.norm(g)
         u, v = ascended
-        gb = mean_square_gradient(u**2 - v**2)
+        gb = mean_square_gradient(u**2 - v**2, rows(k))
         return th - eta * np.stack([2 * u * gb, -2 * v * gb])
 
-    expected = difference_net_loop(sam_step, steps)
-    run = fs.iterate(fs.optimizers.sam(eta, rho), fs.DiagonalNet(2, "difference"), "square", DATA, steps=steps,
-                     init=ALPHA, records=3)
+    expected = difference_net_loop(sam_step, steps, lambda beta, k: mean_square_gradient(beta, rows(k)))
+    run = fs.iterate(fs.optimizers.sam(eta, rho, batch=batch), fs.DiagonalNet(2, "difference"), "square", DATA,
+                     steps=steps, init=ALPHA, records=3)
     np.testing.assert_allclose(run.beta[-1], expected, rtol=1e-11, atol=1e-13)
 
 
@@ -100,14 +102,15 @@ def test_gd_tends_to_the_gradient_flow_as_the_step_shrinks():
 
 
 def test_gd_to_convergence_reaches_the_flow_limit_at_small_steps():
-    """Long discrete GD on u^2 - v^2 ends at an interpolator within O(eta) of the flow's limit."""
+    """Long discrete GD on u^2 - v^2 ends at an interpolator within O(eta) of the flow's limit (1.1e-3 at eta = 0.01,
+    the limit's largest coordinate 1.35)."""
     flow = fs.solve(fs.derive(fs.DiagonalNet(2, "difference"), "square", fs.GD()), DATA, init=ALPHA, t1=1e6,
                     rtol=1e-10)
     assert flow.status == "converged"
     run = fs.iterate(fs.optimizers.gd(0.01), fs.DiagonalNet(2, "difference"), "square", DATA, steps=100_000,
                      init=ALPHA, records=3)
     assert np.abs(run.margins[-1]).max() < 1e-8
-    assert np.abs(run.beta[-1] - flow.beta[-1]).max() < 0.05 * np.abs(flow.beta[-1]).max()
+    assert np.abs(run.beta[-1] - flow.beta[-1]).max() < 3e-3
 
 
 def test_the_epoch_map_on_a_regression_is_refused_naming_the_fix():
