@@ -128,6 +128,8 @@ _EXPORTS = {
     'kkt_max_margin': ('flowsim.theory.references', 'kkt_max_margin'),
     'max_margin': ('flowsim.theory.references', 'max_margin'),
     'normalised_margin': ('flowsim.theory.references', 'normalised_margin'),
+    'TailLimit': ('flowsim.theory.heavy_tails', 'TailLimit'),
+    'polynomial_tail_limit': ('flowsim.theory.heavy_tails', 'polynomial_tail_limit'),
     'SaddleToSaddle': ('flowsim.theory.regression', 'SaddleToSaddle'),
     'implicit_regularizer_limit': ('flowsim.theory.regression', 'implicit_regularizer_limit'),
     'plot_saddle_to_saddle': ('flowsim.plot', 'plot_saddle_to_saddle'),

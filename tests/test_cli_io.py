@@ -877,6 +877,18 @@ def test_regression_targets_from_a_file_are_read_as_such(tmp_path):
                                np.linalg.pinv(REGRESSION_X) @ [0.5, -1.5], rtol=0, atol=1e-9)
 
 
+def test_iterate_runs_a_regression_config_as_the_least_squares_iteration(tmp_path):
+    """u - v from 0 under GD(lr) is beta <- beta - 2 lr X^T (X beta - y) / n."""
+    text = REGRESSION.replace("t1 = 1e8\n", "steps = 10\n").replace('[flow]\nname = "gd"', '[optimizer]\nname = "gd"\nlr = 0.1')
+    (tmp_path / "c.toml").write_text(text)
+    r = runner.invoke(app, ["iterate", str(tmp_path / "c.toml"), "--out", str(tmp_path / "o.nc")])
+    assert r.exit_code == 0, r.output
+    beta = np.zeros(3)
+    for _ in range(10):
+        beta = beta - 2 * 0.1 * REGRESSION_X.T @ (REGRESSION_X @ beta - [0.5, -1.5]) / 2
+    np.testing.assert_allclose(io.load(tmp_path / "o.nc")["beta"].values[-1], beta, rtol=1e-12, atol=1e-15)
+
+
 @pytest.mark.parametrize("command, text, message", [
     ("run", REGRESSION.replace('task = "regression"\n', ""), "for regression add task = 'regression' to [data]"),
     ("run", REGRESSION.replace('name = "gd"', 'name = "sam"\nrho = 0.05'), "SAM(rho=0.05, norm=2) on a regression"),
@@ -890,8 +902,6 @@ def test_regression_targets_from_a_file_are_read_as_such(tmp_path):
     ("run", REGRESSION.replace("X = [[1.0, 2.0, 0.5], [0.3, -1.0, 2.0]]\ny = [0.5, -1.5]", "gaussian = {n = 3, d = 2}"),
      "gaussian and builtin data are classification sets: drop task"),
     ("sweep", REGRESSION + "[sweep]\nalpha = [0.1, 0.2]\n", "regression"),
-    ("iterate", REGRESSION.replace("t1 = 1e8\n", "steps = 10\n").replace('[flow]\nname = "gd"',
-                                                                         '[optimizer]\nname = "gd"\nlr = 0.1'), "regression"),
 ])
 def test_regression_configs_the_engine_cannot_run_are_one_line(tmp_path, command, text, message):
     (tmp_path / "c.toml").write_text(text)

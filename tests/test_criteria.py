@@ -11,6 +11,7 @@ from flowsim.reproduce import criteria as cr
 from flowsim.reproduce._claim import (
     Control,
     Counterexample,
+    Evidence,
     Measured,
     Number,
     Outcome,
@@ -25,12 +26,12 @@ STATED = Statement("paper", "checked", "as stated")
 
 
 def test_judge_needs_failing_controls():
-    assert judge(YES, [Control("c", NO)])[0] == "holds"
-    assert judge(YES, [Control("c", NO), Control("d", YES)])[0] == "inconclusive"
-    assert judge(YES, [Control("c", UNDECIDED)])[0] == "inconclusive"
-    assert judge(YES, [])[0] == "inconclusive"
-    assert judge(NO, [Control("c", NO)])[0] == "fails"
-    assert judge(UNDECIDED, [Control("c", NO)])[0] == "inconclusive"
+    assert judge(Evidence(YES, [Control("c", NO)]))[0] == "holds"
+    assert judge(Evidence(YES, [Control("c", NO), Control("d", YES)]))[0] == "inconclusive"
+    assert judge(Evidence(YES, [Control("c", UNDECIDED)]))[0] == "inconclusive"
+    assert judge(Evidence(YES, []))[0] == "inconclusive"
+    assert judge(Evidence(NO, [Control("c", NO)]))[0] == "fails"
+    assert judge(Evidence(UNDECIDED, [Control("c", NO)]))[0] == "inconclusive"
 
 
 def test_a_control_that_did_not_run_is_not_evidence():
@@ -39,7 +40,7 @@ def test_a_control_that_did_not_run_is_not_evidence():
     for o in (cr.at_most(nan, 0.01, "d"), cr.at_least(nan, 0.01, "d"), cr.share_above(nan, 0.3, "s"),
               cr.crossover_law(nan, 1.0, 2.0, 0.1), cr.error_order([0.1, 0.05], [nan, 0.1])):
         assert o.holds is None, o
-    assert judge(YES, [Control("c", cr.at_most(nan, 0.01, "d"))])[0] == "inconclusive"
+    assert judge(Evidence(YES, [Control("c", cr.at_most(nan, 0.01, "d"))]))[0] == "inconclusive"
     assert cr.nearest_reference({"a": [nan, nan], "b": [1.0, 1.0]}, "a").holds is None
 
 
@@ -215,8 +216,9 @@ def test_report_json_gives_each_number_a_key_value_and_unit():
     row = Measured("beta_1 -> beta_2 at log10 t = 0.816135 (tau 3.16038)",
                    (Number("switch_1_log10_t", np.float64(0.816135), "log10 t"), Number("switch_1_tau", 3.16038, "tau"),
                     Number("leaders", np.array([1, 2]), "coordinate"), Number("gap", float("nan"), "1")))
-    c = claim("x", "000", STATED, "setting", main, [Control("c", cr.crossover_law(1.0, 1.0, 2.0, 0.1))],
-              {"switches": row, "crossover": main}).as_dict()
+    c = claim(id="x", seed="000", statement=STATED, setting="setting",
+              evidence=Evidence(main, [Control("c", cr.crossover_law(1.0, 1.0, 2.0, 0.1))]),
+              numbers={"switches": row, "crossover": main}).as_dict()
     json.dumps(c, allow_nan=False)
     (switches, crossover) = c["measured"]
     assert switches["run"] == "switches" and switches["sentence"] == row.sentence
@@ -226,13 +228,15 @@ def test_report_json_gives_each_number_a_key_value_and_unit():
     assert {n["key"]: n["value"] for n in crossover["numbers"]}["N_predicted"] == pytest.approx(want, rel=1e-15)
     assert [n["key"] for n in c["controls"][0]["numbers"]] == ["N", "N_predicted", "relative_error"]
     with pytest.raises(TypeError, match="Measured rows or Outcomes"):
-        claim("x", "000", STATED, "setting", main, [], {"prose": "1.5 s"}).as_dict()
+        claim(id="x", seed="000", statement=STATED, setting="setting", evidence=Evidence(main, []),
+              numbers={"prose": "1.5 s"}).as_dict()
 
 
 def test_each_claim_says_how_strong_its_check_is():
     """report.json carries the paper's statement, the one checked and how they relate; a strength outside the
     list, or "corrected" without saying what, is refused."""
-    c = claim("x", "000", Statement("p", "c", "corrected: only the leader"), "s", YES, [Control("c", NO)], {"r": YES})
+    c = claim(id="x", seed="000", statement=Statement("p", "c", "corrected: only the leader"), setting="s",
+              evidence=Evidence(YES, [Control("c", NO)]), numbers={"r": YES})
     d = c.as_dict()
     assert (d["paper_statement"], d["checked_statement"], d["strength"]) == ("p", "c", "corrected: only the leader")
     assert "statement" not in d and d["counterexamples"] == []
@@ -243,11 +247,12 @@ def test_each_claim_says_how_strong_its_check_is():
 
 def test_a_corrected_claim_needs_its_counterexample_to_refute_the_stated_form():
     refuted, standing = Counterexample("diverges", "case", NO), Counterexample("diverges", "case", UNDECIDED)
-    assert judge(YES, [Control("c", NO)], [refuted])[0] == "holds"
-    verdict, why = judge(YES, [Control("c", NO)], [refuted, standing])
+    assert judge(Evidence(YES, [Control("c", NO)], [refuted]))[0] == "holds"
+    verdict, why = judge(Evidence(YES, [Control("c", NO)], [refuted, standing]))
     assert verdict == "inconclusive" and "counterexample 'case'" in why
-    assert judge(YES, [Control("c", NO)], [Counterexample("diverges", "case", YES)])[0] == "inconclusive"
-    d = claim("x", "000", STATED, "s", YES, [Control("c", NO)], {}, counterexamples=[refuted]).as_dict()
+    assert judge(Evidence(YES, [Control("c", NO)], [Counterexample("diverges", "case", YES)]))[0] == "inconclusive"
+    d = claim(id="x", seed="000", statement=STATED, setting="s",
+              evidence=Evidence(YES, [Control("c", NO)], counterexamples=[refuted]), numbers={}).as_dict()
     assert d["counterexamples"] == [{"found_by": "measured", "statement": "diverges", "setting": "case",
                                      "verdict": "fails", "why": "n", "numbers": []}]
 

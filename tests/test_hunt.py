@@ -7,7 +7,7 @@ import pytest
 
 import flowsim as fs
 from flowsim.reproduce import hunts
-from flowsim.reproduce._claim import Control, Outcome, Statement, claim, judge
+from flowsim.reproduce._claim import Control, Evidence, Outcome, Statement, claim, judge
 from flowsim.reproduce.report import _markdown
 from flowsim.theory.hunt import Case, Choice, Floats, Ints, SearchSpace
 
@@ -128,10 +128,11 @@ def _searched(found: int):
 
 def test_a_claim_with_a_found_counterexample_cannot_hold_and_the_report_says_what_was_searched():
     yes, no = Outcome(True, "y"), Outcome(False, "n")
-    verdict, why = judge(yes, [Control("c", no)], searched=_searched(1))
+    verdict, why = judge(Evidence(yes, [Control("c", no)], searched=_searched(1)))
     assert verdict == "fails" and "found 1 counterexample" in why and "rerun: python -c" in why
-    assert judge(yes, [Control("c", no)], searched=_searched(0))[0] == "holds"
-    c = claim("x", "000", Statement("p", "c", "as stated"), "s", yes, [Control("c", no)], {}, searched=_searched(1))
+    assert judge(Evidence(yes, [Control("c", no)], searched=_searched(0)))[0] == "holds"
+    c = claim(id="x", seed="000", statement=Statement("p", "c", "as stated"), setting="s",
+              evidence=Evidence(yes, [Control("c", no)], searched=_searched(1)), numbers={})
     d = c.as_dict()
     cases = d["searched"]["cases"]
     assert d["searched"]["found"] == 1 and d["searched"]["drawn"] < cases < 300
@@ -149,5 +150,5 @@ def test_the_hunt_control_leaves_a_claim_inconclusive_when_it_finds_nothing(monk
                                                               hunts._LINEAR, 3, 3, "000-thm3.1-false-l1"))
     searched, control = hunts.search("000-thm3.1", quick=True)
     assert control.verdict == "holds" and searched.result.cases == 3
-    assert judge(Outcome(True, "y"), [control], searched=searched)[0] == "inconclusive"
+    assert judge(Evidence(Outcome(True, "y"), [control], searched=searched))[0] == "inconclusive"
 

@@ -3,7 +3,6 @@ jitted between log-spaced records, with the same failure reporting as the flows.
 
 from __future__ import annotations
 
-import math
 import time
 from typing import NamedTuple
 
@@ -17,12 +16,13 @@ from flowsim.errors import IntegrationError
 from flowsim.field.vector_field import coordinate_weights
 from flowsim.integrate.solution import unit_rows
 from flowsim.integrate.status import Status
+from flowsim.integrate.timeline import margins_and_loss
 from flowsim.progress import progress_bar
 
 
 class DiscreteRun(NamedTuple):
     """Recorded iterates: ``steps`` (records,), ``t`` = sum of the step sizes so far, ``params`` (records,
-    layers, d), ``beta``, ``margins``, ``log_loss``; ``status``
+    layers, d), ``beta``, ``margins`` (a regression's residuals X beta - y), ``log_loss``; ``status``
     ("completed", "failed": the parameters became non-finite, "interrupted": Ctrl-C) and its
     ``message``; ``problem`` names the model and the loss. A run that did not complete holds every
     record up to its end. The figures of a flow's :class:`~flowsim.Solution` take it too
@@ -103,11 +103,14 @@ def _fold(key, i):
     return jax.random.fold_in(jnp.where(high > 0, jax.random.fold_in(key, high), key), i % 2**32)
 
 
-def _gradients(compiled, Z, batch, key):
+def _gradients(compiled, Z, batch, key, residual: bool):
     """t -> the scale-free gradient function of step t: theta -> (G, c) with grad = e^c G, c a log scale per
-    parameter entry (per sample for ``batch="per_sample"``: G_i with q_i factored out, c_i = log q_i)."""
+    parameter entry (per sample for ``batch="per_sample"``: G_i with q_i factored out, c_i = log q_i). ``residual``:
+    a regression loss, Z = [X, -y] (:func:`_residual_gradients`)."""
     n = Z.shape[0]
     weights = _sample_weights(batch, n, key)
+    if residual:
+        return _residual_gradients(compiled, Z, weights)
 
     def margins(th):
         return Z @ compiled.beta(th)
@@ -137,6 +140,25 @@ def _gradients(compiled, Z, batch, key):
     return grad_at
 
 
+def _residual_gradients(compiled, Z, weights):
+    """t -> the gradient function of step t for a regression loss l(m) of the residuals m = X beta - y (Z = [X, -y]):
+    grad L = -(1/|batch|) sum_i q(m_i) dm_i/dtheta with the signed q = -l'(m), at scale c = 0. The margin losses'
+    scale-free form is not needed: q is O(residual), and it is 0 at an interpolator, where no log is defined."""
+    X, offset = Z[:, :-1], Z[:, -1]
+
+    def grad_at(t):
+        w = weights(t)
+
+        def grad_fn(th):
+            beta, vjp = jax.vjp(compiled.beta, th)
+            G = -vjp((w * compiled.q(X @ beta + offset)) @ X / jnp.sum(w))[0]
+            return G, jnp.zeros_like(G)
+
+        return grad_fn
+
+    return grad_at
+
+
 def _check(optimizer, data, steps, records, seed, allow_nonseparable):
     from flowsim.data import Dataset, require_separable
 
@@ -144,9 +166,10 @@ def _check(optimizer, data, steps, records, seed, allow_nonseparable):
         raise ValueError("optimizer must come from flowsim.optimizers (gd, sam, adam, signum).")
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a flowsim.Dataset(X, y); got {type(data).__name__}.")
-    if data.is_regression:
-        raise ValueError("flowsim.iterate runs the discrete optimizers on classification data (labels +-1) only; a "
-                         "regression is integrated by flowsim.solve.")
+    if data.is_regression and optimizer.batch == "per_sample":
+        raise ValueError(f"{optimizer.name} on a regression: the epoch map is per-sample Adam's steady state for a "
+                         "margin loss (each sample's gradient scaled by its q = -l'(m) > 0); a regression's q is "
+                         "signed. Run per-sample Adam itself: flowsim.optimizers.adam(..., batch='cyclic').")
     require_separable(data, allow_nonseparable)
     if not is_whole(steps):
         raise ValueError(f"steps must be a positive integer; got {steps!r}.")
@@ -171,20 +194,24 @@ def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, recor
     ``steps``, consecutive where log spacing would repeat a step (jitted ``lax.fori_loop`` between records). ``seed``
     drives the "shuffle" and "replace" samplings; ``progress`` shows a bar in steps. Non-separable
     ``data`` raise :class:`flowsim.NonSeparableError` unless ``allow_nonseparable=True``, as in
-    :func:`flowsim.solve` (the runs compared with max-margin limits need separable data).
+    :func:`flowsim.solve` (the runs compared with max-margin limits need separable data). On a regression (real
+    targets and a regression loss such as ``"square"``) every optimizer but the epoch map runs on the gradient of
+    the mean loss of the residuals, and ``margins`` are the residuals X beta - y.
 
     If the parameters become non-finite (a step size too large for the loss) or the run is
     interrupted (Ctrl-C), the run ends there with status "failed" or "interrupted", keeping every
     finite record; ``throw=True`` raises :class:`flowsim.IntegrationError` with it as ``.solution``.
     """
-    from flowsim.integrate.solve import refuse_still_start
+    from flowsim.integrate.solve import check_task, refuse_still_start
     from flowsim.symbolic.derive import derive
     from flowsim.symbolic.flows import GD
 
     _check(optimizer, data, steps, records, seed, allow_nonseparable)
     system = derive(model, loss, GD())
+    check_task(system, data)
     compiled = system.jax
-    grad_at = _gradients(compiled, jnp.asarray(data.z), optimizer.batch, jax.random.PRNGKey(seed))
+    grad_at = _gradients(compiled, jnp.asarray(data.z), optimizer.batch, jax.random.PRNGKey(seed),
+                         data.is_regression)
 
     @jax.jit
     def advance(th, st, t0, t1):
@@ -192,8 +219,7 @@ def iterate(optimizer: Optimizer, model, loss, data, steps: int, init=0.1, recor
 
     theta0 = jnp.asarray(model.init_params(init, data.d))
     refuse_still_start(system, data, np.asarray(theta0))  # (as solve: a start where every step is 0)
-    with np.errstate(all="ignore"):
-        at_init = data.z @ np.asarray(compiled.beta(theta0))
+    at_init, _ = margins_and_loss(system, data, np.asarray(compiled.beta(theta0))[None])
     if not np.all(np.isfinite(at_init)):
         raise ValueError(f"init: beta = {system.model}(init) or its margins are not finite (beyond float64); give "
                          "a smaller init.")
@@ -277,20 +303,15 @@ class _Pace:
 def _discrete_run(name, system, data, pts, times, P, status, message):
     """The :class:`DiscreteRun` of the records ``P`` at steps ``pts`` (flow times ``times``), cut before the first
     record whose beta or margins are not finite."""
-    compiled = system.jax
-    beta = np.asarray(jax.vmap(compiled.beta)(jnp.asarray(P)))
-    with np.errstate(all="ignore"):
-        m = beta @ data.z.T
+    beta = np.asarray(jax.vmap(system.jax.beta)(jnp.asarray(P)))
+    m, log_loss = margins_and_loss(system, data, beta)
     finite = np.all(np.isfinite(m), axis=1)
     if not finite.all():  # finite parameters whose beta overflows (w^3 at w = 1e110) are no result either
         k = int(np.argmin(finite))
-        pts, times, P, beta, m = pts[:k], times[:k], P[:k], beta[:k], m[:k]
+        pts, times, P, beta, m, log_loss = pts[:k], times[:k], P[:k], beta[:k], m[:k], log_loss[:k]
         status, message = Status.FAILED, (f"beta (or the margins) became non-finite between steps {int(pts[-1])} and the "
                                      "next record, the parameters still finite; a smaller lr (or a faster decay) keeps "
                                      "the steps stable")
-    ll = np.asarray(compiled.log_l(jnp.asarray(m)))
-    mx = ll.max(axis=1, keepdims=True)
-    log_loss = mx[:, 0] + np.log(np.exp(ll - mx).sum(axis=1)) - math.log(data.n)
     return DiscreteRun(name, pts, times, P, beta, m, log_loss, status, message, f"{system.model}, {system.loss.name} loss")
 
 

@@ -183,11 +183,25 @@ def _row(value) -> Measured:
     return value
 
 
-def judge(main: Outcome, controls: list[Control], counterexamples=(), searched=None) -> tuple[str, str]:
-    """The verdict of a claim from its criterion's outcome, its controls' outcomes, for a corrected claim the
-    stated form's outcomes on its counterexamples (each must fail: a stated form that holds there was not
-    refuted, and the correction is not shown) and the hunt ``searched`` for counterexamples to the checked
-    statement (one found: the claim fails)."""
+@dataclass(frozen=True)
+class Evidence:
+    """What a claim's verdict is judged on: ``main`` (its criterion's outcome on the setting the theorem covers),
+    ``controls`` (its criterion on settings where the conclusion must not hold), for a corrected claim the stated
+    form's ``counterexamples`` (each must fail) and the hunt ``searched`` for counterexamples to the checked
+    statement (a hunts.Searched, or None when the claim has no hunt)."""
+
+    main: Outcome
+    controls: list
+    counterexamples: tuple = ()
+    searched: object = None
+
+
+def judge(evidence: Evidence) -> tuple[str, str]:
+    """The verdict of a claim and why, from its ``evidence``: a counterexample found by the hunt makes it fail; else
+    its criterion's outcome, which holds only if the stated form fails on every counterexample (a stated form that
+    holds there was not refuted, and the correction is not shown) and the criterion fails on every control."""
+    main, controls, counterexamples, searched = (evidence.main, evidence.controls, evidence.counterexamples,
+                                                 evidence.searched)
     if searched is not None and searched.result.found:
         k = searched.result.counterexamples[0]
         return "fails", (f"a hunt over {searched.result.cases} cases found {searched.result.found} counterexample(s); "
@@ -209,10 +223,13 @@ def judge(main: Outcome, controls: list[Control], counterexamples=(), searched=N
     return "holds", f"{main.why}; {len(controls)} control(s) fail as they must{refuted}"
 
 
-def claim(id: str, seed: str, statement: Statement, setting: str, main: Outcome, controls: list[Control],
-          numbers: dict, figure: str | None = None, counterexamples=(), searched=None) -> Claim:
-    verdict, why = judge(main, controls, counterexamples, searched)
-    return Claim(id, seed, statement, setting, verdict, why, numbers, controls, figure, list(counterexamples), searched)
+def claim(*, id: str, seed: str, statement: Statement, setting: str, evidence: Evidence, numbers: dict,
+          figure: str | None = None) -> Claim:
+    """The claim ``id`` of ``seed`` judged on its ``evidence`` (:func:`judge`), with its measured ``numbers`` (run ->
+    Measured or Outcome) and the ``figure`` it draws, if any."""
+    verdict, why = judge(evidence)
+    return Claim(id, seed, statement, setting, verdict, why, numbers, evidence.controls, figure,
+                 list(evidence.counterexamples), evidence.searched)
 
 
 def run_checks(checks, out, quick: bool, progress=print):

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 import flowsim as fs
 from flowsim import plot
 
-from ._claim import Claim, Control, Measured, Number, Outcome, Statement, claim, every, run_checks
+from ._claim import Claim, Control, Evidence, Measured, Number, Outcome, Statement, claim, every, run_checks
 from .criteria import at_least, at_most, converges_to, nearest_reference
 
 INF = float("inf")
@@ -144,16 +144,19 @@ def per_sample_vs_full(out: Path, quick: bool) -> Claim:
     # target would only restate the result)
     gd = _judged(OPT.gd(1.0), data, refs, steps, "fixed point", label="gd full")[0]
     controls = [Control("full-batch GD (limit l2) judged against the fixed point", gd)]
-    return claim("002-thm4.8", SEED, Statement(
-                     PAPER_THM_4_8 + " Full-batch Adam has the l_inf max-margin bias (abstract).",
-                     "Per-sample Adam at b2 = 0.99 (logistic and exponential loss) ends nearest the fixed-point "
-                     "Mahalanobis max-margin, the fixed point found from uniform weights c, while full-batch Adam ends "
-                     "nearest the l_inf max-margin; one data set, one init. The fixed point is not unique on every data "
-                     "set (on this one 21 starts find one, 002-metric); on a set with several, which one an init "
-                     "reaches is judged in 002-basins.", "weaker"),
-                 f"iid_gaussian(n=10, d=20, seed 0) (reference cosines {_cosines(refs)}), linear model, {ADAM_SETTING}, "
-                 f"{steps} steps", every(outcomes, "runs end nearest their predicted reference"), controls, numbers,
-                 "adam_limits.png")
+    return claim(
+        id="002-thm4.8", seed=SEED,
+        statement=Statement(
+            PAPER_THM_4_8 + " Full-batch Adam has the l_inf max-margin bias (abstract).",
+            "Per-sample Adam at b2 = 0.99 (logistic and exponential loss) ends nearest the fixed-point "
+            "Mahalanobis max-margin, the fixed point found from uniform weights c, while full-batch Adam ends "
+            "nearest the l_inf max-margin; one data set, one init. The fixed point is not unique on every data "
+            "set (on this one 21 starts find one, 002-metric); on a set with several, which one an init "
+            "reaches is judged in 002-basins.", "weaker"),
+        setting=f"iid_gaussian(n=10, d=20, seed 0) (reference cosines {_cosines(refs)}), linear model, {ADAM_SETTING}, "
+                f"{steps} steps",
+        evidence=Evidence(main=every(outcomes, "runs end nearest their predicted reference"), controls=controls),
+        numbers=numbers, figure="adam_limits.png")
 
 
 def sampling_schemes(out: Path, quick: bool) -> Claim:
@@ -170,13 +173,18 @@ def sampling_schemes(out: Path, quick: bool) -> Claim:
     numbers["spread between schemes"] = Measured(", ".join(f"{k} {v:.3g}" for k, v in spread.items()),
                                                  tuple(Number(f"distance {k}", v, "1") for k, v in spread.items()))
     control = _judged(OPT.adam(**ADAM), data, refs, steps, "fixed point", label="adam full")[0]
-    return claim("002-sampling", SEED, Statement(
-                     "The available text studies incremental Adam (one sample per step) and states nothing on the "
-                     "order in which samples are visited.",
-                     "Per-sample Adam reaches the same fixed-point limit whether samples are visited cyclically, "
-                     "reshuffled each epoch, or drawn with replacement.", "beyond the available text"),
-                 f"iid_gaussian(10, 20), {ADAM_SETTING}, {steps} steps", every(outcomes, "sampling schemes end nearest the "
-                 "fixed point"), [Control("full-batch Adam judged against the fixed point", control)], numbers)
+    return claim(
+        id="002-sampling", seed=SEED,
+        statement=Statement(
+            "The available text studies incremental Adam (one sample per step) and states nothing on the "
+            "order in which samples are visited.",
+            "Per-sample Adam reaches the same fixed-point limit whether samples are visited cyclically, "
+            "reshuffled each epoch, or drawn with replacement.", "beyond the available text"),
+        setting=f"iid_gaussian(10, 20), {ADAM_SETTING}, {steps} steps",
+        evidence=Evidence(
+            main=every(outcomes, "sampling schemes end nearest the fixed point"),
+            controls=[Control("full-batch Adam judged against the fixed point", control)]),
+        numbers=numbers)
 
 
 def rademacher_pairs(out: Path, quick: bool) -> Claim:
@@ -190,15 +198,19 @@ def rademacher_pairs(out: Path, quick: bool) -> Claim:
         outcomes.append(o)
         numbers[f"per-sample, b1 {b1}, b2 {b2}"] = o
     control = _judged(OPT.adam(**ADAM), data, refs, steps, "l2")[0]
-    return claim("002-thm3.3", SEED, Statement(
-                     "We construct datasets on which incremental Adam provably converges to the l2-max-margin classifier, "
-                     "in contrast to the l_inf-max-margin bias of full-batch Adam (abstract); Thm 3.3: scaled Rademacher "
-                     "data, any b1 <= b2 (notes).",
-                     "On scaled-Rademacher data per-sample Adam ends nearest the l2 max-margin for three (b1, b2) pairs; "
-                     "full-batch Adam does not (it goes to l_inf).", "as stated"),
-                 f"scaled_rademacher(10, 5, seed 3), Adam(lr 0.1 (t+1)^-0.3), {steps} steps",
-                 every(outcomes, "(b1, b2) pairs end nearest l2"), [Control("full-batch Adam judged against l2", control)],
-                 numbers)
+    return claim(
+        id="002-thm3.3", seed=SEED,
+        statement=Statement(
+            "We construct datasets on which incremental Adam provably converges to the l2-max-margin classifier, "
+            "in contrast to the l_inf-max-margin bias of full-batch Adam (abstract); Thm 3.3: scaled Rademacher "
+            "data, any b1 <= b2 (notes).",
+            "On scaled-Rademacher data per-sample Adam ends nearest the l2 max-margin for three (b1, b2) pairs; "
+            "full-batch Adam does not (it goes to l_inf).", "as stated"),
+        setting=f"scaled_rademacher(10, 5, seed 3), Adam(lr 0.1 (t+1)^-0.3), {steps} steps",
+        evidence=Evidence(
+            main=every(outcomes, "(b1, b2) pairs end nearest l2"),
+            controls=[Control("full-batch Adam judged against l2", control)]),
+        numbers=numbers)
 
 
 def signum_label(beta, batch) -> str:
@@ -238,15 +250,19 @@ def signum_batches(out: Path, quick: bool) -> Claim:
     _plot(axes[0, 1], run, dist, "control: sign descent (beta 0, batch 1)")
     fig.suptitle("Thm 5.1: Signum with momentum 0.99 -> the l_inf max-margin at every batch size", fontsize=10)
     fig.savefig(out / "signum.png", dpi=90)
-    return claim("002-thm5.1", SEED, Statement(
-                     "We prove that Signum converges to the l_inf-max-margin classifier for any batch size (abstract); "
-                     "Thm 5.1, provided its momentum beta is close enough to 1 (notes).",
-                     "Signum with momentum 0.99 ends nearest the l_inf max-margin at batch 1, 5 and N; without momentum "
-                     "(beta = 0, batch 1) it does not. How close to 1 beta must be: 002-thm5.1-scan.", "as stated"),
-                 f"iid_gaussian(10, 20), Signum(lr 0.05 (t+1)^-1/2), beta 0.99 judged"
-                 f"{'' if quick else ', beta 0.9 and 0 shown'}, {steps} steps",
-                 every(outcomes, "batch sizes end nearest l_inf at beta 0.99"),
-                 [Control("sign descent without momentum (beta 0), batch 1", control)], numbers, "signum.png")
+    return claim(
+        id="002-thm5.1", seed=SEED,
+        statement=Statement(
+            "We prove that Signum converges to the l_inf-max-margin classifier for any batch size (abstract); "
+            "Thm 5.1, provided its momentum beta is close enough to 1 (notes).",
+            "Signum with momentum 0.99 ends nearest the l_inf max-margin at batch 1, 5 and N; without momentum "
+            "(beta = 0, batch 1) it does not. How close to 1 beta must be: 002-thm5.1-scan.", "as stated"),
+        setting=f"iid_gaussian(10, 20), Signum(lr 0.05 (t+1)^-1/2), beta 0.99 judged"
+                f"{'' if quick else ', beta 0.9 and 0 shown'}, {steps} steps",
+        evidence=Evidence(
+            main=every(outcomes, "batch sizes end nearest l_inf at beta 0.99"),
+            controls=[Control("sign descent without momentum (beta 0), batch 1", control)]),
+        numbers=numbers, figure="signum.png")
 
 
 def sign_flow_limit(out: Path, quick: bool) -> Claim:
@@ -273,14 +289,18 @@ def sign_flow_limit(out: Path, quick: bool) -> Claim:
     fig.savefig(out / "sign_flow.png", dpi=90)
     controls = [Control(f"{name}: converges to the l2 max-margin (16.9 deg from l_inf here)",
                         converges_to(sol, refs, "l2")) for name, sol in sols.items()]
-    return claim("002-signflow", SEED, Statement(
-                     "Signum converges to the l_inf-max-margin classifier (abstract, Thm 5.1); its momentum-0 full-batch "
-                     "limit is sign descent, steepest descent in l_inf (Gunasekar et al. 2018).",
-                     "The sign flow dw/dt = -sign(grad L) and l_inf steepest descent (the flows without momentum and "
-                     "sampling) converge in direction to the l_inf max-margin, through their sliding modes.", "weaker"),
-                 f"iid_gaussian(20, 5, seed 1), Linear, logistic, init 1e-3, t1 1e100, flows: {', '.join(flows)}", every(
-                     list(outcomes.values()), "both flows converge to l_inf by the fitted-gap verdict"),
-                 controls, numbers, "sign_flow.png")
+    return claim(
+        id="002-signflow", seed=SEED,
+        statement=Statement(
+            "Signum converges to the l_inf-max-margin classifier (abstract, Thm 5.1); its momentum-0 full-batch "
+            "limit is sign descent, steepest descent in l_inf (Gunasekar et al. 2018).",
+            "The sign flow dw/dt = -sign(grad L) and l_inf steepest descent (the flows without momentum and "
+            "sampling) converge in direction to the l_inf max-margin, through their sliding modes.", "weaker"),
+        setting=f"iid_gaussian(20, 5, seed 1), Linear, logistic, init 1e-3, t1 1e100, flows: {', '.join(flows)}",
+        evidence=Evidence(
+            main=every(list(outcomes.values()), "both flows converge to l_inf by the fitted-gap verdict"),
+            controls=controls),
+        numbers=numbers, figure="sign_flow.png")
 
 
 def batch_five(out: Path, quick: bool) -> Claim:
@@ -299,14 +319,17 @@ def batch_five(out: Path, quick: bool) -> Claim:
                  "checks")
     numbers = dict(outs)
     numbers["AdamProxy limits, batch 1 vs batch 5"] = Measured(f"{apart:.4g} apart", (Number("distance", apart, "1"),))
-    return claim("002-batch5", SEED, Statement(
-                     "Experiments: batch size 5 already departs from the per-sample limit (notes); the mini-batch proxy "
-                     "Phi_b is from follow-up work (notes).",
-                     "Batch size 5 already departs from the per-sample limit: reshuffled mini-batch Adam (b = 5) goes to "
-                     "the limit of the mini-batch proxy flow Phi_b, which is not the per-sample one. Fixed cyclic blocks "
-                     "are a different algorithm with another limit.", "as stated"),
-                 f"iid_gaussian(10, 20), {ADAM_SETTING}, {steps} steps, proxy flows to t = 1e100",
-                 main, [Control(k, o) for k, o in outs.items() if "control" in k], numbers)
+    return claim(
+        id="002-batch5", seed=SEED,
+        statement=Statement(
+            "Experiments: batch size 5 already departs from the per-sample limit (notes); the mini-batch proxy "
+            "Phi_b is from follow-up work (notes).",
+            "Batch size 5 already departs from the per-sample limit: reshuffled mini-batch Adam (b = 5) goes to "
+            "the limit of the mini-batch proxy flow Phi_b, which is not the per-sample one. Fixed cyclic blocks "
+            "are a different algorithm with another limit.", "as stated"),
+        setting=f"iid_gaussian(10, 20), {ADAM_SETTING}, {steps} steps, proxy flows to t = 1e100",
+        evidence=Evidence(main=main, controls=[Control(k, o) for k, o in outs.items() if "control" in k]),
+        numbers=numbers)
 
 
 def epoch_map(out: Path, quick: bool) -> Claim:
@@ -326,14 +349,19 @@ def epoch_map(out: Path, quick: bool) -> Claim:
                    (Number("t", em.t[4::4], "sum of eta"), Number("distance", along[4::4], "1"))),
                "at the end": Measured(f"{d_ps:.4g}", (Number("distance", float(d_ps), "1"),)),
                "epoch map vs full-batch Adam at the end": Measured(f"{d_full:.4g}", (Number("distance", float(d_full), "1"),))}
-    return claim("002-prop2.5", SEED, Statement(
-                     "Prop 2.5: over one epoch per-sample Adam moves by a closed-form steady-state map of its moving "
-                     "averages under cyclic sampling (notes).",
-                     "Iterating the epoch map of Prop 2.5 follows the per-sample trajectory (directions compared at equal "
-                     "time sum eta).", "as stated"),
-                 f"iid_gaussian(10, 20), {ADAM_SETTING}, {epochs} epochs", at_most(d_ps, 0.01, "direction distance at the end"),
-                 [Control("full-batch Adam against the epoch map", at_most(d_full, 0.01, "direction distance at the end"))],
-                 numbers)
+    return claim(
+        id="002-prop2.5", seed=SEED,
+        statement=Statement(
+            "Prop 2.5: over one epoch per-sample Adam moves by a closed-form steady-state map of its moving "
+            "averages under cyclic sampling (notes).",
+            "Iterating the epoch map of Prop 2.5 follows the per-sample trajectory (directions compared at equal "
+            "time sum eta).", "as stated"),
+        setting=f"iid_gaussian(10, 20), {ADAM_SETTING}, {epochs} epochs",
+        evidence=Evidence(
+            main=at_most(d_ps, 0.01, "direction distance at the end"),
+            controls=[Control("full-batch Adam against the epoch map",
+                              at_most(d_full, 0.01, "direction distance at the end"))]),
+        numbers=numbers)
 
 
 _SEARCHES: dict = {}
@@ -373,17 +401,22 @@ def fixed_point_metric(out: Path, quick: bool) -> Claim:
         return at_most(off_l2[name], 1e-10, f"{name}: 1 - cos(fixed point, l2)")
 
     outcomes.append(is_l2("scaled Rademacher"))
-    return claim("002-metric", SEED, Statement(
-                     "The covariance matrix is determined by a data-dependent dual fixed-point formulation; we further "
-                     "present concrete datasets where this bias reduces to the standard l2- and l_inf-max-margin "
-                     "classifiers (abstract); on data whose samples have equal absolute coordinates the limit is the l2 "
-                     "max-margin (notes).",
-                     "A fixed point M(c*) = diag(sqrt(sum_i c_i^2 x_i^2)) with c* = T(c*) is found (from uniform c) on "
-                     "four data sets; on scaled-Rademacher data it gives the l2 max-margin. How many fixed points each "
-                     "set has (from 21 starts, fs.adam_fixed_points) is shown here; which one an init reaches is "
-                     "judged in 002-basins.", "as stated"),
-                 "damped fixed-point iteration, tolerance 1e-9", every(outcomes, "checks"),
-                 [Control("iid Gaussian data: the fixed point is not l2", is_l2("iid Gaussian"))], numbers)
+    return claim(
+        id="002-metric", seed=SEED,
+        statement=Statement(
+            "The covariance matrix is determined by a data-dependent dual fixed-point formulation; we further "
+            "present concrete datasets where this bias reduces to the standard l2- and l_inf-max-margin "
+            "classifiers (abstract); on data whose samples have equal absolute coordinates the limit is the l2 "
+            "max-margin (notes).",
+            "A fixed point M(c*) = diag(sqrt(sum_i c_i^2 x_i^2)) with c* = T(c*) is found (from uniform c) on "
+            "four data sets; on scaled-Rademacher data it gives the l2 max-margin. How many fixed points each "
+            "set has (from 21 starts, fs.adam_fixed_points) is shown here; which one an init reaches is "
+            "judged in 002-basins.", "as stated"),
+        setting="damped fixed-point iteration, tolerance 1e-9",
+        evidence=Evidence(
+            main=every(outcomes, "checks"),
+            controls=[Control("iid Gaussian data: the fixed point is not l2", is_l2("iid Gaussian"))]),
+        numbers=numbers)
 
 
 def _proxy_distances(flow, data, refs, log10_t1):
@@ -424,16 +457,20 @@ def proxy_flow_limit(out: Path, quick: bool) -> Claim:
     data = sets["iid Gaussian"]
     gd, _, dist = _proxy_distances(fs.GD(), data, _references(data), log10_t1)
     control = nearest_reference(dist, "fixed point") if gd.ok else Outcome(None, f"GD flow ended {gd.status!r}")
-    return claim("002-prop4.1", SEED, Statement(
-                     PAPER_THM_4_8 + " Prop 4.1: the proxy's direction is g / sqrt(sum_i g_i^2) elementwise (notes).",
-                     "The b2 -> 1 proxy flow theta' = -eta g / sqrt(sum_i g_i^2) from init 1e-3 ends nearest the "
-                     "fixed-point Mahalanobis max-margin found from uniform c, on the data sets where that differs from "
-                     "l2 and l_inf. One init scale: where several fixed points exist the limit depends on it "
-                     "(002-basins).",
-                     "weaker"),
-                 f"linear model, logistic loss, eta = 1/(t+1) (schedule clock), log10 t1 = {log10_t1:g}",
-                 every(outcomes, "discriminating data sets end nearest the fixed point"),
-                 [Control("GD flow on iid_gaussian(10, 20) (its limit is l2)", control)], numbers, "adam_proxy.png")
+    return claim(
+        id="002-prop4.1", seed=SEED,
+        statement=Statement(
+            PAPER_THM_4_8 + " Prop 4.1: the proxy's direction is g / sqrt(sum_i g_i^2) elementwise (notes).",
+            "The b2 -> 1 proxy flow theta' = -eta g / sqrt(sum_i g_i^2) from init 1e-3 ends nearest the "
+            "fixed-point Mahalanobis max-margin found from uniform c, on the data sets where that differs from "
+            "l2 and l_inf. One init scale: where several fixed points exist the limit depends on it "
+            "(002-basins).",
+            "weaker"),
+        setting=f"linear model, logistic loss, eta = 1/(t+1) (schedule clock), log10 t1 = {log10_t1:g}",
+        evidence=Evidence(
+            main=every(outcomes, "discriminating data sets end nearest the fixed point"),
+            controls=[Control("GD flow on iid_gaussian(10, 20) (its limit is l2)", control)]),
+        numbers=numbers, figure="adam_proxy.png")
 
 
 #: 002-basins: init = scale * a seeded N(0, I) direction; on the shifted diagonal the direction of seed 2 crosses
@@ -508,23 +545,26 @@ def fixed_point_basins(out: Path, quick: bool) -> Claim:
     control = Outcome(control.holds, control.why, (Number("runs", len(uniform), "1"), Number(
         "runs_nearest_the_uniform_weights_point", sum(o.holds is True for o in uniform), "1")))
     steps = {b2: s[quick] for b2, s in BASIN_STEPS.items()}
-    return claim("002-basins", SEED, Statement(
-                     PAPER_THM_4_8 + " The text speaks of the fixed point, as if unique.",
-                     "Where the fixed point is not unique, the limit is the fixed point of the init's basin: on "
-                     "shifted_diagonal(10, 5), from inits scale * u (two directions u), the basin is the fixed point "
-                     "the b2 -> 1 proxy flow reaches (confirmed by the fixed-point iteration from the flow's end loss "
-                     "weights; docs/theory.md 6), and discrete per-sample Adam at b2 = 0.99 ends nearest that fixed "
-                     "point, by more than it still moves. b2 = 0.999 is shown, not judged: it has not settled after "
-                     f"{steps[0.999]} steps (its first steps, up to lr (1 - b1) / sqrt(1 - b2) = 0.32 per coordinate "
-                     "without bias correction, move it farther than an init of scale 1).", "beyond the available text"),
-                 f"shifted_diagonal(10, 5), linear model; proxy flow to log10 t = 1e5 from scales "
-                 f"{list(BASIN_SCALES)}; "
-                 f"{ADAM_SETTING} with b2 0.99 ({steps[0.99]} steps) and 0.999 ({steps[0.999]} steps) from scales "
-                 f"{list(BASIN_ADAM_SCALES[quick])}; init directions N(0, I) of seeds {list(BASIN_DIRECTIONS)}",
-                 every(outcomes, "runs end at their basin's fixed point"),
-                 [Control(f"uniqueness assumed: the Adam b2 0.99 runs judged against {uniform_name}, the fixed "
-                          "point from uniform weights", control)],
-                 numbers, "adam_basins.png")
+    return claim(
+        id="002-basins", seed=SEED,
+        statement=Statement(
+            PAPER_THM_4_8 + " The text speaks of the fixed point, as if unique.",
+            "Where the fixed point is not unique, the limit is the fixed point of the init's basin: on "
+            "shifted_diagonal(10, 5), from inits scale * u (two directions u), the basin is the fixed point "
+            "the b2 -> 1 proxy flow reaches (confirmed by the fixed-point iteration from the flow's end loss "
+            "weights; docs/theory.md 6), and discrete per-sample Adam at b2 = 0.99 ends nearest that fixed "
+            "point, by more than it still moves. b2 = 0.999 is shown, not judged: it has not settled after "
+            f"{steps[0.999]} steps (its first steps, up to lr (1 - b1) / sqrt(1 - b2) = 0.32 per coordinate "
+            "without bias correction, move it farther than an init of scale 1).", "beyond the available text"),
+        setting=f"shifted_diagonal(10, 5), linear model; proxy flow to log10 t = 1e5 from scales "
+                f"{list(BASIN_SCALES)}; "
+                f"{ADAM_SETTING} with b2 0.99 ({steps[0.99]} steps) and 0.999 ({steps[0.999]} steps) from scales "
+                f"{list(BASIN_ADAM_SCALES[quick])}; init directions N(0, I) of seeds {list(BASIN_DIRECTIONS)}",
+        evidence=Evidence(
+            main=every(outcomes, "runs end at their basin's fixed point"),
+            controls=[Control(f"uniqueness assumed: the Adam b2 0.99 runs judged against {uniform_name}, the fixed "
+                              "point from uniform weights", control)]),
+        numbers=numbers, figure="adam_basins.png")
 
 
 def _basin_panel(ax, basins, runs, seed, adam_scales):

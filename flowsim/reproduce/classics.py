@@ -23,13 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import sympy as sp
 from matplotlib.figure import Figure
 from scipy.optimize import linprog, minimize
 
 import flowsim as fs
 from flowsim import plot
 
-from ._claim import Claim, Control, Measured, Number, Outcome, Statement, claim, every
+from ._claim import Claim, Control, Evidence, Measured, Number, Outcome, Statement, claim, every
 from .criteria import at_least, converges_to
 from .rates import TOLERANCE as RATE_TOLERANCE
 
@@ -121,22 +122,26 @@ def soudry_l2_limit(out: Path, quick: bool) -> Claim:
         ax.set_title(f"GD, linear, logistic, data seed {seed}: {judged[seed].word}", fontsize=9)
     fig.suptitle("Soudry et al. 2018: the gap to the l2 max-margin decays like 1/log t, the others stay", fontsize=10)
     fig.savefig(out / "classics_soudry.png", dpi=90)
-    return claim("soudry2018-l2", SEED, Statement(
-                     "Soudry et al. (JMLR 2018), Thm 3: on linearly separable data, gradient descent on the logistic "
-                     "loss (any loss with an exponential tail) of a linear model, from any start and with a small "
-                     "enough step, converges in direction to the l2 max-margin separator; for almost all data sets "
-                     "w(t) = w^ log t + rho(t) with rho bounded, so the direction approaches it like 1/log t.",
-                     "The gradient flow (GD's small-step limit) from a random start converges in direction to the l2 "
-                     "max-margin by the fitted-gap verdict, and its normalised-margin gap decays at least like 1/log t: "
-                     "the exponent k of gap ~ (log t)^-k, fitted over the last half of log10 t up to t = 1e100, is >= "
-                     "0.9 (k = 1 where the gap's 1/log t term, the spread of x_i . rho over the support vectors, is not "
-                     "small: iid_gaussian(20, 5, seed 29), whose references are nearer, shows k = 1.48 at t = 1e100).",
-                     "as stated"),
-                 f"Linear, logistic, GD, init N(0, 0.25 I), t1 {T1:g}; {len(sets)} Gaussian sets "
-                 f"iid_gaussian{SET_SHAPE} (seeds {[s for s, _, _ in sets]}) whose l1, l2 and l_inf max-margins are "
-                 f"pairwise >= {SOUDRY_APART_DEG:g} deg apart",
-                 every(list(judged.values()), "sets converge to l2 at least like 1/log t"), controls,
-                 {f"data seed {seed}": o for seed, o in judged.items()}, "classics_soudry.png")
+    return claim(
+        id="soudry2018-l2", seed=SEED,
+        statement=Statement(
+            "Soudry et al. (JMLR 2018), Thm 3: on linearly separable data, gradient descent on the logistic "
+            "loss (any loss with an exponential tail) of a linear model, from any start and with a small "
+            "enough step, converges in direction to the l2 max-margin separator; for almost all data sets "
+            "w(t) = w^ log t + rho(t) with rho bounded, so the direction approaches it like 1/log t.",
+            "The gradient flow (GD's small-step limit) from a random start converges in direction to the l2 "
+            "max-margin by the fitted-gap verdict, and its normalised-margin gap decays at least like 1/log t: "
+            "the exponent k of gap ~ (log t)^-k, fitted over the last half of log10 t up to t = 1e100, is >= "
+            "0.9 (k = 1 where the gap's 1/log t term, the spread of x_i . rho over the support vectors, is not "
+            "small: iid_gaussian(20, 5, seed 29), whose references are nearer, shows k = 1.48 at t = 1e100).",
+            "as stated"),
+        setting=f"Linear, logistic, GD, init N(0, 0.25 I), t1 {T1:g}; {len(sets)} Gaussian sets "
+                f"iid_gaussian{SET_SHAPE} (seeds {[s for s, _, _ in sets]}) whose l1, l2 and l_inf max-margins are "
+                f"pairwise >= {SOUDRY_APART_DEG:g} deg apart",
+        evidence=Evidence(
+            main=every(list(judged.values()), "sets converge to l2 at least like 1/log t"),
+            controls=controls),
+        numbers={f"data seed {seed}": o for seed, o in judged.items()}, figure="classics_soudry.png")
 
 
 # --- Gunasekar et al. 2018 ----------------------------------------------------------------------------------------
@@ -168,20 +173,137 @@ def gunasekar_lp_limits(out: Path, quick: bool) -> Claim:
     fig.suptitle("Gunasekar et al. 2018: l_p steepest descent converges to the l_p max-margin, not the l2 one",
                  fontsize=10)
     fig.savefig(out / "classics_gunasekar.png", dpi=90)
-    return claim("gunasekar2018-lp", SEED, Statement(
-                     "Gunasekar et al. (ICML 2018), Thm 5: on linearly separable data, steepest descent with respect to "
-                     "a norm ||.|| on the exponential loss of a linear model, with a small enough step, reaches the "
-                     "||.||-max-margin: its normalised margin tends to the largest, and its direction to the "
-                     "max-margin separator where that is unique (l_p, 1 < p < oo, and l_inf among the norms).",
-                     "The steepest-descent flows for l_1.5, l_3 and l_inf (the small-step limit) converge in direction "
-                     "to the max-margin of their own norm by the fitted-gap verdict, told apart from the l1, l1.5, l2, "
-                     "l3 and l_inf max-margins (l_inf through sliding modes, docs/theory.md 3b).", "as stated"),
-                 f"Linear, exponential loss, SteepestDescent(p) for p = 1.5, 3, inf, init 1e-3, t1 {T1:g}; "
-                 f"{len(sets)} Gaussian set(s) iid_gaussian{SET_SHAPE} (seeds {[s for s, _, _ in sets]}) whose l1, l1.5, "
-                 f"l2, l3 and l_inf max-margins are pairwise >= {LP_APART_DEG:g} deg apart",
-                 every(list(judged.values()), "runs converge to their own norm's max-margin"), controls,
-                 {f"l_{name[1:]} steepest descent, data seed {seed}": o for (seed, name), o in judged.items()},
-                 "classics_gunasekar.png")
+    return claim(
+        id="gunasekar2018-lp", seed=SEED,
+        statement=Statement(
+            "Gunasekar et al. (ICML 2018), Thm 5: on linearly separable data, steepest descent with respect to "
+            "a norm ||.|| on the exponential loss of a linear model, with a small enough step, reaches the "
+            "||.||-max-margin: its normalised margin tends to the largest, and its direction to the "
+            "max-margin separator where that is unique (l_p, 1 < p < oo, and l_inf among the norms).",
+            "The steepest-descent flows for l_1.5, l_3 and l_inf (the small-step limit) converge in direction "
+            "to the max-margin of their own norm by the fitted-gap verdict, told apart from the l1, l1.5, l2, "
+            "l3 and l_inf max-margins (l_inf through sliding modes, docs/theory.md 3b).", "as stated"),
+        setting=f"Linear, exponential loss, SteepestDescent(p) for p = 1.5, 3, inf, init 1e-3, t1 {T1:g}; "
+                f"{len(sets)} Gaussian set(s) iid_gaussian{SET_SHAPE} (seeds {[s for s, _, _ in sets]}) whose l1, l1.5, "
+                f"l2, l3 and l_inf max-margins are pairwise >= {LP_APART_DEG:g} deg apart",
+        evidence=Evidence(
+            main=every(list(judged.values()), "runs converge to their own norm's max-margin"),
+            controls=controls),
+        numbers={f"l_{name[1:]} steepest descent, data seed {seed}": o for (seed, name), o in judged.items()},
+        figure="classics_gunasekar.png")
+
+
+# --- losses with a polynomial tail --------------------------------------------------------------------------------
+
+#: the powers k of the losses run, l(m) = (sqrt(1 + m^2) + m)^-k ~ (2m)^-k: smooth, decreasing, a polynomial tail
+TAIL_POWERS = (1, 2)
+#: the control's other power: its limit (the minimiser of sum_i (z_i.w)^-(k + 2)) is another direction
+OTHER_POWER = 2
+#: the horizon of the polynomial-tail runs: their angle to the limit decays like t^-(2/(k+2)) (measured), to about
+#: 1e-9 deg (k = 1) and 2e-7 deg (k = 2) at t = 1e16, far below the references' separation and above rounding
+TAIL_T1 = 1e16
+#: on the sets run, the l2 max-margin and the limits for k and k + 2 are pairwise at least this far apart (deg)
+TAIL_APART_DEG = 1.0
+#: the limits of the polynomial-tail runs as a verdict names them
+LIMIT, OTHER_LIMIT = "limit for m^-k", "limit for m^-(k+2)"
+
+
+def polynomial_tail_loss(power: int) -> fs.Loss:
+    """l(m) = (sqrt(1 + m^2) + m)^-power: defined at every margin, l ~ (2m)^-power as m -> oo."""
+    m = sp.Symbol("m")
+    return fs.Loss(f"polynomial tail m^-{power}", (sp.sqrt(1 + m**2) + m) ** -power)
+
+
+def _tail_references(data, power: int) -> dict:
+    return {LIMIT: fs.polynomial_tail_limit(data, power),
+            OTHER_LIMIT: fs.polynomial_tail_limit(data, power + OTHER_POWER), "l2": fs.max_margin(data, 2)}
+
+
+def _tail_sets(count: int) -> list:
+    """``count`` (seed, data) of Gaussian sets whose references for every power run are pairwise at least
+    ``TAIL_APART_DEG`` apart, seeds from 1 up."""
+    found = []
+    for seed in itertools.count(1):
+        data = fs.datasets.iid_gaussian(*SET_SHAPE, seed=seed)
+        refs = [_tail_references(data, power) for power in TAIL_POWERS]
+        if all(_degrees(a.direction, b.direction) >= TAIL_APART_DEG
+               for r in refs for a, b in itertools.combinations(r.values(), 2)):
+            found.append((seed, data))
+        if len(found) == count:
+            return found
+
+
+def tail_limit_reached(sol, refs: dict, want: str) -> Outcome:
+    """The run converges in direction to ``refs[want]`` by :func:`flowsim.verdict`'s polynomial-tail law: ``want``
+    is the minimiser of sum_i (z_i.w)^-k on the sphere, and the run's angle to it decays as one power of t."""
+    v = fs.verdict(sol, refs, want)
+    fit = v.fits[want]
+    key = want.replace(" ", "_")
+    return Outcome(v.holds, v.why, (Number("log10_t_end", float(sol.log10_t[-1]), "log10 t"),
+                                    Number(f"angle_{key}", fit.final_angle, "deg"),
+                                    Number(f"rate_{key}", fit.rate, "1 (r in angle ~ t^-r)"),
+                                    Number(f"rate_halves_{key}", list(fit.halves), "1 (r on each half of the tail)"),
+                                    Number(f"r2_{key}", fit.r2, "1")))
+
+
+def polynomial_tail_limits(out: Path, quick: bool) -> Claim:
+    sets = _tail_sets(1 if quick else 2)
+    rng = np.random.default_rng(2020)
+    sols, refs = {}, {}
+    for seed, data in sets:
+        for power in TAIL_POWERS:
+            init = rng.normal(scale=0.5, size=data.d)  # any start: the limit forgets it
+            refs[seed, power] = _tail_references(data, power)
+            sols[seed, power] = fs.solve(fs.derive(fs.Linear(), polynomial_tail_loss(power), fs.GD()), data, init,
+                                         t1=TAIL_T1, rtol=1e-10, throw=False)
+    runs = {f"m^-{power}, data seed {seed}": (seed, power) for seed, power in sols}
+    judged = {name: tail_limit_reached(sols[key], refs[key], LIMIT) for name, key in runs.items()}
+    controls = [Control(f"the same runs judged against {against}",
+                        _counted({name: tail_limit_reached(sols[key], refs[key], name_of)
+                                  for name, key in runs.items()}, f"runs reach {name_of}"))
+                for against, name_of in (("the l2 max-margin (the limit of an exponential tail)", "l2"),
+                                         (f"the limit for the power k + {OTHER_POWER} (another tail)", OTHER_LIMIT))]
+    _tail_figure(sols, refs, judged, sets[0][0], out)
+    return claim(
+        id="polynomial-tail-limit", seed=SEED,
+        statement=Statement(
+            "Soudry et al. (JMLR 2018) and Ji et al. (COLT 2020, 'Gradient descent follows the regularization path "
+            "for general losses'): the l2 max-margin limit of GD needs a loss with an exponential tail; a polynomial "
+            "tail need not give the max-margin direction. No limit is stated for a polynomial tail (docs/theory.md "
+            "4 derives it).",
+            "The gradient flow (GD's small-step limit) of a linear model on l(m) = (sqrt(1 + m^2) + m)^-k ~ (2m)^-k, "
+            "k = 1 and 2, from a random start converges in direction to the minimiser of sum_i (z_i.w)^-k on the "
+            "unit sphere (fs.polynomial_tail_limit: Newton's method on a convex problem, no flow run), NOT to the l2 "
+            "max-margin: by fs.verdict's polynomial-tail law the angle to that minimiser decays as one power of t "
+            "(R^2 >= 0.9, the same power on both halves of the tail within 15%, still decreasing).",
+            "beyond the available text"),
+        setting=f"Linear, GD, l(m) = (sqrt(1 + m^2) + m)^-k for k in {list(TAIL_POWERS)}, init N(0, 0.25 I), t1 "
+                f"{TAIL_T1:g}, rtol 1e-10; {len(sets)} Gaussian set(s) iid_gaussian{SET_SHAPE} (seeds "
+                f"{[s for s, _ in sets]}) whose l2 max-margin and limits for k and k + {OTHER_POWER} are pairwise >= "
+                f"{TAIL_APART_DEG:g} deg apart",
+        evidence=Evidence(main=every(list(judged.values()), "runs converge to the limit of their tail"),
+                          controls=controls),
+        numbers=judged, figure="classics_polynomial_tail.png")
+
+
+def _tail_figure(sols: dict, refs: dict, judged: dict, seed: int, out: Path):
+    fig, axes = _figure(len(TAIL_POWERS))
+    for ax, power in zip(axes, TAIL_POWERS):
+        sol = sols[seed, power]
+        keep = np.isfinite(sol.log10_t)
+        labels = {LIMIT: f"limit for m^-{power}", OTHER_LIMIT: f"limit for m^-{power + OTHER_POWER}",
+                  "l2": "l2 max-margin"}
+        for k, (name, ref) in enumerate(refs[seed, power].items()):
+            u = ref.direction / np.linalg.norm(ref.direction)
+            degrees = np.degrees(2 * np.arcsin(np.clip(np.linalg.norm(sol.direction - u, axis=1) / 2, 0.0, 1.0)))
+            ax.plot(sol.log10_t[keep], degrees[keep], color=f"C{k}", label=labels[name])
+        ax.set(yscale="log", xlabel="log10 t", ylabel="angle to the reference (deg)")
+        ax.set_title(f"GD, l ~ m^-{power}, data seed {seed}: {judged[f'm^-{power}, data seed {seed}'].word}",
+                     fontsize=9)
+        ax.legend(fontsize=7)
+    fig.suptitle("A polynomial tail: GD goes to the minimiser of sum (z_i.w)^-k on the sphere, not the l2 max-margin",
+                 fontsize=10)
+    fig.savefig(out / "classics_polynomial_tail.png", dpi=90)
 
 
 # --- Woodworth et al. 2020 ----------------------------------------------------------------------------------------
@@ -290,23 +412,25 @@ def woodworth_q_alpha(out: Path, quick: bool) -> Claim:
                         _counted({f"depth {depth}": transition(min_l1, min_l2, depth) for depth in depths},
                                  "depths go from l1 to l2"))]
     _woodworth_figure(X, y, depths, ends, min_l2, min_l1, out)
-    return claim("woodworth2020-q-alpha", SEED, Statement(
-                     "Woodworth et al. (COLT 2020): gradient flow on the square loss of the difference net beta = u^D - "
-                     "v^D from u = v = alpha, if it converges to an interpolator, converges to argmin Q_alpha(beta) "
-                     "subject to X beta = y (D = 2: Q_alpha = alpha^2 sum q(beta_i / alpha^2), q(z) = 2 - sqrt(4 + z^2) "
-                     "+ z arcsinh(z/2); depth D: q_D); alpha -> oo gives the min-l2 interpolator (the kernel regime), "
-                     "alpha -> 0 the min-l1 one (the rich regime).",
-                     "The flow's end (status converged, an interpolating global minimum) equals "
-                     "fs.implicit_regularizer_limit (the convex problem solved through its dual, no flow run) to 1e-8 "
-                     "at every alpha; along alpha the relative distance to the min-l2 interpolator (pinv) grows and "
-                     "to the min-l1 one (an LP) falls as alpha falls, the end near the min-l2 one at alpha = 10 and "
-                     "near the min-l1 one at the smallest alpha (each within a fifth of its distance to the other).",
-                     "as stated"),
-                 "5 x 12 Gaussian regression problem (seed 0), DiagonalNet(D, 'difference'), square loss, GD, rtol "
-                 "1e-10, t1 1e8; " + "; ".join(f"depth {depth}: alpha {', '.join(f'{a:g}' for a in WOODWORTH_ALPHAS[depth])}"
-                                               for depth in depths),
-                 every(matches + transitions, "checks (limits, transitions)"), controls, numbers,
-                 "classics_woodworth.png")
+    return claim(
+        id="woodworth2020-q-alpha", seed=SEED,
+        statement=Statement(
+            "Woodworth et al. (COLT 2020): gradient flow on the square loss of the difference net beta = u^D - "
+            "v^D from u = v = alpha, if it converges to an interpolator, converges to argmin Q_alpha(beta) "
+            "subject to X beta = y (D = 2: Q_alpha = alpha^2 sum q(beta_i / alpha^2), q(z) = 2 - sqrt(4 + z^2) "
+            "+ z arcsinh(z/2); depth D: q_D); alpha -> oo gives the min-l2 interpolator (the kernel regime), "
+            "alpha -> 0 the min-l1 one (the rich regime).",
+            "The flow's end (status converged, an interpolating global minimum) equals "
+            "fs.implicit_regularizer_limit (the convex problem solved through its dual, no flow run) to 1e-8 "
+            "at every alpha; along alpha the relative distance to the min-l2 interpolator (pinv) grows and "
+            "to the min-l1 one (an LP) falls as alpha falls, the end near the min-l2 one at alpha = 10 and "
+            "near the min-l1 one at the smallest alpha (each within a fifth of its distance to the other).",
+            "as stated"),
+        setting="5 x 12 Gaussian regression problem (seed 0), DiagonalNet(D, 'difference'), square loss, GD, rtol "
+                "1e-10, t1 1e8; " + "; ".join(f"depth {depth}: alpha {', '.join(f'{a:g}' for a in WOODWORTH_ALPHAS[depth])}"
+                                             for depth in depths),
+        evidence=Evidence(main=every(matches + transitions, "checks (limits, transitions)"), controls=controls),
+        numbers=numbers, figure="classics_woodworth.png")
 
 
 def _woodworth_figure(X, y, depths, ends, min_l2, min_l1, out: Path):
@@ -475,25 +599,30 @@ def pesme_saddle_to_saddle(out: Path, quick: bool) -> Claim:
                                   for seed in judged}, "problems follow this path"))
                 for name, factor in wrong_paths.items()]
     _pesme_figure(paths[problems[0]], errors[problems[0]], out)
-    return claim("pesme2023-saddles", SEED, Statement(
-                     "Pesme and Flammarion (NeurIPS 2023): as the init alpha -> 0, gradient flow on the square loss of "
-                     "the depth-2 diagonal network, in the rescaled time t / log(1/alpha), converges to a piecewise-"
-                     "constant path from saddle to saddle whose jump times and plateaus their algorithm computes "
-                     "(plateaus: constrained least squares on a growing or shrinking support; the last one the "
-                     "min-l1 interpolator).",
-                     "On 5 x 12 Gaussian problems, the flow of u^2 - v^2 from alpha at alpha = 1e-8, 1e-16, 1e-32, 1e-64 "
-                     "against fs.saddle_to_saddle (their algorithm, threshold 1/2 for this parametrisation, docs/theory.md "
-                     "11): the largest jump-time error and the largest plateau error (read halfway along each plateau) "
-                     "fall at each smaller alpha; the jump-time errors extrapolated to alpha -> 0 as a + b / "
-                     "log(1/alpha) through the two smallest alphas are within 1% of the path's duration (its last jump "
-                     "time), the plateau errors at alpha = 1e-64 within 1% of its largest coordinate.",
-                     "as stated"),
-                 f"5 x 12 Gaussian regression problems (seeds {list(problems)}; judged: those whose plateaus all last "
-                 f">= {MIN_PLATEAU:g} in t~), DiagonalNet(2, 'difference'), square loss, GD, alpha {', '.join(f'{a:g}' for a in PESME_ALPHAS)}, {PESME_SAVES} saves evenly in "
-                 "t / log(1/alpha) up to 1.5 times the last jump",
-                 every([outcomes[seed] for seed in judged], f"judged problems follow the path ({len(problems) - len(judged)} "
-                       f"more run and listed: a plateau under {MIN_PLATEAU:g} long)"), controls, numbers,
-                 "classics_pesme.png")
+    return claim(
+        id="pesme2023-saddles", seed=SEED,
+        statement=Statement(
+            "Pesme and Flammarion (NeurIPS 2023): as the init alpha -> 0, gradient flow on the square loss of "
+            "the depth-2 diagonal network, in the rescaled time t / log(1/alpha), converges to a piecewise-"
+            "constant path from saddle to saddle whose jump times and plateaus their algorithm computes "
+            "(plateaus: constrained least squares on a growing or shrinking support; the last one the "
+            "min-l1 interpolator).",
+            "On 5 x 12 Gaussian problems, the flow of u^2 - v^2 from alpha at alpha = 1e-8, 1e-16, 1e-32, 1e-64 "
+            "against fs.saddle_to_saddle (their algorithm, threshold 1/2 for this parametrisation, docs/theory.md "
+            "11): the largest jump-time error and the largest plateau error (read halfway along each plateau) "
+            "fall at each smaller alpha; the jump-time errors extrapolated to alpha -> 0 as a + b / "
+            "log(1/alpha) through the two smallest alphas are within 1% of the path's duration (its last jump "
+            "time), the plateau errors at alpha = 1e-64 within 1% of its largest coordinate.",
+            "as stated"),
+        setting=f"5 x 12 Gaussian regression problems (seeds {list(problems)}; judged: those whose plateaus all last "
+                f">= {MIN_PLATEAU:g} in t~), DiagonalNet(2, 'difference'), square loss, GD, alpha {', '.join(f'{a:g}' for a in PESME_ALPHAS)}, {PESME_SAVES} saves evenly in "
+                "t / log(1/alpha) up to 1.5 times the last jump",
+        evidence=Evidence(
+            main=every([outcomes[seed] for seed in judged],
+                       f"judged problems follow the path ({len(problems) - len(judged)} more run and listed: a plateau "
+                       f"under {MIN_PLATEAU:g} long)"),
+            controls=controls),
+        numbers=numbers, figure="classics_pesme.png")
 
 
 def _scaled(path, **factors):
@@ -589,22 +718,26 @@ def andriushchenko_shrunken_init(out: Path, quick: bool) -> Claim:
                         _counted(judged(runs, lambda a: np.full_like(a, SAM_ALPHA), "the uniform Q_alpha"),
                                  "runs end at GD's limit"))]
     _shrinkage_figure(runs | gd, out)
-    return claim("andriushchenko2022-shrunken-init", SEED, Statement(
-                     "Andriushchenko and Flammarion (ICML 2022): for diagonal linear networks on the square loss, SAM "
-                     "(n-SAM, 1-SAM, and the unnormalised USAM) converges to the interpolator minimising Woodworth's "
-                     "potential with an effective init alpha_inf = alpha * exp(-...) <= alpha coordinate by coordinate, "
-                     "an implicit bias toward sparser solutions than GD's for a class of problems.",
-                     f"On the 5 x 12 Gaussian problem (seed 0), u^2 - v^2 from alpha = {SAM_ALPHA:g}: the ends of USAM "
-                     "(rho 0.05, 0.2) and of l2-SAM smoothed (rho 0.1, eps 1e-4: SAM until it reaches the minima, "
-                     "docs/theory.md 12) equal, to 1e-8, the Q interpolator of the per-coordinate init alpha_i' = "
-                     "sqrt(u_i v_i) read at the end (a dual solve, no flow), with every alpha_i' <= alpha and the "
-                     f"smallest below {SHRUNKEN:g} alpha. Sparsity is measured, not judged: on this problem the l1 norm "
-                     "grows (docs/theory.md 12).",
-                     "weaker"),
-                 f"5 x 12 Gaussian regression problem (seed 0), DiagonalNet(2, 'difference'), square loss, alpha "
-                 f"{SAM_ALPHA:g}, {', '.join(runs)}; rtol 1e-10, t1 1e8",
-                 every(list(own.values()), "runs end at the Q interpolator of a shrunken init"), controls, own,
-                 "classics_andriushchenko.png")
+    return claim(
+        id="andriushchenko2022-shrunken-init", seed=SEED,
+        statement=Statement(
+            "Andriushchenko and Flammarion (ICML 2022): for diagonal linear networks on the square loss, SAM "
+            "(n-SAM, 1-SAM, and the unnormalised USAM) converges to the interpolator minimising Woodworth's "
+            "potential with an effective init alpha_inf = alpha * exp(-...) <= alpha coordinate by coordinate, "
+            "an implicit bias toward sparser solutions than GD's for a class of problems.",
+            f"On the 5 x 12 Gaussian problem (seed 0), u^2 - v^2 from alpha = {SAM_ALPHA:g}: the ends of USAM "
+            "(rho 0.05, 0.2) and of l2-SAM smoothed (rho 0.1, eps 1e-4: SAM until it reaches the minima, "
+            "docs/theory.md 12) equal, to 1e-8, the Q interpolator of the per-coordinate init alpha_i' = "
+            "sqrt(u_i v_i) read at the end (a dual solve, no flow), with every alpha_i' <= alpha and the "
+            f"smallest below {SHRUNKEN:g} alpha. Sparsity is measured, not judged: on this problem the l1 norm "
+            "grows (docs/theory.md 12).",
+            "weaker"),
+        setting=f"5 x 12 Gaussian regression problem (seed 0), DiagonalNet(2, 'difference'), square loss, alpha "
+                f"{SAM_ALPHA:g}, {', '.join(runs)}; rtol 1e-10, t1 1e8",
+        evidence=Evidence(
+            main=every(list(own.values()), "runs end at the Q interpolator of a shrunken init"),
+            controls=controls),
+        numbers=own, figure="classics_andriushchenko.png")
 
 
 def _shrinkage_figure(sols: dict, out: Path):
@@ -688,5 +821,5 @@ def _minor_major_figure(sols: dict, out: Path):
     fig.savefig(out / "classics_minor_major.png", dpi=90)
 
 
-CHECKS = [soudry_l2_limit, gunasekar_lp_limits, woodworth_q_alpha, pesme_saddle_to_saddle,
+CHECKS = [soudry_l2_limit, gunasekar_lp_limits, polynomial_tail_limits, woodworth_q_alpha, pesme_saddle_to_saddle,
           andriushchenko_shrunken_init, sam_regression_minor_major]

@@ -20,7 +20,7 @@ from flowsim import plot
 from flowsim.theory.analysis import convergence, margin_gap
 from flowsim.theory.slack import l1_dual_slack
 
-from ._claim import Claim, Control, Measured, Number, Outcome, Statement, claim, every
+from ._claim import Claim, Control, Evidence, Measured, Number, Outcome, Statement, claim, every
 
 SEED = "000"
 #: the fitted exponent must be within this fraction of the predicted one: twice what admitted runs leave of the
@@ -189,13 +189,17 @@ def gap_rate_law(out: Path, quick: bool) -> Claim:
                         _counted([rate_matches(c.fitted, c.controls[name], f"seed {c.seed}") for c in judged]))
                 for name in ("l2 dual slack", "largest off-support slack")]
     _figure(cases, out)
-    return claim("000-rate", SEED, Statement(
-                     "The available text gives no rate; Thm 4.2 assumes directional convergence (notes).",
-                     "Depth 2 (GD on u^2 - v^2, alpha 0.1, logistic loss): the normalised l1-margin gap decays like "
-                     "(log t)^-delta, delta the smallest slack 1 - |Z^T lam*|_j of the l1 dual optimum lam* over the "
-                     "coordinates off the primal support (a conjecture from the mirror-flow form, docs/theory.md 6b), "
-                     "judged on data sets whose run is in the law's regime at its horizon.",
-                     "beyond the available text"),
-                 f"random {N}x{D} Gaussian data (labels from a random direction, nondegenerate l1 optimum, delta in "
-                 f"{list(DELTA_RANGE)}), depth-2 u^2 - v^2, GD, alpha {ALPHA}, log10 t1 = {LOG10_T1:g}, exponent "
-                 f"fitted over the last half in log10 t; {wanted} judged", main, controls, numbers, "rate_law.png")
+    return claim(
+        id="000-rate", seed=SEED,
+        statement=Statement(
+            "The available text gives no rate; Thm 4.2 assumes directional convergence (notes).",
+            "Depth 2 (GD on u^2 - v^2, alpha 0.1, logistic loss): the normalised l1-margin gap decays like "
+            "(log t)^-delta, delta the smallest slack 1 - |Z^T lam*|_j of the l1 dual optimum lam* over the "
+            "coordinates off the primal support (a conjecture from the mirror-flow form, docs/theory.md 6b), "
+            "judged on data sets whose run is in the law's regime at its horizon.",
+            "beyond the available text"),
+        setting=f"random {N}x{D} Gaussian data (labels from a random direction, nondegenerate l1 optimum, delta in "
+                f"{list(DELTA_RANGE)}), depth-2 u^2 - v^2, GD, alpha {ALPHA}, log10 t1 = {LOG10_T1:g}, exponent "
+                f"fitted over the last half in log10 t; {wanted} judged",
+        evidence=Evidence(main=main, controls=controls),
+        numbers=numbers, figure="rate_law.png")

@@ -21,7 +21,19 @@ from flowsim.progress import progress_bar
 from flowsim.theory.analysis import linf_sam_beta_at_tau, linf_sam_leader_tau
 
 from . import hunts
-from ._claim import Claim, Control, Counterexample, Measured, Number, Outcome, Statement, claim, every, run_checks
+from ._claim import (
+    Claim,
+    Control,
+    Counterexample,
+    Evidence,
+    Measured,
+    Number,
+    Outcome,
+    Statement,
+    claim,
+    every,
+    run_checks,
+)
 from .criteria import (
     angle_falls,
     at_most,
@@ -152,22 +164,27 @@ def l1_limits_l2(out: Path, quick: bool) -> Claim:
                         converges_to(_solve(fs.DiagonalNet(2, "difference"), flow, data, 0.1, t1=1e100), _refs(data), "l2"))
                 for name, flow in (("GD", fs.GD()), ("l2-SAM", fs.SAM(0.1, 2)))]
     searched, hunt_control = hunts.search("000-thm3.1", quick)
-    return claim("000-thm3.1", SEED, Statement(
-                     "For linear models (L = 1), both l_inf- and l2-SAM recover the l2 max-margin classifier, matching "
-                     "gradient descent (abstract); Thm 3.1: for almost all separable data sets, any rho, any "
-                     "initialisation (notes).",
-                     "L = 1: GD, l2-SAM and l_inf-SAM converge in direction to the l2 max-margin on random data, rho and "
-                     "initialisations, l_inf-SAM through its sliding modes on G_j = 0 (Filippov solutions, docs/theory.md "
-                     "3b). A run flowsim cannot continue (a junction without a unique continuation, 'chattering') would "
-                     "be listed, not judged.", "as stated"),
-                 _setting(model="Linear", loss="logistic", cases=f"{cases} random (Gaussian data n=10 d=4 whose l2 max-margin "
-                          "is >= 5 deg from the l1 one and >= 2 deg from the l_inf one, alpha in [0.01, 1], rho in [0.01, 0.3]), flows GD / l2-SAM / "
-                          "l_inf-SAM in turn, drawn until that many are judged", t1=t1),
-                 every(outcomes + [Outcome(None, f"only {len(outcomes)} cases could be judged")] * (len(outcomes) < cases),
+    return claim(
+        id="000-thm3.1", seed=SEED,
+        statement=Statement(
+            "For linear models (L = 1), both l_inf- and l2-SAM recover the l2 max-margin classifier, matching "
+            "gradient descent (abstract); Thm 3.1: for almost all separable data sets, any rho, any "
+            "initialisation (notes).",
+            "L = 1: GD, l2-SAM and l_inf-SAM converge in direction to the l2 max-margin on random data, rho and "
+            "initialisations, l_inf-SAM through its sliding modes on G_j = 0 (Filippov solutions, docs/theory.md "
+            "3b). A run flowsim cannot continue (a junction without a unique continuation, 'chattering') would "
+            "be listed, not judged.", "as stated"),
+        setting=_setting(model="Linear", loss="logistic", cases=f"{cases} random (Gaussian data n=10 d=4 whose l2 max-margin "
+                         "is >= 5 deg from the l1 one and >= 2 deg from the l_inf one, alpha in [0.01, 1], rho in [0.01, 0.3]), flows GD / l2-SAM / "
+                         "l_inf-SAM in turn, drawn until that many are judged", t1=t1),
+        evidence=Evidence(
+            main=every(outcomes + [Outcome(None, f"only {len(outcomes)} cases could be judged")] * (len(outcomes) < cases),
                        f"judged cases converge to l2 by the fitted-gap verdict ({len(numbers) - len(outcomes)} "
                        "more drawn, not integrable, listed; judged per flow: "
-                       + ", ".join(f"{k} {v}" for k, v in judged.items()) + ")"), [*controls, hunt_control], numbers,
-                 "sam_depth1.png", searched=searched)
+                       + ", ".join(f"{k} {v}" for k, v in judged.items()) + ")"),
+            controls=[*controls, hunt_control],
+            searched=searched),
+        numbers=numbers, figure="sam_depth1.png")
 
 
 def _basis_cases():
@@ -246,19 +263,24 @@ def linf_trichotomy(out: Path, quick: bool) -> Claim:
         controls.append(Control(f"GD instead of l_inf-SAM, L={depth}, alpha={_plain(alpha)} (SAM selects {what})",
                                 ran(sol, _trichotomy_outcome(sol, alpha, rho, depth))))
     searched, hunt_control = hunts.search("000-thm3.2", quick)
-    return claim("000-thm3.2", SEED, Statement(
-                     PAPER_THM_3_2,
-                     "l_inf-SAM, L = 2 and 3, one example: each coordinate with alpha_j < rho collapses (beta_j -> 0 at "
-                     "even L; at odd L it rises toward rho^L), alpha_j = rho stays at rho^L, alpha_j > rho grows; the "
-                     "limit direction is e_j* with j* = argmax over growing j of mu_j (alpha_j - rho)^(L-2), or bounded "
-                     "when none grows. At L = 3 beside a blow-up only the leader is checked to diverge: another coordinate "
-                     "with alpha_j > rho only as beta_j > alpha_j^L (it grew), a collapsing one only as alpha_j^L < "
-                     "beta_j <= rho^L (000-thm3.2-L3 checks their actual, finite limits).",
-                     "weaker"),
-                 _setting(mu=MU3.tolist(), rho=rho, depths=[2, 3], t1=t1, atol="1e-10 (L=2), 1e-14 (L=3)",
-                          judged_by="each coordinate's fate, and the angle to e_j* falling over the last half of log10 t"),
-                 every(outcomes, "initialisations match the predicted fates and limit"), [*controls, hunt_control],
-                 numbers, "sam_linf.png", searched=searched)
+    return claim(
+        id="000-thm3.2", seed=SEED,
+        statement=Statement(
+            PAPER_THM_3_2,
+            "l_inf-SAM, L = 2 and 3, one example: each coordinate with alpha_j < rho collapses (beta_j -> 0 at "
+            "even L; at odd L it rises toward rho^L), alpha_j = rho stays at rho^L, alpha_j > rho grows; the "
+            "limit direction is e_j* with j* = argmax over growing j of mu_j (alpha_j - rho)^(L-2), or bounded "
+            "when none grows. At L = 3 beside a blow-up only the leader is checked to diverge: another coordinate "
+            "with alpha_j > rho only as beta_j > alpha_j^L (it grew), a collapsing one only as alpha_j^L < "
+            "beta_j <= rho^L (000-thm3.2-L3 checks their actual, finite limits).",
+            "weaker"),
+        setting=_setting(mu=MU3.tolist(), rho=rho, depths=[2, 3], t1=t1, atol="1e-10 (L=2), 1e-14 (L=3)",
+                         judged_by="each coordinate's fate, and the angle to e_j* falling over the last half of log10 t"),
+        evidence=Evidence(
+            main=every(outcomes, "initialisations match the predicted fates and limit"),
+            controls=[*controls, hunt_control],
+            searched=searched),
+        numbers=numbers, figure="sam_linf.png")
 
 
 def _blow_up_rows(sol, alpha, rho, depth, judge_collapse: bool):
@@ -312,20 +334,25 @@ def linf_blow_up_limits(out: Path, quick: bool) -> Claim:
     fig.suptitle(f"Thm 3.2 corrected at L = 3: l_inf-SAM (rho={rho}) on mu=(1, 2, 3); only the leader diverges, the "
                  "others stop at their values at the leader's blow-up (dotted)", fontsize=10)
     fig.savefig(out / "sam_linf_blow_up.png", dpi=90)
-    return claim("000-thm3.2-L3", SEED, Statement(
-                     PAPER_THM_3_2,
-                     "l_inf-SAM, L >= 3, one example: the leader j* (largest mu_j (alpha_j - rho)^(L-2)) blows up at "
-                     "tau* = 1/((L-2) mu_j* (alpha_j* - rho)^(L-2)), where t -> infinity; every other coordinate converges "
-                     "to its value at tau* from dw_j/dtau = mu_j (w_j - rho)^(L-1) in closed form: a finite limit for "
-                     "alpha_j > rho (not divergence) and for alpha_j < rho a limit short of rho^L (not rho^L). Checked at "
-                     "L = 3: each such coordinate levels off (rises by <= 1% over the last half of log10 t), stays below "
-                     "its predicted limit, and ends on the closed form (relative 1e-6) at the tau the leader's own value "
-                     "gives, a tau that cannot pass tau* (the approach is slow: 1-3% short of the limit at t = 1e30).",
-                     "corrected: at L >= 3 only the leader diverges; every other coordinate stops at its value at the "
-                     "leader's blow-up"),
-                 _setting(mu=MU3.tolist(), rho=rho, depth=depth, t1=t1, atol=1e-14), 
-                 every(outcomes, "non-leading coordinates level off at their predicted limits"), controls, numbers,
-                 "sam_linf_blow_up.png", counterexamples=[stated])
+    return claim(
+        id="000-thm3.2-L3", seed=SEED,
+        statement=Statement(
+            PAPER_THM_3_2,
+            "l_inf-SAM, L >= 3, one example: the leader j* (largest mu_j (alpha_j - rho)^(L-2)) blows up at "
+            "tau* = 1/((L-2) mu_j* (alpha_j* - rho)^(L-2)), where t -> infinity; every other coordinate converges "
+            "to its value at tau* from dw_j/dtau = mu_j (w_j - rho)^(L-1) in closed form: a finite limit for "
+            "alpha_j > rho (not divergence) and for alpha_j < rho a limit short of rho^L (not rho^L). Checked at "
+            "L = 3: each such coordinate levels off (rises by <= 1% over the last half of log10 t), stays below "
+            "its predicted limit, and ends on the closed form (relative 1e-6) at the tau the leader's own value "
+            "gives, a tau that cannot pass tau* (the approach is slow: 1-3% short of the limit at t = 1e30).",
+            "corrected: at L >= 3 only the leader diverges; every other coordinate stops at its value at the "
+            "leader's blow-up"),
+        setting=_setting(mu=MU3.tolist(), rho=rho, depth=depth, t1=t1, atol=1e-14),
+        evidence=Evidence(
+            main=every(outcomes, "non-leading coordinates level off at their predicted limits"),
+            controls=controls,
+            counterexamples=[stated]),
+        numbers=numbers, figure="sam_linf_blow_up.png")
 
 
 def _limits_panel(ax, sol, pred, title):
@@ -360,22 +387,26 @@ def linf_phase_diagram(out: Path, quick: bool) -> Claim:
         else:
             controls.append(Control(name + ", against l_inf-SAM's prediction", o))
     fig.savefig(out / "sam_linf_phase.png", dpi=90)
-    return claim("000-cor3.5", SEED, Statement(
-                     "For l_inf-SAM the limit direction depends critically on initialization and can converge to 0 or to "
-                     "any standard basis vector (abstract); Cor 3.5: e_j*, j* = argmax over {j : alpha_j > rho} of "
-                     "mu_j (alpha_j - rho)^(L-2) (notes; the L >= 3 form from reviewers' notes only).",
-                     "l_inf-SAM, one example mu = (1, 2): over the whole (alpha_1, alpha_2) plane the limit is e_j*, j* = "
-                     "argmax over alpha_j > rho of mu_j (alpha_j - rho)^(L-2), or bounded when every alpha_j <= rho (0 at "
-                     "even L, not 0 at odd L). The black lines are the boundaries from this formula. The coordinates "
-                     "decouple, dw_j/dtau = mu_j (w_j - rho)^(L-1), and the formula is their order of growth (L = 2) or "
-                     "of blow-up times (L >= 3): an algebraic consequence of the flow's equations, so this tests the "
-                     "integrator and the reading of limits over the plane.", "identity of the model"),
-                 _setting(mu=MU.tolist(), rho=rho, depths=[2, 3], grid=f"{n}x{n}", t1="1e30; cells whose asymptotic order is not settled there, or that disagree at L = 3, re-run to log10 t = 1e5",
-                          limit="each cell's by Thm 3.2's asymptotics (L = 2: the growing coordinate of the largest "
-                                "mu_j; L = 3: the leader once no other grows half as fast), else undecided",
-                          atol="1e-10 (L=2), 1e-14 (L=3)"),
-                 every(outcomes, "depths agree with Cor 3.5 on every cell of the grid"), controls, numbers,
-                 "sam_linf_phase.png")
+    return claim(
+        id="000-cor3.5", seed=SEED,
+        statement=Statement(
+            "For l_inf-SAM the limit direction depends critically on initialization and can converge to 0 or to "
+            "any standard basis vector (abstract); Cor 3.5: e_j*, j* = argmax over {j : alpha_j > rho} of "
+            "mu_j (alpha_j - rho)^(L-2) (notes; the L >= 3 form from reviewers' notes only).",
+            "l_inf-SAM, one example mu = (1, 2): over the whole (alpha_1, alpha_2) plane the limit is e_j*, j* = "
+            "argmax over alpha_j > rho of mu_j (alpha_j - rho)^(L-2), or bounded when every alpha_j <= rho (0 at "
+            "even L, not 0 at odd L). The black lines are the boundaries from this formula. The coordinates "
+            "decouple, dw_j/dtau = mu_j (w_j - rho)^(L-1), and the formula is their order of growth (L = 2) or "
+            "of blow-up times (L >= 3): an algebraic consequence of the flow's equations, so this tests the "
+            "integrator and the reading of limits over the plane.", "identity of the model"),
+        setting=_setting(mu=MU.tolist(), rho=rho, depths=[2, 3], grid=f"{n}x{n}", t1="1e30; cells whose asymptotic order is not settled there, or that disagree at L = 3, re-run to log10 t = 1e5",
+                         limit="each cell's by Thm 3.2's asymptotics (L = 2: the growing coordinate of the largest "
+                               "mu_j; L = 3: the leader once no other grows half as fast), else undecided",
+                         atol="1e-10 (L=2), 1e-14 (L=3)"),
+        evidence=Evidence(
+            main=every(outcomes, "depths agree with Cor 3.5 on every cell of the grid"),
+            controls=controls),
+        numbers=numbers, figure="sam_linf_phase.png")
 
 
 def depth2_limits(out: Path, quick: bool) -> Claim:
@@ -406,15 +437,18 @@ def depth2_limits(out: Path, quick: bool) -> Claim:
     controls = [Control(f"depth 1 (Linear) l2-SAM, {dname}: its limit is l2",
                         converges_to(_solve(fs.Linear(), fs.SAM(0.1, 2), data, 0.2, t1=1e100), _refs(data), "l1"))
                 for dname, data in sets.items()]
-    return claim("000-thm4.2", SEED, Statement(
-                     "For l2-SAM, although its limit direction matches the l1 max-margin solution as in the case of GD "
-                     "... (abstract); Thm 4.2 (L = 2), assuming directional convergence (notes).",
-                     "L = 2: GD and l2-SAM converge in direction to the l1 max-margin, judged by the fitted gap and its "
-                     "extrapolated limit (one example and multi-sample Gaussian data).", "as stated"),
-                 _setting(loss="logistic", rho=0.1, data="mu=(1,2); Gaussian 10x4 (n=10 d=4, seed 104, shifted 0.3 along the labelling w)",
-                          alpha="0.2 (one example), 0.1 (Gaussian)",
-                          t1=f"{t1:g} (one example), log10 t = 1e6 (Gaussian), 1e100 (controls)"),
-                 every(outcomes, "runs converge to l1 by the fitted-gap verdict"), controls, numbers, "sam_depth2.png")
+    return claim(
+        id="000-thm4.2", seed=SEED,
+        statement=Statement(
+            "For l2-SAM, although its limit direction matches the l1 max-margin solution as in the case of GD "
+            "... (abstract); Thm 4.2 (L = 2), assuming directional convergence (notes).",
+            "L = 2: GD and l2-SAM converge in direction to the l1 max-margin, judged by the fitted gap and its "
+            "extrapolated limit (one example and multi-sample Gaussian data).", "as stated"),
+        setting=_setting(loss="logistic", rho=0.1, data="mu=(1,2); Gaussian 10x4 (n=10 d=4, seed 104, shifted 0.3 along the labelling w)",
+                         alpha="0.2 (one example), 0.1 (Gaussian)",
+                         t1=f"{t1:g} (one example), log10 t = 1e6 (Gaussian), 1e100 (controls)"),
+        evidence=Evidence(main=every(outcomes, "runs converge to l1 by the fitted-gap verdict"), controls=controls),
+        numbers=numbers, figure="sam_depth2.png")
 
 
 def _extrapolated_limits_panel(ax, sol, ref, label, outcome) -> None:
@@ -537,18 +571,21 @@ def amplification_time(out: Path, quick: bool) -> Claim:
     for setting, flow, mu, alpha, depth in runs:
         sol, o = _amplified(flow, mu, alpha, t1, depth)
         controls.append(Control(f"{setting}, alpha={alpha} (run to log10 t = {sol.log10_t[-1]:.4g})", o))
-    return claim("000-thm4.4", SEED, Statement(
-                     PAPER_THM_4_4,
-                     "Sequential feature amplification along time: l2-SAM (rho 0.1) at L = 2 from a small uniform alpha "
-                     "makes the minor coordinates lead first and the major one last, in a run that reached its horizon "
-                     "with an order that is final there (horizons.order_is_final; the horizon is extended until it is). "
-                     "On the same data and inits, GD, USAM and l2-ASAM at the same rho and l2-SAM at depth 1 do not. "
-                     "USAM does at a larger rho (000-thm4.4-mechanism): the phenomenon is checked as stated, its "
-                     "attribution to the normalisation is not.",
-                     "as stated"),
-                 _setting(rho=0.1, alpha="0.06 (mu=(1,2)), 0.05 (mu=(1,2,3))", t1=f"{t1:g}, extended to log10 t = "
-                          f"{_plain(list(LATER_LOG10_T1))} in turn until the order is final"),
-                 main, controls, numbers, "sam_amplification.png")
+    return claim(
+        id="000-thm4.4", seed=SEED,
+        statement=Statement(
+            PAPER_THM_4_4,
+            "Sequential feature amplification along time: l2-SAM (rho 0.1) at L = 2 from a small uniform alpha "
+            "makes the minor coordinates lead first and the major one last, in a run that reached its horizon "
+            "with an order that is final there (horizons.order_is_final; the horizon is extended until it is). "
+            "On the same data and inits, GD, USAM and l2-ASAM at the same rho and l2-SAM at depth 1 do not. "
+            "USAM does at a larger rho (000-thm4.4-mechanism): the phenomenon is checked as stated, its "
+            "attribution to the normalisation is not.",
+            "as stated"),
+        setting=_setting(rho=0.1, alpha="0.06 (mu=(1,2)), 0.05 (mu=(1,2,3))", t1=f"{t1:g}, extended to log10 t = "
+                         f"{_plain(list(LATER_LOG10_T1))} in turn until the order is final"),
+        evidence=Evidence(main=main, controls=controls),
+        numbers=numbers, figure="sam_amplification.png")
 
 
 def _usam_threshold(mu, alpha) -> float:
@@ -580,27 +617,32 @@ def amplification_mechanism(out: Path, quick: bool) -> Claim:
     stated = Counterexample("without l2-SAM's normalisation no minor coordinate leads (the attribution read as "
                             "necessity)", f"USAM rho=1, mu={_plain(mu)}, alpha={alpha}",
                             no_minor_lead(fs.sequential_amplification(sol), int(np.argmax(mu)), finality))
-    return claim("000-thm4.4-mechanism", SEED, Statement(
-                     "Our theoretical analysis attributes this phenomenon [sequential feature amplification] to "
-                     "l2-SAM's gradient normalization factor applied in its perturbation, which amplifies minor "
-                     "coordinates early and allows major ones to dominate later (abstract).",
-                     "At L = 2 on one example each coordinate's relative growth rate is mu_j (1 - c mu_j), with c = rho "
-                     "/ (sqrt 2 N) for l2-SAM (N = ||mu * w||) and c = rho s for the unnormalised USAM (s = 1/(1 + e^m) "
-                     "the logistic loss's slope at the margin m); c falls as the margin grows, and the minor coordinate 1 "
-                     "outgrows coordinate 2 while c (mu_1 + mu_2) > 1. So USAM amplifies minor coordinates first too, "
-                     "once rho > rho* = 1/(s0 (mu_1 + mu_2)) (s0 at the initial margin): checked on mu = (1, 2) above "
-                     "rho* (minor first, major last, horizon extended until the order is final) and below it (controls, "
-                     "from alpha 0.06 and 0.005: the major leads throughout). What the normalisation adds: its c grows "
-                     "without bound as alpha -> 0, so a small enough init amplifies at any rho (000-thm4.5), while "
-                     "USAM's c < rho / 2 whatever the init.",
-                     "corrected: the normalisation is not necessary; the unnormalised perturbation amplifies minor "
-                     "coordinates first above rho* = 1/(s0 (mu_1 + mu_2)), and the normalisation is what makes a small "
-                     "init enough at any rho"),
-                 _setting(mu=mu.tolist(), flow="USAM (theta~ = theta + rho grad L)", rhos=[0.7, 1.0], alpha=alpha,
-                          t1=f"{t1:g}, extended to log10 t = {_plain(list(LATER_LOG10_T1))} in turn until the order "
-                             "is final"),
-                 every(outcomes, "USAM runs above rho* lead minor first, major last"), controls, numbers, "sam_usam.png",
-                 counterexamples=[stated])
+    return claim(
+        id="000-thm4.4-mechanism", seed=SEED,
+        statement=Statement(
+            "Our theoretical analysis attributes this phenomenon [sequential feature amplification] to "
+            "l2-SAM's gradient normalization factor applied in its perturbation, which amplifies minor "
+            "coordinates early and allows major ones to dominate later (abstract).",
+            "At L = 2 on one example each coordinate's relative growth rate is mu_j (1 - c mu_j), with c = rho "
+            "/ (sqrt 2 N) for l2-SAM (N = ||mu * w||) and c = rho s for the unnormalised USAM (s = 1/(1 + e^m) "
+            "the logistic loss's slope at the margin m); c falls as the margin grows, and the minor coordinate 1 "
+            "outgrows coordinate 2 while c (mu_1 + mu_2) > 1. So USAM amplifies minor coordinates first too, "
+            "once rho > rho* = 1/(s0 (mu_1 + mu_2)) (s0 at the initial margin): checked on mu = (1, 2) above "
+            "rho* (minor first, major last, horizon extended until the order is final) and below it (controls, "
+            "from alpha 0.06 and 0.005: the major leads throughout). What the normalisation adds: its c grows "
+            "without bound as alpha -> 0, so a small enough init amplifies at any rho (000-thm4.5), while "
+            "USAM's c < rho / 2 whatever the init.",
+            "corrected: the normalisation is not necessary; the unnormalised perturbation amplifies minor "
+            "coordinates first above rho* = 1/(s0 (mu_1 + mu_2)), and the normalisation is what makes a small "
+            "init enough at any rho"),
+        setting=_setting(mu=mu.tolist(), flow="USAM (theta~ = theta + rho grad L)", rhos=[0.7, 1.0], alpha=alpha,
+                         t1=f"{t1:g}, extended to log10 t = {_plain(list(LATER_LOG10_T1))} in turn until the order "
+                            "is final"),
+        evidence=Evidence(
+            main=every(outcomes, "USAM runs above rho* lead minor first, major last"),
+            controls=controls,
+            counterexamples=[stated]),
+        numbers=numbers, figure="sam_usam.png")
 
 
 def crossover_identity(out: Path, quick: bool) -> Claim:
@@ -619,16 +661,21 @@ def crossover_identity(out: Path, quick: bool) -> Claim:
             main = judged
         else:
             control = judged
-    return claim("000-thm4.4-crossover", SEED, Statement(
-                     PAPER_THM_4_4,
-                     "At every growth switch of balanced depth-2 l2-SAM (the coordinate of largest relative growth rate "
-                     "changes from j to k), N = ||mu * w||_2 = rho (mu_j + mu_k)/sqrt 2, to relative 1e-6. The growth rate "
-                     "of coordinate j is mu_j (1 - rho mu_j / (sqrt 2 N)) in the balanced ODE, and two such rates are "
-                     "equal exactly there: an algebraic consequence of the flow's equations, so this tests the "
-                     "integrator's event location, not a theorem.", "identity of the model"),
-                 _setting(mu=MU3.tolist(), rhos=rhos, alpha_over_rho=ratios, t1=t1, tolerance="relative 1e-6"), main,
-                 [Control("the magnitude switches of the same runs (beta_k overtakes beta_j), where the law does not "
-                          "apply", control)], numbers)
+    return claim(
+        id="000-thm4.4-crossover", seed=SEED,
+        statement=Statement(
+            PAPER_THM_4_4,
+            "At every growth switch of balanced depth-2 l2-SAM (the coordinate of largest relative growth rate "
+            "changes from j to k), N = ||mu * w||_2 = rho (mu_j + mu_k)/sqrt 2, to relative 1e-6. The growth rate "
+            "of coordinate j is mu_j (1 - rho mu_j / (sqrt 2 N)) in the balanced ODE, and two such rates are "
+            "equal exactly there: an algebraic consequence of the flow's equations, so this tests the "
+            "integrator's event location, not a theorem.", "identity of the model"),
+        setting=_setting(mu=MU3.tolist(), rhos=rhos, alpha_over_rho=ratios, t1=t1, tolerance="relative 1e-6"),
+        evidence=Evidence(
+            main=main,
+            controls=[Control("the magnitude switches of the same runs (beta_k overtakes beta_j), where the law "
+                              "does not apply", control)]),
+        numbers=numbers)
 
 
 def _leader_at_tau(sol, taus):
@@ -685,16 +732,21 @@ def amplification_alpha(out: Path, quick: bool) -> Claim:
         (Number("boundary_alpha", boundary, "1"), Number("tau", taus, "tau"), Number("alpha_star", float(star), "1")))
     _draw_leaders(out, lead, alphas, taus, star, rho)
     controls = [Control(f"GD instead of l2-SAM, tau = {tau:g}", leader_by_scale(lead["GD"][:, k])) for k, tau in enumerate(taus)]
-    return claim("000-thm4.5", SEED, Statement(
-                     "The predictor initially relies on minor coordinates and gradually shifts to larger ones as ... "
-                     "initialization increases (abstract); Thm 4.5; very small alpha makes all weights collapse to 0 in "
-                     "finite time (notes).",
-                     "Sequential feature amplification along the initialisation scale: at a fixed tau (the paper's "
-                     "clock), small alpha makes the minor coordinate lead and large alpha the major one, the boundary "
-                     "tending to alpha* = rho (mu_1 + mu_2)/(sqrt 2 |mu|) as tau -> 0; very small alpha collapses.",
-                     "as stated"),
-                 _setting(mu=MU.tolist(), rho=rho, taus=taus.tolist(), alphas=f"{len(alphas)} in {alphas[0]:.3g}..{alphas[-1]:.3g}"),
-                 every(outcomes, "checks (leader along alpha at each tau, tau -> 0 boundary, collapse threshold)"), controls, numbers, "sam_alpha.png")
+    return claim(
+        id="000-thm4.5", seed=SEED,
+        statement=Statement(
+            "The predictor initially relies on minor coordinates and gradually shifts to larger ones as ... "
+            "initialization increases (abstract); Thm 4.5; very small alpha makes all weights collapse to 0 in "
+            "finite time (notes).",
+            "Sequential feature amplification along the initialisation scale: at a fixed tau (the paper's "
+            "clock), small alpha makes the minor coordinate lead and large alpha the major one, the boundary "
+            "tending to alpha* = rho (mu_1 + mu_2)/(sqrt 2 |mu|) as tau -> 0; very small alpha collapses.",
+            "as stated"),
+        setting=_setting(mu=MU.tolist(), rho=rho, taus=taus.tolist(), alphas=f"{len(alphas)} in {alphas[0]:.3g}..{alphas[-1]:.3g}"),
+        evidence=Evidence(
+            main=every(outcomes, "checks (leader along alpha at each tau, tau -> 0 boundary, collapse threshold)"),
+            controls=controls),
+        numbers=numbers, figure="sam_alpha.png")
 
 
 def _draw_leaders(out, lead, alphas, taus, star, rho):
@@ -817,13 +869,18 @@ def discrete_tracks_flow(out: Path, quick: bool) -> Claim:
                                     (Number("sam_error", a, "1 (max |beta_j| difference)"),
                                      Number("gd_error", b, "1 (max |beta_j| difference)")))
                for e, a, b in zip(etas, sam_err, gd_err)}
-    return claim("000-discrete", SEED, Statement(
-                     "Experiments: discrete SAM tracking the flow (notes); the flows are the eta -> 0 limits of GD / SAM "
-                     "with step eta at fixed rho (docs/theory.md 7).",
-                     "Discrete SAM with step eta tracks the l2-SAM flow, the error shrinking at order 1 in eta.",
-                     "as stated"),
-                 _setting(model="DiagonalNet(2)", rho=rho, alpha=0.3, T=T, etas=etas), error_order(etas, sam_err),
-                 [Control("discrete GD against the SAM flow", error_order(etas, gd_err))], numbers, "sam_discrete.png")
+    return claim(
+        id="000-discrete", seed=SEED,
+        statement=Statement(
+            "Experiments: discrete SAM tracking the flow (notes); the flows are the eta -> 0 limits of GD / SAM "
+            "with step eta at fixed rho (docs/theory.md 7).",
+            "Discrete SAM with step eta tracks the l2-SAM flow, the error shrinking at order 1 in eta.",
+            "as stated"),
+        setting=_setting(model="DiagonalNet(2)", rho=rho, alpha=0.3, T=T, etas=etas),
+        evidence=Evidence(
+            main=error_order(etas, sam_err),
+            controls=[Control("discrete GD against the SAM flow", error_order(etas, gd_err))]),
+        numbers=numbers, figure="sam_discrete.png")
 
 
 def _outside_share(beta, top):
@@ -857,16 +914,21 @@ def digits_pixels(out: Path, quick: bool) -> Claim:
                               (Number("min_margin_end", float(sol.margins[-1].min()), "1"),))
                for name, sol in sols.items()}
     numbers["from alpha 0.05"] = main
-    return claim("000-digits", SEED, Statement(
-                     "Synthetic and real-data experiments corroborate our findings (abstract); the real data: a CNN on "
-                     "MNIST, read by Grad-CAM (notes).",
-                     "Real data (sklearn digits 0 vs 1, 8x8) on a depth-2 diagonal network, not a CNN on MNIST: from a "
-                     f"small init, l2-SAM first puts weight on minor pixels: at its peak, the share of |beta| outside the "
-                     f"{k} pixels GD ends up relying on exceeds GD's share at the same time by more than 0.05 (Thm 4.4's "
-                     "sequential amplification, seen on real data).", "weaker"),
-                 _setting(model="u^2 - v^2", alpha=0.05, rho=rho, t1=t1, n=data.n, top_pixels=k), main,
-                 [Control("from alpha = 0.5, above the amplification regime (l2-SAM against GD from 0.5)", control)],
-                 numbers, "sam_digits.png")
+    return claim(
+        id="000-digits", seed=SEED,
+        statement=Statement(
+            "Synthetic and real-data experiments corroborate our findings (abstract); the real data: a CNN on "
+            "MNIST, read by Grad-CAM (notes).",
+            "Real data (sklearn digits 0 vs 1, 8x8) on a depth-2 diagonal network, not a CNN on MNIST: from a "
+            f"small init, l2-SAM first puts weight on minor pixels: at its peak, the share of |beta| outside the "
+            f"{k} pixels GD ends up relying on exceeds GD's share at the same time by more than 0.05 (Thm 4.4's "
+            "sequential amplification, seen on real data).", "weaker"),
+        setting=_setting(model="u^2 - v^2", alpha=0.05, rho=rho, t1=t1, n=data.n, top_pixels=k),
+        evidence=Evidence(
+            main=main,
+            controls=[Control("from alpha = 0.5, above the amplification regime (l2-SAM against GD from 0.5)",
+                              control)]),
+        numbers=numbers, figure="sam_digits.png")
 
 
 def _excess(sols, sam, gd, k):

@@ -30,7 +30,7 @@ from matplotlib.figure import Figure
 from flowsim import plot
 
 from . import adam
-from ._claim import Claim, Control, Measured, Number, Outcome, Statement, claim, every
+from ._claim import Claim, Control, Evidence, Measured, Number, Outcome, Statement, claim, every
 
 STATES = ("within", "outside", "unsettled")
 #: a value outside the tolerance whose angle, at its last decade's pace, would come within it in fewer further
@@ -216,17 +216,21 @@ def signum_momentum_scan(out: Path, quick: bool) -> Claim:
                     "shaded: each batch's threshold bracket (refined by bisection)")
     _state_legend(ax, SIGNUM_TOLERANCE_DEG)
     fig.savefig(out / "signum_scan.png", dpi=90)
-    return claim("002-thm5.1-scan", adam.SEED, Statement(
-                     "We prove that Signum converges to the l_inf-max-margin classifier for any batch size (abstract); "
-                     "Thm 5.1, provided its momentum beta is close enough to 1 (notes).",
-                     f"At each batch size (1, 5, N = 10) Signum's end direction after the step budget falls within "
-                     f"{SIGNUM_TOLERANCE_DEG:g} deg of the l_inf max-margin as beta -> 1: every momentum the budget "
-                     "decides is within from a threshold on and outside below it; the threshold is located (bracketed "
-                     "and bisected in log(1 - beta)) at this budget, not as t -> infinity.", "as stated"),
-                 f"iid_gaussian(10, 20), Signum(lr 0.05 (t+1)^-1/2), beta in {list(signum_scan_values(quick))}, "
-                 f"{steps} steps, tolerance {SIGNUM_TOLERANCE_DEG:g} deg",
-                 every(outcomes, "batch sizes fall within the tolerance of l_inf as beta -> 1"), controls, numbers,
-                 "signum_scan.png")
+    return claim(
+        id="002-thm5.1-scan", seed=adam.SEED,
+        statement=Statement(
+            "We prove that Signum converges to the l_inf-max-margin classifier for any batch size (abstract); "
+            "Thm 5.1, provided its momentum beta is close enough to 1 (notes).",
+            f"At each batch size (1, 5, N = 10) Signum's end direction after the step budget falls within "
+            f"{SIGNUM_TOLERANCE_DEG:g} deg of the l_inf max-margin as beta -> 1: every momentum the budget "
+            "decides is within from a threshold on and outside below it; the threshold is located (bracketed "
+            "and bisected in log(1 - beta)) at this budget, not as t -> infinity.", "as stated"),
+        setting=f"iid_gaussian(10, 20), Signum(lr 0.05 (t+1)^-1/2), beta in {list(signum_scan_values(quick))}, "
+                f"{steps} steps, tolerance {SIGNUM_TOLERANCE_DEG:g} deg",
+        evidence=Evidence(
+            main=every(outcomes, "batch sizes fall within the tolerance of l_inf as beta -> 1"),
+            controls=controls),
+        numbers=numbers, figure="signum_scan.png")
 
 
 def adam_b2_values(quick: bool):
@@ -272,17 +276,21 @@ def adam_b2_scan(out: Path, quick: bool) -> Claim:
                     f"against b2 ({law}near 1 the budget no longer settles the run)")
     _state_legend(ax, ADAM_TOLERANCE_DEG)
     fig.savefig(out / "adam_b2_scan.png", dpi=90)
-    return claim("002-thm4.8-b2-scan", adam.SEED, Statement(
-                     adam.PAPER_THM_4_8,
-                     f"Per-sample Adam's end direction after the step budget falls within {ADAM_TOLERANCE_DEG:g} deg of "
-                     "the fixed-point Mahalanobis max-margin as b2 -> 1 (every b2 the budget decides is within from a "
-                     "threshold on, outside below it), on one data set whose fixed point flowsim finds unique (002-metric). "
-                     "Left out: the b2 -> 1 limit after t -> infinity; near 1 the budget leaves b2 unsettled.",
-                     "weaker"),
-                 f"iid_gaussian(10, 20), {adam.ADAM_SETTING} but b2 in {', '.join(f'{p.value:.6g}' for p in points)}, "
-                 f"{steps} steps, tolerance {ADAM_TOLERANCE_DEG:g} deg", main,
-                 [Control("the same runs against the l_inf max-margin (full-batch Adam's limit)", control)], numbers,
-                 "adam_b2_scan.png")
+    return claim(
+        id="002-thm4.8-b2-scan", seed=adam.SEED,
+        statement=Statement(
+            adam.PAPER_THM_4_8,
+            f"Per-sample Adam's end direction after the step budget falls within {ADAM_TOLERANCE_DEG:g} deg of "
+            "the fixed-point Mahalanobis max-margin as b2 -> 1 (every b2 the budget decides is within from a "
+            "threshold on, outside below it), on one data set whose fixed point flowsim finds unique (002-metric). "
+            "Left out: the b2 -> 1 limit after t -> infinity; near 1 the budget leaves b2 unsettled.",
+            "weaker"),
+        setting=f"iid_gaussian(10, 20), {adam.ADAM_SETTING} but b2 in {', '.join(f'{p.value:.6g}' for p in points)}, "
+                f"{steps} steps, tolerance {ADAM_TOLERANCE_DEG:g} deg",
+        evidence=Evidence(
+            main=main,
+            controls=[Control("the same runs against the l_inf max-margin (full-batch Adam's limit)", control)]),
+        numbers=numbers, figure="adam_b2_scan.png")
 
 
 CHECKS = [signum_momentum_scan, adam_b2_scan]

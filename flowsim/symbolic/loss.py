@@ -182,6 +182,22 @@ class Loss:
         whose tail is not exponential, and for a regression loss, which has no tail to ask of."""
         return self._tail
 
+    @cached_property
+    def tail_power(self) -> float:
+        """k with l(m) ~ c m^-k as m -> oo (q ~ m^-(k+1)), read off the slopes of log q against log m at the margins
+        where ``tail_rate`` is read; nan for an exponential tail, one lighter or heavier than every power, and a
+        regression loss. A run on such a tail tends in direction to the minimiser of sum_i (z_i.w)^-k on the sphere
+        (:func:`flowsim.polynomial_tail_limit`), not to a max-margin (docs/theory.md 4)."""
+        if self.is_regression or self.exponential_tail:
+            return math.nan
+        f = sp.lambdify(M, self.log_q, modules=[numpy_functions(), "numpy"])
+        with np.errstate(all="ignore"):
+            logs = [float(f(np.float64(m))) for m in _TAIL_AT]
+        powers = [-(b - a) / math.log(mb / ma) for a, b, ma, mb in zip(logs, logs[1:], _TAIL_AT, _TAIL_AT[1:])]
+        if powers[-1] > 1 and abs(powers[-1] - powers[-2]) <= 1e-3 * powers[-1]:
+            return powers[-1] - 1.0
+        return math.nan
+
     @property
     def exponential_tail(self) -> bool:
         """A margin loss with -log q(m)/m -> c > 0: the setting of the l2 max-margin theorems (docs/theory.md 4)."""

@@ -17,6 +17,7 @@ import numpy as np
 from flowsim._checks import is_real_number, is_whole
 from flowsim.integrate.status import Status
 from flowsim.symbolic.reachable import reachable_signs
+from flowsim.theory.heavy_tails import polynomial_tail_limit
 from flowsim.theory.references import MaxMargin, normalised_margin
 
 
@@ -86,7 +87,7 @@ class Convergence:
 
     name: str
     final_gap: float
-    rate: float  # k in gap ~ A (log t)^(-k)
+    rate: float  # k in gap ~ A (log t)^(-k); for a polynomial tail, k in angle ~ A t^(-k) (the angle is final_gap)
     r2: float
     decreasing: bool
     final_angle: float
@@ -115,10 +116,15 @@ def is_steady(halves) -> bool:
 def convergence(sol, ref: MaxMargin, name: str = "", tail: float = 0.5) -> Convergence:
     """Fit gap ~ A (log t)^(-k) over the last ``tail`` fraction of save points (in log10 t)."""
     gap = np.maximum(margin_gap(sol, ref), 0.0)
-    lt = sol.log10_t
+    return _power_law(sol.log10_t, gap, lambda log_t: np.log(log_t), name, tail, float(angle(sol, ref)[-1]))
+
+
+def _power_law(lt, gap, x_of, name, tail, final_angle, floor=1e-12) -> Convergence:
+    """Fit log gap = c - k x over the last ``tail`` fraction of the save points at ``lt`` (log10 t), x = x_of(log t):
+    log log t for a power of 1/log t, log t for a power of 1/t. A gap at or below ``floor`` throughout is reached."""
     keep = np.isfinite(lt) & (lt >= lt[-1] - tail * (lt[-1] - max(lt[np.isfinite(lt)][0], 0.0))) & (lt > 0)
     g = gap[keep]
-    x = np.log(lt[keep] * np.log(10.0))
+    x = x_of(lt[keep] * np.log(10.0))
     rate, r2, halves = 0.0, 0.0, (float("nan"), float("nan"))
     if keep.sum() >= 4 and np.all(g > 0):
         A = np.vstack([x, np.ones_like(x)]).T
@@ -129,12 +135,12 @@ def convergence(sol, ref: MaxMargin, name: str = "", tail: float = 0.5) -> Conve
         r2 = 1.0 - np.sum((np.log(g) - pred) ** 2) / ss if ss > 0 else 1.0
         if keep.sum() >= 8:
             halves = rate_halves(x, np.log(g))
-    elif keep.sum() >= 1 and np.all(g <= 1e-12):
+    elif keep.sum() >= 1 and np.all(g <= floor):
         rate, r2 = np.inf, 1.0
     q = max(1, keep.sum() // 3)
     decreasing = bool(keep.sum() >= 2 and g[-1] <= g[-q - 1] * (1 + 1e-9) if keep.sum() > q else False)
     return Convergence(name=name, final_gap=float(gap[-1]), rate=float(rate), r2=float(r2), decreasing=decreasing,
-                       final_angle=float(angle(sol, ref)[-1]), halves=halves)
+                       final_angle=final_angle, halves=halves)
 
 
 @dataclass(frozen=True)
@@ -168,12 +174,16 @@ def verdict(sol, refs: dict, claim: str, min_r2: float = 0.9) -> Verdict:
     None (inconclusive) otherwise; None ("undecided: references coincide") too for a run that would converge
     to the claim while another reference is no farther from it than the run's final angle: the run cannot tell
     the two apart (data whose l1, l2 and l_inf optima all lie along (1, 1) confirm none of the three claims over
-    the others). A global optimum whose margin the run exceeds is not one of these data: a ValueError. (Without the last two checks of the power law, a trajectory
+    the others). A run of a margin loss with a polynomial tail l ~ m^-k (``loss.tail_power``) is judged by its own
+    law: its limit is the minimiser of sum_i (z_i.w)^-k on the sphere, its angle to it decaying as a power of t
+    (:func:`_polynomial_tail_verdict`); a loss with neither tail is refused (ValueError). A global optimum whose margin the run exceeds is not one of these data: a ValueError. (Without the last two checks of the power law, a trajectory
     still in a transient at the horizon, 37 degrees from the l_inf direction at t = 1e100 and on its way
     to l1, its gaps shrinking ever faster, was called convergent to l_inf: depth-2 GD from
     (1, 0.01, 0.01).)"""
     if claim not in refs:
         raise ValueError(f"claim {claim!r} is not among the references {sorted(refs)}.")
+    if not sol.system.loss.exponential_tail:
+        return _polynomial_tail_verdict(sol, refs, claim, min_r2)
     fits = {k: convergence(sol, r, k) for k, r in refs.items()}
     c = fits[claim]
     above = _above(sol, refs[claim], claim)
@@ -219,6 +229,63 @@ def verdict(sol, refs: dict, claim: str, min_r2: float = 0.9) -> Verdict:
     if reached and _stops_short(c):
         return Verdict(claim, False, f"at {reached[0]}'s margin while its own stops short: " + text, fits)
     return Verdict(claim, None, "inconclusive: " + text, fits)
+
+
+def _polynomial_tail_verdict(sol, refs: dict, claim: str, min_r2: float) -> Verdict:
+    """:func:`verdict` for a margin loss with a polynomial tail l ~ m^-k (``loss.tail_power``; docs/theory.md 4): the
+    direction tends to the minimiser of sum_i (z_i.w)^-k on the sphere (:func:`flowsim.polynomial_tail_limit`), not
+    to a max-margin, and the angle to it decays as a power of t, not of 1/log t. True where ``refs[claim]`` is that
+    limit (within ``MIN_APART_DEG``) and the run's angle to it decays as one power of t (k > 0, R^2 >= ``min_r2``, the
+    same k on both halves of the tail within ``STEADY``, still decreasing) or is below 1e-9 degrees; False where the
+    claim is not that limit and the run's angle to the limit decays so, the run nearer it than the claim; None
+    otherwise. ``fits`` holds one fit of the angle (degrees, ``final_gap``) ~ t^-k per reference and one for the
+    limit ("polynomial-tail limit"). A margin loss with neither tail has no decay law here: a ValueError says so."""
+    loss = sol.system.loss
+    power = loss.tail_power
+    if not np.isfinite(power):
+        tail = "a regression loss (its runs converge to a point, not in direction)" if loss.is_regression else \
+            "a margin loss with neither an exponential tail (-log q ~ c m) nor a polynomial one (l ~ m^-k)"
+        raise ValueError(f"verdict: the loss {loss.name!r} is {tail}: verdict has no limit direction or decay law for "
+                         "its runs; compare directions with fs.angle.")
+    limit = polynomial_tail_limit(sol.data, power)
+    named = {**refs, LIMIT_NAME: limit}
+    fits = {k: _angle_law(sol, r.direction, k) for k, r in named.items()}
+    c, derived = fits[claim], fits[LIMIT_NAME]
+    off = _degrees(refs[claim].direction, limit.direction)
+    text = (f"a polynomial tail l ~ m^-{power:.4g}, whose limit direction minimises sum_i (z_i.w)^-{power:.4g} on the "
+            f"sphere ({claim} is {off:.3g} deg from it); angle to {claim} {c.final_angle:.3g} deg at log10 t = "
+            f"{sol.log10_t[-1]:.4g}, fitted ~ t^-{c.rate:.3g} (R^2 = {c.r2:.3f}, rate {c.halves[0]:.3g} then "
+            f"{c.halves[1]:.3g} over the tail's halves); to that limit {derived.final_angle:.3g} deg, ~ "
+            f"t^-{derived.rate:.3g}")
+    if sol.status != Status.COMPLETED:
+        return Verdict(claim, None, f"solution status {sol.status!r}: " + text, fits)
+    if off <= MIN_APART_DEG:
+        if _decays_as_one_power(c, min_r2):
+            return Verdict(claim, True, "converges: " + text, fits)
+        return Verdict(claim, None, "inconclusive: the angle to the limit does not yet decay as one power of t: "
+                       + text, fits)
+    if _decays_as_one_power(derived, min_r2) and derived.final_angle < c.final_angle:
+        return Verdict(claim, False, "converges to the polynomial-tail limit, not to the claim: " + text, fits)
+    return Verdict(claim, None, "inconclusive: " + text, fits)
+
+
+#: the name of the polynomial-tail limit among a heavy-tailed verdict's ``fits``
+LIMIT_NAME = "polynomial-tail limit"
+#: an angle (degrees) below this is the direction reached (float64 resolves directions to ~1e-14 rad)
+REACHED_DEG = 1e-9
+
+
+def _angle_law(sol, direction, name, tail: float = 0.5) -> Convergence:
+    """The run's angle (degrees) to ``direction`` fitted ~ A t^-k over the last ``tail`` of log10 t (a
+    cancellation-free angle: arccos rounds angles below 1e-6 degrees)."""
+    u = direction / np.linalg.norm(direction)
+    degrees = np.degrees(2.0 * np.arcsin(np.clip(np.linalg.norm(sol.direction - u, axis=1) / 2.0, 0.0, 1.0)))
+    return _power_law(sol.log10_t, degrees, lambda log_t: log_t, name, tail, float(degrees[-1]), floor=REACHED_DEG)
+
+
+def _decays_as_one_power(fit: Convergence, min_r2: float) -> bool:
+    """Reached, or decaying as one power law: k > 0, a good fit, the same k on both halves, still decreasing."""
+    return fit.final_angle <= REACHED_DEG or (fit.rate > 0 and fit.r2 >= min_r2 and fit.decreasing and fit.steady)
 
 
 #: a fitted decay exponent below this is a margin gap levelling off (converged runs here decay as (log t)^-1 or
