@@ -27,10 +27,9 @@ SCRIPT = textwrap.dedent(COUNTING + """
     print(json.dumps({"exports": len(exports), "beta": out}))
 """)
 SWEEP = textwrap.dedent(COUNTING + """
-    from flowsim.integrate import sweep
-    sweep._cores = lambda: 3  # the three chunks below start together, each on its thread
+    # the three chunks below start together, each on its thread
     ds = fs.sweep(system, fs.Dataset(np.array([[1.0, 2.0, 3.0]]), [1]),
-                  {"alpha": [0.01, 0.05, 0.3], "rho": [0.05, 0.2]}, t1=1e30, saves=50, chunk_size=2)
+                  {"alpha": [0.01, 0.05, 0.3], "rho": [0.05, 0.2]}, t1=1e30, saves=50, chunk_size=2, workers=3)
     print(json.dumps({"exports": len(exports), "chunks": int(ds.attrs["chunks"])}))
 """)
 

@@ -128,14 +128,10 @@ def test_dask_local_cluster_equals_local_path(l2_sweep, capsys, monkeypatch):
     np.testing.assert_allclose(part["beta"].values[kept], l2_sweep["beta"].values[kept], rtol=1e-10, atol=1e-300)
 
 
-def test_chunks_on_threads_equal_chunks_one_after_another(l2_sweep, monkeypatch):
+def test_chunks_on_threads_equal_chunks_one_after_another(l2_sweep):
     """Vmapped chunks run a thread per core (here three at once): the same numbers as one at a time."""
-    from flowsim.integrate import sweep
-
-    monkeypatch.setattr(sweep, "_cores", lambda: 3)
-    ds = fs.sweep(L2SAM, MU3, {"alpha": ALPHAS, "rho": RHOS}, t1=1e30, saves=120, chunk_size=2)
-    monkeypatch.setattr(sweep, "_cores", lambda: 1)
-    one = fs.sweep(L2SAM, MU3, {"alpha": ALPHAS, "rho": RHOS}, t1=1e30, saves=120, chunk_size=2)
+    ds = fs.sweep(L2SAM, MU3, {"alpha": ALPHAS, "rho": RHOS}, t1=1e30, saves=120, chunk_size=2, workers=3)
+    one = fs.sweep(L2SAM, MU3, {"alpha": ALPHAS, "rho": RHOS}, t1=1e30, saves=120, chunk_size=2, workers=1)
     assert ds.attrs["chunks"] == 3
     for var in ("beta", "log_loss", "beta_end", "steps", "status", "leader"):
         np.testing.assert_array_equal(ds[var].values, one[var].values)
@@ -351,6 +347,9 @@ def test_rho_grid_needs_a_radius_and_executor_must_be_known():
         fs.sweep(L2SAM, MU3, {"alpha": [0.1]}, t1=1e10, executor="ray")
     with pytest.raises(ValueError, match="chunk_size"):
         fs.sweep(L2SAM, MU3, {"alpha": [0.1]}, t1=1e10, chunk_size=0)
+    for bad in ({"workers": 0}, {"workers": 2.5}, {"workers": 2, "executor": "dask"}):
+        with pytest.raises(ValueError, match="workers must be a positive integer, and only without executor="):
+            fs.sweep(L2SAM, MU3, {"alpha": [0.1]}, t1=1e10, **bad)
 
 
 def test_plateau_at_end_reads_each_points_last_two_finite_saves():

@@ -116,6 +116,7 @@ def sweep(
     blowup_size: float = 1e100,
     chunk_size: int = 256,
     executor=None,
+    workers: int | None = None,
     progress: bool = False,
 ):
     """Solve ``system`` on ``data`` at every point of ``grid`` (the Cartesian product of its axes).
@@ -131,6 +132,8 @@ def sweep(
             as few as that allows and of equal size (a smaller chunk_size spreads a small sweep over the cores
             and its progress, at the cost of more lockstep solves). Sign flows solved here run point by point,
             and their progress counts points.
+        workers: the threads that run vmapped chunks in this process (default: one per core this process may
+            use); not taken with ``executor``, whose cluster has its own workers.
         executor: None (this process: vmapped chunks on a thread per core), a
             ``dask.distributed.Client``, a scheduler address (``"tcp://host:8786"``), or ``"dask"`` for a
             ``LocalCluster`` started and closed here.
@@ -163,6 +166,9 @@ def sweep(
     axes = _check_grid(system, data, grid)
     if not is_whole(chunk_size):
         raise ValueError(f"chunk_size must be a positive integer; got {chunk_size!r}.")
+    if workers is not None and (not is_whole(workers) or executor is not None):
+        raise ValueError(f"workers must be a positive integer, and only without executor= (a cluster has its own "
+                         f"workers); got workers={workers!r}, executor={executor!r}.")
     keys = list(axes)
     points = [dict(zip(keys, combo)) for combo in product(*axes.values())]
     base_rho = float(system.flow.rho)
@@ -176,7 +182,8 @@ def sweep(
     # 512, not 1,000 and 24 padded to 1,000), whatever the machine: a chunk's points share its reductions (the
     # tied net, the crossing event), so chunks by core count gave results that depended on it; solved point by
     # point here, a chunk is a point (progress by point)
-    size = -(-len(order) // -(-len(order) // chunk_size)) if vmapped or executor is not None else 1
+    unit = "chunks" if vmapped or executor is not None else "points"
+    size = -(-len(order) // -(-len(order) // chunk_size)) if unit == "chunks" else 1
     chunks = [order[i:i + size] for i in range(0, len(order), size)]
     # every chunk the same size (the last padded with copies of its last point): one compile per sweep
     padded = [np.concatenate([c, np.repeat(c[-1:], len(chunks[0]) - len(c))]) for c in chunks]
@@ -184,7 +191,7 @@ def sweep(
     tasks = [(spec, data, [inits[i] for i in c], rhos[c], opts, vmapped, allow_nonseparable) for c in padded]
     t0 = time.perf_counter()
     with terminable():  # SIGTERM as a Ctrl-C: the chunks finished are kept
-        results, where = _execute(tasks, executor, progress, concurrent=vmapped)
+        results, where = _execute(tasks, executor, progress and unit, (workers or _cores()) if vmapped else 1)
     wall = time.perf_counter() - t0
     with held():  # every point is done: a Ctrl-C now must not drop them
         out = _gathered(results, chunks, padded, len(points), len(grid_t), data.d)
@@ -238,19 +245,18 @@ def _asked(system, init, axes, opts):
                     f"{np.asarray(init).tolist()}" if swept else str(np.asarray(init).tolist())}
 
 
-def _execute(tasks, executor, progress, concurrent=False):
-    """Each task's ``_chunk``, in order: on Dask (``executor``), or here, on a thread per core where
-    ``concurrent`` (vmapped chunks: each is one XLA computation, which runs on one core and releases
-    the GIL, so two chunks at a time took half the time on two cores), else one after another. After a
-    Ctrl-C the chunks not finished are None."""
+def _execute(tasks, executor, unit, workers):
+    """Each task's ``_chunk``, in order: on Dask (``executor``), or here, on ``workers`` threads (vmapped chunks:
+    each is one XLA computation, which runs on one core and releases the GIL, so two chunks at a time took half the
+    time on two cores; a chunk solved point by point runs one after another). After a Ctrl-C the chunks not
+    finished are None. ``unit``: what the progress bar counts ("chunks" or "points"), None for no bar."""
     from flowsim.progress import progress_bar
 
-    unit = "chunks" if concurrent or executor is not None else "points"
-    bar = progress_bar(len(tasks), unit, "sweep") if progress else None
+    bar = progress_bar(len(tasks), unit, "sweep") if unit else None
     try:
         if executor is not None:
             return _on_dask(tasks, executor, bar)
-        workers = min(len(tasks), _cores()) if concurrent else 1
+        workers = min(len(tasks), workers)
         return (_in_threads(tasks, workers, bar) if workers > 1 else _in_turn(tasks, bar)), "local"
     finally:
         if bar:
