@@ -1,7 +1,8 @@
 """l2-SAM on a regression through its smoothing SAM(rho, eps): rho g / sqrt(||g||^2 + eps^2) vanishes at the minima,
 so solve runs it there. Checked against an independent discrete SAM (numpy, step eta -> 0) before the flow reaches
 the set of minima, and for what happens after: every eps > 0 stops at the first minimum reached (its ends converge
-as eps -> 0) while discrete SAM slides on, so the eps -> 0 end is not small-step SAM's limit (docs/theory.md 12)."""
+as eps -> 0) while discrete SAM slides on, so the eps -> 0 end is not small-step SAM's limit; on one sample the slide is
+the exact flow's unique Filippov sliding mode, written here by hand (docs/theory.md 12)."""
 
 import math
 
@@ -191,3 +192,65 @@ def test_the_smoothed_lp_field_normalises_by_the_lq_norm_of_g_and_eps():
     system = fs.derive(fs.DiagonalNet(2, "difference"), "square", fs.SAM(rho, norm=3, eps=eps))
     field, _ = system.vector_field(np.stack([u, v]), data)
     np.testing.assert_allclose(np.ravel(field), -grad(ut, vt), rtol=1e-12, atol=1e-14)
+
+
+def filippov_slide_one_sample(x, y, theta0, rho, t1):
+    """The exact l2-SAM flow on one sample's regression r = x.(u^2 - v^2) - y, written here from its definition: SAM
+    until r = 0, then Filippov's sliding mode on that surface. g = r grad r, so g/||g|| = sign(r) n with n = grad r /
+    ||grad r||: the surface is one switching surface, and the convex combination lam f(+n) + (1 - lam) f(-n) of the
+    two sides' fields f(s) = -grad L(theta + rho s) that keeps dr/dt = 0 is unique. Returns (arrival theta, end
+    theta)."""
+    from scipy.integrate import solve_ivp
+
+    d = len(x)
+
+    def r(th):
+        return x @ (th[:d] ** 2 - th[d:] ** 2) - y
+
+    def grad_r(th):
+        return np.concatenate([2 * x * th[:d], -2 * x * th[d:]])
+
+    def grad_loss(th):
+        return r(th) * grad_r(th)
+
+    def sam(t, th):
+        g = grad_loss(th)
+        return -grad_loss(th + rho * g / np.linalg.norm(g))
+
+    def slide(t, th):
+        normal = grad_r(th) / np.linalg.norm(grad_r(th))
+        up, down = -grad_loss(th + rho * normal), -grad_loss(th - rho * normal)
+        rate_up, rate_down = grad_r(th) @ up, grad_r(th) @ down  # dr/dt on the side r > 0 and on r < 0
+        assert rate_up < 0 < rate_down  # both sides point into the surface: an attracting sliding mode
+        lam = rate_down / (rate_down - rate_up)
+        return lam * up + (1 - lam) * down
+
+    arrive = lambda t, th: r(th)  # noqa: E731
+    arrive.terminal = True
+    before = solve_ivp(sam, (0, t1), theta0, events=arrive, method="DOP853", rtol=1e-12, atol=1e-14)
+    t_on, on = before.t_events[0][0], before.y_events[0][0]
+    after = solve_ivp(slide, (t_on, t1), on, method="DOP853", rtol=1e-12, atol=1e-14)
+    return on, after.y[:, -1]
+
+
+def test_on_one_sample_small_step_sam_is_the_filippov_slide_and_the_smoothed_flow_rests_at_arrival():
+    """One sample: the minima are one switching surface r = 0 and the exact flow's sliding mode there is unique.
+    Discrete SAM converges to it as the step falls (errors printed, shrinking like the step), moving 0.07 in beta
+    along the minima by t = 50; the smoothed flow (flowsim, eps = 1e-4) stops where the flow arrives. So the eps -> 0
+    limit of the smoothing is not the exact flow after the arrival: the smoothed perturbation, shorter than rho near
+    the minima, leaves the Filippov set (unit directions only)."""
+    rng = np.random.default_rng(0)
+    x, y, rho, t1, alpha = rng.normal(size=3), 1.3, 0.1, 50.0, 0.3
+    theta0 = np.full(6, alpha)
+    on, end = filippov_slide_one_sample(x, y, theta0, rho, t1)
+    beta_on, beta_end = on[:3] ** 2 - on[3:] ** 2, end[:3] ** 2 - end[3:] ** 2
+    errors = [np.abs(discrete_sam(x[None, :], np.array([y]), alpha, rho, eta, t1) - beta_end).max()
+              for eta in (1e-2, 3e-3, 1e-3)]
+    print("discrete SAM against the Filippov slide, eta = 1e-2, 3e-3, 1e-3:", errors)  # measured 3.5e-3, 1.1e-3, 3.8e-4
+    assert errors[0] > 2 * errors[1] > 4 * errors[2] and errors[2] < 1e-3
+    assert np.abs(beta_end - beta_on).max() > 0.05  # it slides on (0.068)
+    smoothed = sam_end(fs.Dataset(x[None, :], [y], task="regression"), rho, 1e-4, t1=t1, alpha=alpha)
+    assert smoothed.status == "converged"
+    print("smoothed end against the arrival, the slide's end:", np.abs(smoothed.beta[-1] - beta_on).max(),
+          np.abs(smoothed.beta[-1] - beta_end).max())
+    assert np.abs(smoothed.beta[-1] - beta_on).max() < 1e-4 < 0.05 < np.abs(smoothed.beta[-1] - beta_end).max()

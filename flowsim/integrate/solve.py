@@ -291,8 +291,8 @@ def check_task(system, data):
                          "direction (SAM, ASAM, normalised GD) reaches the set of interpolating minima in finite time "
                          "and then slides along it, which is not integrated. SAM(rho, eps=eps) with eps > 0 runs: its "
                          "perturbation rho g / sqrt(||g||^2 + eps^2) vanishes at the minima, so it stops at the first "
-                         "one it reaches (as eps -> 0 too), where discrete SAM at small steps slides on (docs/theory.md "
-                         "12).")
+                         "one it reaches (as eps -> 0 too), where the exact flow, like discrete SAM at small steps, slides "
+                         "on (docs/theory.md 12).")
 
 
 #: a given atol must be below this fraction of the init's size (max |theta0|; 1 for a zero init)

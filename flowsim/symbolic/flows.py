@@ -28,9 +28,9 @@ def SAM(rho: float, norm: float = 2, eps: float = 0.0) -> Flow:
     ``eps > 0`` (finite p) normalises by :math:`\|(g, \epsilon)\|_q` instead (at p = 2,
     :math:`\rho g/\sqrt{\|g\|^2+\epsilon^2}`), a flow whose field vanishes at a regression's minima, so
     :func:`flowsim.solve` runs it there. It follows SAM until the flow reaches the set of minima and stops at
-    the first minimum it reaches, for every eps > 0 (the ends converge as eps -> 0); the exact SAM flow's
-    Filippov inclusion admits that rest, while discrete SAM at small steps slides on along the set
-    (docs/theory.md 12), so the eps -> 0 end is not small-step SAM's limit."""
+    the first minimum it reaches, for every eps > 0 (the ends converge as eps -> 0). The exact SAM flow
+    slides on along the set of minima (Filippov; unique for one sample), as discrete SAM at small steps does
+    (docs/theory.md 12), so the eps -> 0 end is not SAM's after the arrival."""
     return Flow(Ascent(norm, eps), Gradient(), rho=rho, name="SAM", shows=("rho", "norm", "eps") if eps else ("rho", "norm"))
 
 

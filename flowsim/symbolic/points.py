@@ -116,7 +116,8 @@ class Ascent(EvaluationPoint):
 
     ``eps > 0`` (finite p) smooths the normalisation, :math:`\rho\,\mathrm{sign}(g)|g|^{q-1}/\|(g, \epsilon)\|_q^{q-1}`
     (at p = 2, :math:`\rho g/\sqrt{\|g\|^2 + \epsilon^2}`): the perturbation then vanishes with the gradient, so
-    the loss's minima are rest points, and the exact flow (eps = 0) is its eps -> 0 limit. Written with
+    the loss's minima are rest points. Up to the first minimum the flow reached, the exact flow (eps = 0) is its
+    eps -> 0 limit; after it, not: the exact flow slides along the minima (docs/theory.md 12). Written with
     :math:`g = e^S G` as :math:`e^{(q-1)S}\mathrm{sign}(G)|G|^{q-1}/(e^{qS}N^q + \epsilon^q)^{(q-1)/q}`, which
     neither overflows nor divides by 0 as the loss (e^S) falls."""
 
