@@ -137,20 +137,17 @@ def test_chunks_on_threads_equal_chunks_one_after_another(l2_sweep):
         np.testing.assert_array_equal(ds[var].values, one[var].values)
 
 
-def test_chunks_on_threads_run_on_the_callers_default_device(monkeypatch):
+def test_chunks_on_threads_run_on_the_callers_default_device():
     """``with jax.default_device(...)`` is thread-local: the worker threads are given the caller's (they ran
-    on JAX's default device whatever the caller chose)."""
+    on JAX's default device whatever the caller chose). The sweep says where its chunks ran."""
     import jax
 
-    from flowsim.integrate import sweep
-
-    real, seen = sweep._chunk, []
-    monkeypatch.setattr(sweep, "_chunk", lambda *a: seen.append(jax.config.jax_default_device) or real(*a))
-    monkeypatch.setattr(sweep, "_cores", lambda: 2)
     device = jax.devices("cpu")[0]
     with jax.default_device(device):
-        fs.sweep(L2SAM, MU3, {"alpha": ALPHAS[:2]}, t1=1e10, saves=20, chunk_size=1)
-    assert seen == [device, device]
+        ds = fs.sweep(L2SAM, MU3, {"alpha": ALPHAS[:2]}, t1=1e10, saves=20, chunk_size=1, workers=2)
+    assert ds.attrs["device"] == str(device) and ds.attrs["chunks"] == 2
+    assert fs.sweep(L2SAM, MU3, {"alpha": ALPHAS[:2]}, t1=1e10, saves=20, chunk_size=1, workers=2).attrs["device"] \
+        == "default"
 
 
 @pytest.mark.parametrize("cores", [1, 3])

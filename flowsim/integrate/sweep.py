@@ -150,7 +150,8 @@ def sweep(
         argmax |beta_j|; 0: none, past the end or at beta = 0),
         per point ``status``, ``steps``, ``log10_t_end``, ``beta_end`` and ``solver``
         (the backend it ended on: "diffrax:Tsit5 (vmap)" for the lockstep solve, else solve's); ``attrs`` say
-        how it was run (``method``: "vmap" or "solve per point", chunks, wall time; ``system`` and ``init``
+        how it was run (``method``: "vmap" or "solve per point", chunks, wall time, ``device``: the JAX device
+        the chunks ran on, "default" unless a ``with jax.default_device(...)`` around the sweep chose one; ``system`` and ``init``
         say "rho swept", "alpha swept" where the grid sets them) and ``interrupted``, the number of points a
         Ctrl-C stopped (0 when the sweep ran to its end; a RuntimeWarning says so when it is not).
     """
@@ -206,6 +207,7 @@ def sweep(
         how = {"interrupted": stopped, "solved_again": again, "chunk_size": int(chunk_size),
                "method": ("vmap" + (f" ({again} points solved again one by one: 'solver')" if again else ""))
                if vmapped else "solve per point", "chunks": len(chunks), "executor": where, "wall_s": wall,
+               "device": ", ".join(sorted({str(d) for d in out["device"] if d})),
                "clock": run_clock.name, "backend": be.name if vmapped else backend}
         return _dataset(system, data, axes, out, grid_t, attrs={**how, **_asked(system, init, axes, opts)})
 
@@ -317,7 +319,8 @@ def _interrupted(m, saves, d):
     """The result of a chunk a Ctrl-C stopped before it finished: its points are "interrupted", NaN."""
     return {"beta": np.full((m, saves, d), np.nan), "log_loss": np.full((m, saves), np.nan),
             "status": np.full(m, str(Status.INTERRUPTED), dtype=object), "steps": np.zeros(m, np.int64),
-            "log10_t_end": np.full(m, np.nan), "beta_end": np.full((m, d), np.nan), "solver": np.full(m, "", object)}
+            "log10_t_end": np.full(m, np.nan), "beta_end": np.full((m, d), np.nan), "solver": np.full(m, "", object),
+            "device": np.full(m, "", object)}
 
 
 def _cores() -> int:
@@ -373,7 +376,16 @@ def _client(executor):
 
 def _chunk(spec, data, inits, rhos, opts, vmapped, allow_nonseparable):
     """Solve one chunk of grid points (together in one vmapped solve where ``vmapped``); returns plain arrays
-    (what a Dask worker sends back)."""
+    (what a Dask worker sends back), with the JAX device asked for where it ran."""
+    from flowsim._jax import jax
+
+    device = str(jax.config.jax_default_device or "default")
+    return dict(_solved(spec, data, inits, rhos, opts, vmapped, allow_nonseparable),
+                device=np.full(len(inits), device, dtype=object))
+
+
+def _solved(spec, data, inits, rhos, opts, vmapped, allow_nonseparable):
+    """The points of one chunk solved, as :func:`_chunk` returns them."""
     model, loss, flow = spec
     arguments = dict(opts.solve_arguments(), allow_nonseparable=allow_nonseparable)
     derived = {r: derive(model, loss, _with_rho(flow, r)) for r in np.unique(rhos)}
