@@ -74,22 +74,30 @@ def test_converged_limit_is_a_critical_point_of_the_loss(gaussian):
     assert sol.log_loss[-1] == pytest.approx(float(jnp.log(loss(w))), abs=1e-12)
 
 
-def test_above_the_dense_limit_no_critical_point_test_runs_and_the_budget_message_says_so(gaussian, monkeypatch):
-    """The critical-point test is dense O((Kd)^3) linear algebra: above DENSE_MAX entries it is skipped
-    everywhere (it had been guarded on every cold path but this one), and a spent budget says why."""
-    from flowsim.integrate import critical, handlers
+def test_above_the_dense_limit_no_critical_point_test_runs_and_the_budget_message_says_so(monkeypatch):
+    """The critical-point test is dense O((Kd)^3) linear algebra on the (Kd)^2 Jacobian: above 4,096 entries it
+    is skipped everywhere (it had been guarded on every cold path but this one), and a spent budget says why.
+    Two samples in d = 4,100 (all but two features 0) that the tied net (beta >= 0) cannot separate: its loss
+    stops decreasing within the budget, where the test would run (removing the guard, it does)."""
+    d = 4100
+    X = np.zeros((2, d))
+    X[:, :2] = [[-1.0, 1.0], [1.0, -2.0]]  # separable, by beta = (-3, -2), but by no beta >= 0
 
-    def refuse(*a, **k):
-        raise AssertionError("a dense critical-point test ran above DENSE_MAX")
+    def refuse_dense(solve):
+        def checked(a, *args, **kwargs):
+            assert np.shape(a)[0] <= 4096, "a dense critical-point test ran above 4,096 entries"
+            return solve(a, *args, **kwargs)
+        return checked
 
-    monkeypatch.setattr(handlers, "DENSE_MAX", 4)  # the tied net here has 10 entries
-    monkeypatch.setattr(critical, "find", refuse)
-    monkeypatch.setattr(critical, "rest_point", refuse)
-    # (the same runs converge at 2,048 steps below the limit)
-    assert _plateau(gaussian, fs.GD(), "scipy:LSODA", t1=1e30).status == "completed"
-    sol = _plateau(gaussian, fs.GD(), "diffrax:Tsit5", log10_t1=1e4, max_steps=4096, throw=False)
+    for name in ("lstsq", "eigvals"):  # (what the test solves with)
+        monkeypatch.setattr(np.linalg, name, refuse_dense(getattr(np.linalg, name)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fs.ReachabilityWarning)
+        sol = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.GD()), fs.Dataset(X, [1, 1]), 0.5,
+                       backend="diffrax:Tsit5", log10_t1=1e4, max_steps=2048, throw=False)
     assert sol.status == "max_steps"
-    assert "With 10 parameter entries integrated (over 4) flowsim does not test whether the flow has converged" in sol.message
+    assert "With 4100 parameter entries integrated (over 4096) flowsim does not test whether the flow has converged" \
+        in sol.message
 
 
 @pytest.mark.parametrize("backend", ["diffrax:Tsit5", "scipy:DOP853"])
