@@ -624,10 +624,18 @@ def test_a_completed_run_ends_at_its_horizon(backend):
 
 def test_a_horizon_event_far_short_of_the_horizon_fails(monkeypatch):
     """Where a horizon event's root lands a save or more short of t1 (a dense output that does not bracket it:
-    the step's start is taken), the run fails saying so; "completed" there presented an earlier state as t1's."""
-    from flowsim.integrate.backends import _scipy
+    the step's start is taken), the run fails saying so; "completed" there presented an earlier state as t1's.
+    Here BDF's dense output is stale: it gives the step's start wherever asked, missing the change that the
+    step's end shows."""
+    import scipy.integrate
 
-    monkeypatch.setattr(_scipy, "_root", lambda f, lo, hi: lo)
+    made = scipy.integrate.BDF.dense_output
+
+    def stale(self):
+        start = made(self)(self.t_old)
+        return lambda s: start if np.ndim(s) == 0 else np.repeat(start[:, None], np.size(s), axis=1)
+
+    monkeypatch.setattr(scipy.integrate.BDF, "dense_output", stale)
     sol = fs.solve(fs.derive(fs.Linear(), "logistic", fs.GD()), fs.Dataset([[1.0, 2.0]], [1]), 0.1, t1=1e100,
                    backend="scipy:BDF", throw=False)
     assert sol.status == "failed" and "short of log10 t1 = 100" in sol.message and sol.log10_t[-1] < 99.99
