@@ -110,6 +110,7 @@ _EXPORTS = {
     'datasets': ('flowsim.datasets', None),
     'io': ('flowsim.io', None),
     'plot': ('flowsim.plot', None),
+    'testing': ('flowsim.testing', None),
     'optimizers': ('flowsim.discrete.optimizers', None),
     'AdamFixedPoint': ('flowsim.theory.fixed_point', 'AdamFixedPoint'),
     'FixedPointSearch': ('flowsim.theory.fixed_point', 'FixedPointSearch'),

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy import optimize
 from scipy.linalg import cho_factor, cho_solve
 from scipy.linalg.blas import dsyrk
-from scipy.optimize import linprog, minimize
 from scipy.special import expit, log_expit
 
 from flowsim._blas import ONE_BLAS_THREAD
@@ -204,7 +204,7 @@ def _decide(z, signs):
             found.append(beta.copy())
             raise StopIteration
 
-    fit = minimize(_logistic, np.zeros(d), args=(zn,), jac=True, method="L-BFGS-B", bounds=list(zip(lo, hi)),
+    fit = optimize.minimize(_logistic, np.zeros(d), args=(zn,), jac=True, method="L-BFGS-B", bounds=list(zip(lo, hi)),
                    callback=stop_when_separated, options={"maxiter": 200, "ftol": 0.0, "gtol": 0.0})
     if found:
         return True
@@ -219,9 +219,9 @@ def _decide(z, signs):
             return True
     if beta is not None and cancels(beta):
         return False
-    res = linprog(np.r_[np.zeros(d), -1.0], A_ub=np.c_[-zn, np.ones(n)], b_ub=np.zeros(n),
+    res = optimize.linprog(np.r_[np.zeros(d), -1.0], A_ub=np.c_[-zn, np.ones(n)], b_ub=np.zeros(n),
                   bounds=list(zip(np.maximum(lo, -1.0), np.minimum(hi, 1.0))) + [(None, 1.0)], method="highs")
-    return res.status == 0 and res.x[-1] > 0 and separates(res.x[:-1])
+    return bool(res.status == 0 and res.x[-1] > 0 and separates(res.x[:-1]))
 
 
 #: Newton steps after L-BFGS-B, whose gradients stop near 1e-9 of their terms (the loss stands still in float64):

@@ -46,16 +46,17 @@ def _in_notebook():
 
 
 class LineProgress:
-    """The non-terminal progress: ``flowsim: <desc> 40% (4/10 chunks), 12.3 s elapsed``."""
+    """The non-terminal progress: ``flowsim: <desc> 40% (4/10 chunks), 12.3 s elapsed``, a line at most every
+    ``every`` seconds and one at the end."""
 
-    def __init__(self, total, unit, desc, file):
-        self.total, self.unit, self.desc, self.file = total, unit, desc, file
+    def __init__(self, total, unit, desc, file, every=LOG_EVERY):
+        self.total, self.unit, self.desc, self.file, self.every = total, unit, desc, file, every
         self.n, self.postfix, self.printed = 0, "", None
         self.t0 = self.logged = time.perf_counter()
 
     def update(self, n=1):
         self.n += n
-        if time.perf_counter() - self.logged >= LOG_EVERY:
+        if time.perf_counter() - self.logged >= self.every:
             self._line()
 
     def set_postfix_str(self, s):

@@ -530,20 +530,19 @@ def test_progress_outside_a_terminal_is_plain_lines(one_sample):
     assert "\r" not in text and text.endswith("s elapsed\n") and "100%" in text and "log10 t = 100" in text
 
 
-def test_plain_progress_ends_in_one_line_at_the_total(monkeypatch):
+def test_plain_progress_ends_in_one_line_at_the_total():
     """The last update and close each printed the same line, and log10 t summed over steps read 102.999/103."""
     import io as stdio
 
     from flowsim import progress
 
-    monkeypatch.setattr(progress, "LOG_EVERY", 0.0)
     out = stdio.StringIO()
-    bar = progress.LineProgress(103.0, "decades", "solve", out)
+    bar = progress.LineProgress(103.0, "decades", "solve", out, every=0.0)  # a line at every update
     bar.update(102.9994)
     bar.close()
     assert out.getvalue().count("\n") == 1 and "(103/103 decades)" in out.getvalue()
     out = stdio.StringIO()
-    bar = progress.LineProgress(320, "cells", "phase", out)
+    bar = progress.LineProgress(320, "cells", "phase", out, every=0.0)
     bar.update(71)
     bar.close()
     assert "(71/320 cells)" in out.getvalue(), out.getvalue()
@@ -591,17 +590,12 @@ def test_in_a_jupyter_kernel_the_bar_is_the_widget(monkeypatch):
     assert isinstance(progress.progress_bar(10, "steps"), progress.LineProgress)
 
 
-def test_progress_of_a_balanced_solve_counts_the_asked_for_time(one_sample, monkeypatch):
+def test_progress_of_a_balanced_solve_counts_the_asked_for_time(one_sample, capsys):
     """A balanced product runs as the tied net, 2x faster (its own u is log10 2 behind): the bar still
     ends at the horizon asked for."""
-    import io as stdio
-
-    from flowsim.integrate import run
-
-    out, real = stdio.StringIO(), run.ProgressBar
-    monkeypatch.setattr(run, "ProgressBar", lambda *a, **k: real(*a, **{**k, "file": out}))
     sol = fs.solve(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.05)), one_sample, 0.3, t1=1e100, progress=True)
-    assert "integrated_as" in sol.config and "log10 t = 100" in out.getvalue() and "99.699" not in out.getvalue()
+    shown = capsys.readouterr().err  # (the bar's stream: no terminal here, so plain lines)
+    assert "integrated_as" in sol.config and "log10 t = 100" in shown and "99.699" not in shown
 
 
 @pytest.mark.parametrize("command, text, message", [
@@ -696,34 +690,35 @@ def test_a_ctrl_c_while_the_file_is_written_lands_once_it_is_whole(tmp_path, mon
     assert io.load(tmp_path / "s.nc")["status"].size == 4
 
 
-def test_a_ctrl_c_stops_the_reproduction_and_keeps_the_finished_claims(tmp_path, monkeypatch):
+def test_a_ctrl_c_stops_the_reproduction_and_keeps_the_finished_claims(tmp_path):
     """A Ctrl-C in a solve of the second claim stops the suite there: the report holds the first claim, marked
     incomplete. It was kept as an 'interrupted' run, and the suite went on, judged claims on partial runs (a
     verdict changed) and exited 0. Outside the suite the same Ctrl-C is still a result to keep."""
+    import contextlib
     import json
 
-    from flowsim.integrate.run import Run
-    from flowsim.reproduce import report, sam
+    from flowsim.reproduce import report
+    from flowsim.testing import interrupt
 
-    said, real = [], Run.integrate
+    said = []
+    with contextlib.ExitStack() as later:
+        def judged(line):  # the first claim is judged: the user presses Ctrl-C in the next solve
+            said.append(line)
+            later.enter_context(interrupt("segment"))
 
-    def integrate(self):
-        if said:  # the first claim is judged: the user presses Ctrl-C
-            raise KeyboardInterrupt
-        return real(self)
-
-    monkeypatch.setattr(Run, "integrate", integrate)
-    monkeypatch.setattr(sam, "_SOLVED", {})  # (runs another test made are remembered: a claim would need no solve)
-    with pytest.raises(report.Interrupted) as stop:
-        report.reproduce("sam", tmp_path, quick=True, progress=said.append)
+        with pytest.raises(report.Interrupted) as stop:
+            report.reproduce("classics", tmp_path, quick=True, progress=judged)
     summary = json.loads((tmp_path / "report.json").read_text())
     assert stop.value.finished == 1 and len(said) == 1 and summary["complete"] is False
-    assert [c["id"] for c in summary["claims"]] == ["000-thm3.1"]
+    assert [c["id"] for c in summary["claims"]] == ["soudry2018-l2"]
     assert "INCOMPLETE" in (tmp_path / "report.md").read_text()
-    sol = fs.solve(fs.derive(fs.Linear(), "logistic", fs.GD()), fs.Dataset([[1.0, 2.0]], [1]), 0.1, t1=1e3, throw=False)
+    with interrupt("segment"):
+        sol = fs.solve(fs.derive(fs.Linear(), "logistic", fs.GD()), fs.Dataset([[1.0, 2.0]], [1]), 0.1, t1=1e3,
+                       throw=False)
     assert sol.status == "interrupted"
     # on the command line: the claims judged before the first solve, then one line and exit code 130
-    r = runner.invoke(app, ["reproduce", "adam", "--out", str(tmp_path / "cli"), "--quick"])
+    with interrupt("segment"):
+        r = runner.invoke(app, ["reproduce", "adam", "--out", str(tmp_path / "cli"), "--quick"])
     last = [ln for ln in r.output.splitlines() if ln.strip()][-1]
     finished = len(json.loads((tmp_path / "cli" / "report.json").read_text())["claims"])
     assert r.exit_code == 130 and "Traceback" not in r.output, r.output

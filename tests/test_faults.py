@@ -51,32 +51,23 @@ name = "gd"
 lr = 0.1
 """
 
-#: in the child: a real SIGTERM to itself during its second backend call (a solve) or fourth record (iterate)
+#: in the child: a real SIGTERM to itself as its second backend call (a solve) starts, or once the fourth call
+#: of discrete steps (iterate) has returned
 KILLER = """
-import os, signal, sys
-from flowsim import progress
-from flowsim.integrate.backends._diffrax import DiffraxBackend
-real, calls = DiffraxBackend.integrate, []
-def integrate(self, *a, **k):
-    calls.append(1)
-    if len(calls) == 2:
-        os.kill(os.getpid(), signal.SIGTERM)
-    return real(self, *a, **k)
-DiffraxBackend.integrate = integrate
-class Killing(progress.LineProgress):
-    records = 0
-    def update(self, n=1):
-        Killing.records += 1
-        if Killing.records == 4:
-            os.kill(os.getpid(), signal.SIGTERM)
-        return super().update(n)
-progress.LineProgress = Killing
+import contextlib, signal
+from flowsim.testing import interrupt
+KILLING = contextlib.ExitStack()  # (open for the child's whole life)
+KILLING.enter_context(interrupt("segment", 2, signum=signal.SIGTERM))
+KILLING.enter_context(interrupt("discrete call", 4, signum=signal.SIGTERM))
 """
+#: a child process imports the flowsim under test (from its folder), not whichever one is installed
+CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.dirname(os.path.dirname(fs.__file__)),
+                                                           os.environ.get("PYTHONPATH", "")])}
 
 
 def _child(script, tmp_path):
     return subprocess.run([sys.executable, "-c", textwrap.dedent(KILLER + script)], capture_output=True, text=True,
-                          timeout=600, cwd=tmp_path)
+                          timeout=600, cwd=tmp_path, env=CHILD_ENV)
 
 
 @pytest.mark.parametrize("command, config", [("run", RUN), ("iterate", ITERATE)])
@@ -98,7 +89,7 @@ def test_sigterm_in_a_python_solve_is_a_result():
                        0.05, t1=1e100, track=("magnitude",), throw=False)
         print(sol.status, len(sol.log10_t), "|", sol.message)
     """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=CHILD_ENV)
     assert out.returncode == 0, out.stderr
     status, rows, _, message = out.stdout.split(maxsplit=3)
     assert status == "interrupted" and int(rows) >= 2 and "terminated (SIGTERM)" in message
@@ -114,7 +105,7 @@ def test_sigterm_in_a_loop_of_solves_ends_the_script_at_its_next_solve():
             sol = fs.solve(system, data, 0.05, t1=1e100, track=("magnitude",), throw=False)
             print(k, sol.status, flush=True)
     """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=CHILD_ENV)
     assert out.returncode == 143, out.stderr
     assert out.stdout.split() == ["0", "interrupted"] and "not starting more work" in out.stderr
 
@@ -226,7 +217,28 @@ def test_sigterm_during_the_save_of_a_run_finishes_the_file_and_exits_143(tmp_pa
         xr.Dataset.to_netcdf = write
         app(['run', 'c.toml', '--out', 'r.nc'])
     """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                         env=CHILD_ENV)
     assert out.returncode == 143, out.stderr
     assert io.load(tmp_path / "r.nc").attrs["status"] == "completed"
     assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+
+
+def test_an_interrupt_on_cue_lands_at_its_passage_only_and_names_a_wrong_moment():
+    from flowsim.testing import MOMENTS, interrupt, reached
+
+    with interrupt("segment", nth=2):
+        reached("segment")
+        reached("scipy step")  # another moment: not counted
+        with pytest.raises(KeyboardInterrupt):
+            reached("segment")
+        reached("segment")  # later passages go on
+    reached("segment")  # disarmed after the block
+    with pytest.raises(ValueError, match="choose one of"):
+        interrupt("step").__enter__()
+    for nth in (0, 1.5, True):
+        with pytest.raises(ValueError, match="nth counts passages"):
+            interrupt("segment", nth).__enter__()
+    with pytest.raises(ValueError, match="not a signal number"):
+        interrupt("segment", signum=12345).__enter__()
+    assert set(MOMENTS) == {"segment", "scipy step", "tau saves", "discrete call"}

@@ -68,8 +68,8 @@ def test_cli_plot_on_a_saved_discrete_run_draws_its_records(tmp_path, monkeypatc
     run = fs.iterate(fs.optimizers.sam(0.05, 0.1), fs.DiagonalNet(2), "logistic", data, steps=3000, init=0.05,
                      records=60)
     io.save(run, tmp_path / "it.nc")
-    drawn = []
-    monkeypatch.setattr(plot, "save", lambda fig, path, **kw: drawn.append(fig) or Figure.savefig(fig, path))
+    drawn, savefig = [], Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **kw: drawn.append(fig) or savefig(fig, *a, **kw))
     r = runner.invoke(app, ["plot", str(tmp_path / "it.nc"), "--out", str(tmp_path / "it.png")])
     assert r.exit_code == 0, r.output
     assert _is_format(tmp_path / "it.png", ".png")

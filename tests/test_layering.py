@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "flowsim"
 #: re-exporting the floors below it, only by its exact name)
 FLOORS = (
     ("flowsim.errors", "flowsim._checks", "flowsim._interrupts", "flowsim._blas", "flowsim.progress", "flowsim._jax",
-     "flowsim._files", "flowsim._variables"),
+     "flowsim._files", "flowsim._variables", "flowsim.testing"),
     ("flowsim.symbolic",),  # models, losses, flows and the signs a model can reach: formulas, no data
     ("flowsim.data", "flowsim.datasets"),
     ("flowsim.field",),  # a System's compiled field and its Jacobian, on NumPy and JAX

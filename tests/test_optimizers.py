@@ -292,31 +292,13 @@ def test_a_diverging_run_fails_loudly_and_keeps_its_finite_records():
     np.testing.assert_array_equal(run.params[0], -np.ones((2, 2)))
 
 
-def test_an_interrupted_run_keeps_what_it_computed(monkeypatch):
-    import os
-    import signal
+def test_an_interrupted_run_keeps_what_it_computed():
+    from flowsim.testing import interrupt
 
-    from flowsim import progress
-
-    class Interrupting(progress.LineProgress):
-        """A real SIGINT (Ctrl-C) at the fourth record."""
-
-        calls = 0
-
-        def update(self, n=1):
-            Interrupting.calls += 1
-            if Interrupting.calls == 4:
-                os.kill(os.getpid(), signal.SIGINT)
-            return super().update(n)
-
-    monkeypatch.setattr(progress, "LineProgress", Interrupting)  # the progress of a run outside a terminal
     data = rademacher(6, 3, seed=1)
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a shell (a test worker may ignore it)
-    try:
+    with interrupt("discrete call", nth=4):  # a Ctrl-C once the fourth call of steps has returned
         run = fs.iterate(OPT.gd(0.1), fs.Linear(), "logistic", data, steps=10_000, init=0.01, records=30,
                          progress=True, throw=False)
-    finally:
-        signal.signal(signal.SIGINT, old)
     full = fs.iterate(OPT.gd(0.1), fs.Linear(), "logistic", data, steps=10_000, init=0.01, records=30)
     assert run.status == "interrupted" and "KeyboardInterrupt" in run.message
     k = len(run.steps)

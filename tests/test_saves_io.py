@@ -143,33 +143,25 @@ def test_batched_tau_saves_are_the_dense_outputs_roots_and_values(method):
     assert saves.take()[0].size == 0 and saves.nbytes == 0
 
 
-@pytest.mark.parametrize("nth, max_bytes", [(1, None), (3, 20_000)])
-def test_a_ctrl_c_while_tau_saves_are_taken_keeps_them_in_order(monkeypatch, nth, max_bytes):
-    """A (second) Ctrl-C landing while a batch of saves is root-found, at the segment's end or at a
-    flush inside it: the batch is taken again, the solve ends 'interrupted' with every save it made,
-    in order, equal to an uninterrupted solve's (the batch was emptied first and lost, and the end
-    state came before the last saves)."""
-    from flowsim.integrate.backends import _scipy, _tau_saves
+@pytest.mark.parametrize("d, saves, nth", [(10, 400, 1), (3000, 1000, 2)])
+def test_a_ctrl_c_while_tau_saves_are_taken_keeps_them_in_order(d, saves, nth):
+    """A (second) Ctrl-C landing while a batch of saves is root-found, at the segment's end (d = 10: one
+    batch) or at a flush inside it (d = 3000: a step's dense output at the nodes is 13 x 3001 floats, and
+    the batch is flushed every 16 MiB, three times in this segment): the batch is taken again, the solve
+    ends 'interrupted' with every save it made, in order, equal to an uninterrupted solve's (the batch was
+    emptied first and lost, and the end state came before the last saves)."""
+    from flowsim.testing import interrupt
 
     system = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
-    data = fs.datasets.gaussian_clusters(20, 10, separation=4, seed=0)
-    kw = dict(t1=1e30, backend="scipy:LSODA", clock="tau", throw=False)
-    if max_bytes:
-        monkeypatch.setattr(_scipy, "MAX_BYTES", max_bytes)
+    data = fs.datasets.gaussian_clusters(20, d, separation=4, seed=0)
+    kw = dict(t1=1e30, backend="scipy:LSODA", clock="tau", saves=saves, throw=False)
     full = fs.solve(system, data, 0.1, **kw)
-    roots, calls = _tau_saves.roots, []
-
-    def interrupted_once(c, targets):
-        calls.append(1)
-        if len(calls) == nth:
-            raise KeyboardInterrupt
-        return roots(c, targets)
-
-    monkeypatch.setattr(_tau_saves, "roots", interrupted_once)
-    sol = fs.solve(system, data, 0.1, **kw)
-    assert sol.status == "interrupted" and len(calls) == nth + 1
+    with interrupt("tau saves", nth):
+        sol = fs.solve(system, data, 0.1, **kw)
+    assert sol.status == "interrupted" and full.status == "completed"
     assert len(sol.log10_t) > 50 and np.all(np.diff(sol.log10_t) >= 0) and np.isfinite(sol.beta).all()
     m = len(sol.log10_t) - 1  # the last is the state the solve ended at
+    assert m == np.sum(full.log10_t <= sol.log10_t[-1]), "saves before the state the solve ended at were lost"
     np.testing.assert_allclose(sol.beta[:m], full.beta[:m], rtol=1e-12)
     np.testing.assert_allclose(sol.log10_t[:m], full.log10_t[:m], rtol=1e-13, atol=1e-13)
 

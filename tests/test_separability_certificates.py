@@ -4,10 +4,15 @@ Dataset. The independent reference is scipy's LP on the plain feasibility proble
 
 import numpy as np
 import pytest
+import scipy.optimize
 from scipy.optimize import linprog
 
 import flowsim as fs
 import flowsim.data as data_module
+
+#: non-separable, and decided by the LP: z_1 + z_2 = 0 while beta = (0, 1) has margins (0, 0, 1), so no sample
+#: weights cancel to within rounding (z_3's must vanish) and no beta has positive margins
+LP_DECIDES = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0]])
 
 
 def lp_separable(z, lower=None):
@@ -23,7 +28,7 @@ def no_lp(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the LP was asked: no certificate was found")
 
-    monkeypatch.setattr(data_module, "linprog", refuse)
+    monkeypatch.setattr(scipy.optimize, "linprog", refuse)
 
 
 def random_labels(n, d, seed):
@@ -55,24 +60,23 @@ def test_a_sign_restriction_is_certified_both_ways_without_the_lp(no_lp):
 def test_a_certificate_means_what_it_says(monkeypatch):
     # 2 z_1 + z_2 + z_3 = 0 with every weight positive: certified without the LP
     with monkeypatch.context() as m:
-        m.setattr(data_module, "linprog", None)
+        m.setattr(scipy.optimize, "linprog", None)
         assert not data_module.separable(np.array([[1.0, 0.0], [-1.0, 1.0], [-1.0, -1.0]]))
-    # z_1 + z_2 = 0 while beta = (0, 1) has margins (0, 0, 1): no sample weights that cancel to within rounding
-    # (z_3's must vanish), no beta with positive margins; the LP decides
-    assert not data_module.separable(np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0]]))
+    assert not lp_separable(LP_DECIDES) and not data_module.separable(LP_DECIDES)
     # z_2 tilted by 1e-6: beta = (5e-7, 1) separates, far above rounding
     assert data_module.separable(np.array([[1.0, 0.0], [-1.0, 1e-6], [0.0, 1.0]]))
 
 
 def test_is_separable_is_decided_once_per_dataset(monkeypatch):
-    data = random_labels(100, 5, seed=4)
+    """Counted by the LP's calls, on data only the LP decides."""
+    data = fs.Dataset(LP_DECIDES, np.ones(3))
     calls = []
-    real = data_module.separable
-    monkeypatch.setattr(data_module, "separable", lambda *a: calls.append(1) or real(*a))
+    real = scipy.optimize.linprog
+    monkeypatch.setattr(scipy.optimize, "linprog", lambda *a, **k: calls.append(1) or real(*a, **k))
     assert not data.is_separable
     assert not data.is_separable  # remembered
     # no beta separates them, so no beta >= 0 does: not asked again (solve asks it of a product net's start)
-    assert not data.separable_with(np.ones(5))
+    assert not data.separable_with(np.ones(2))
     assert not data.is_separable_by(fs.DiagonalNet(2), 0.5)
     assert len(calls) == 1
     with pytest.raises(fs.NonSeparableError):

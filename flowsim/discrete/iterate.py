@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from flowsim import testing
 from flowsim._checks import is_whole
 from flowsim._interrupts import absorbed, stopped_by, terminable
 from flowsim._jax import jax, jnp
@@ -273,6 +274,7 @@ def _advance_between_records(advance, th, st, pts, progress):
                     current = (stop, th, st)
                     if bar:
                         bar.update(stop - here)
+                    testing.reached("discrete call")
                 if status == Status.FAILED:
                     break
                 out.append(np.asarray(current[1])), at.append(int(p))

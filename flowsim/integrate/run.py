@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 
+from flowsim import testing
 from flowsim._blas import ONE_BLAS_THREAD
 from flowsim._interrupts import after_block
 from flowsim.field.surfaces import spread_of
@@ -254,6 +255,7 @@ class Run:
             track=self.track, resume=self.resume if be is self.be else None,
             progress=self.bar.to_u if self.bar else None)
         log_loss_before = self.log_loss()
+        testing.reached("segment")
         with after_block():  # a compiled solve cannot be stopped midway: the interrupt lands once the saves are in
             seg = be.integrate(request)
             self.record(seg, log_loss_before)

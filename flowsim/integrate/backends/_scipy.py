@@ -12,6 +12,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import integrate, optimize
 
+from flowsim import testing
 from flowsim._blas import ONE_BLAS_THREAD
 from flowsim._interrupts import stopped_by
 from flowsim._jax import jax
@@ -138,6 +139,7 @@ class ScipyBackend(Backend):
                 saves.through(u_stop, s_old, s_stop, dense, solver)
                 if r.progress is not None:
                     r.progress(u_stop)
+                testing.reached("scipy step")
                 if hit is not None:
                     reason = hit
                     break

@@ -16,6 +16,8 @@ import numpy as np
 from scipy import sparse
 from scipy.integrate._ivp.lsoda import LsodaDenseOutput
 
+from flowsim import testing
+
 NODES = 13
 _K = np.arange(NODES)
 _X = np.cos(np.pi * (_K + 0.5) / NODES)  # in decreasing order
@@ -131,6 +133,7 @@ class TauSaves:
         node_values = np.concatenate(node_values)  # (steps * NODES, n), a step's nodes together
         step = np.repeat(np.arange(len(targets)), [len(t) for t in targets])
         c = node_values[:, -1].reshape(len(targets), NODES) @ _TO_CHEB.T  # u's Chebyshev coefficients, per step
+        testing.reached("tau saves")
         x = roots(c[step], np.concatenate(targets))
         mid, half = 0.5 * (np.add(lo, hi)), 0.5 * (np.subtract(hi, lo))
         s = np.where(x == 1.0, np.asarray(hi)[step], np.where(x == -1.0, np.asarray(lo)[step], mid[step] + half[step] * x))
