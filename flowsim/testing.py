@@ -30,6 +30,9 @@ MOMENTS = {
     "scipy step": "a scipy solver has taken a step and its saves are in (scipy backends)",
     "tau saves": "a batch of tau-clock saves is about to be root-found on the steps' dense output (scipy backends)",
     "discrete call": "a call of discrete steps between records has returned (flowsim.iterate)",
+    "sweep chunk": "a chunk of grid points is about to be solved (flowsim.sweep, on its own thread where the chunks "
+                   "run on several)",
+    "sweep assembly": "every point of a sweep is done and its dataset is about to be built (flowsim.sweep)",
 }
 
 

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 import flowsim as fs
 from flowsim import io
 from flowsim.cli import app
+from flowsim.testing import interrupt
 
 runner = CliRunner()
 
@@ -612,25 +613,14 @@ def test_a_config_for_another_command_says_so(tmp_path, command, text, message):
     assert r.exit_code == 2 and len(lines) == 1 and message in lines[0], r.output
 
 
-def test_cli_sweep_interrupted_saves_what_it_has_and_exits_130(tmp_path, monkeypatch):
+def test_cli_sweep_interrupted_saves_what_it_has_and_exits_130(tmp_path):
     """A Ctrl-C during a CLI sweep (here, in its second chunk): the file holds the chunk done and the
     points not run as 'interrupted', and the exit code is 130, the shell's own for a Ctrl-C (it was 1, as
     for a failed point)."""
-    from flowsim.integrate import sweep
-
-    real, calls = sweep._chunk, []
-
-    def chunk(*args):
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return real(*args)
-
-    monkeypatch.setattr(sweep, "_chunk", chunk)
-    monkeypatch.setattr(sweep, "_cores", lambda: 1)
     cfg = tmp_path / "sweep.toml"
     cfg.write_text(SWEEP.replace("[sweep]\n", "[sweep]\nchunk_size = 2\n"))
-    r = runner.invoke(app, ["sweep", str(cfg), "--out", str(tmp_path / "s.nc")])
+    with interrupt("sweep chunk", nth=2):  # the second chunk of two (on a thread of its own or after the first)
+        r = runner.invoke(app, ["sweep", str(cfg), "--out", str(tmp_path / "s.nc")])
     assert r.exit_code == 130 and "'interrupted': 2" in r.output, r.output
     status = io.load(tmp_path / "s.nc")["status"].values.ravel().tolist()
     assert status.count("interrupted") == 2 and len(status) == 4
@@ -734,24 +724,15 @@ def test_reproduce_into_a_file_is_one_line(tmp_path, below):
     assert r.exit_code == 2 and len(lines) == 1 and "out: cannot make the folder" in lines[0], r.output
 
 
-def test_a_ctrl_c_as_a_sweep_assembles_its_points_keeps_them(tmp_path, monkeypatch):
+def test_a_ctrl_c_as_a_sweep_assembles_its_points_keeps_them(tmp_path):
     """Every point done, the user presses Ctrl-C while the sweep builds its dataset: the sweep is returned whole
     and saved (it was lost: exit code 130, no file, no word)."""
-    import os
     import signal
 
-    from flowsim.integrate import sweep
-
-    real = sweep._dataset
-
-    def dataset(*args, **kw):
-        os.kill(os.getpid(), signal.SIGINT)
-        return real(*args, **kw)
-
-    monkeypatch.setattr(sweep, "_dataset", dataset)
     cfg = tmp_path / "sweep.toml"
     cfg.write_text(SWEEP)
-    r = runner.invoke(app, ["sweep", str(cfg), "--out", str(tmp_path / "s.nc")])
+    with interrupt("sweep assembly", signum=signal.SIGINT):
+        r = runner.invoke(app, ["sweep", str(cfg), "--out", str(tmp_path / "s.nc")])
     assert r.exit_code == 0 and "saved" in r.output and "Ctrl-C as the last points were assembled" in r.output
     assert "interrupted" not in io.load(tmp_path / "s.nc")["status"].values and "4 points" in r.output
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import flowsim as fs
+from flowsim.testing import interrupt
 
 MU3 = fs.Dataset(np.array([[1.0, 2.0, 3.0]]), [1])
 L2SAM = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, 2))
@@ -150,58 +151,47 @@ def test_chunks_on_threads_run_on_the_callers_default_device():
         == "default"
 
 
-@pytest.mark.parametrize("cores", [1, 3])
-def test_a_ctrl_c_keeps_the_chunks_finished_and_marks_the_rest_interrupted(l2_sweep, monkeypatch, cores):
-    """A Ctrl-C during the second of three chunks (one after another, or on threads): the sweep returns,
-    the first chunk's points as in a whole sweep, the second's "interrupted" with NaN, and the third's
-    either finished (a thread had it) or "interrupted"; never anything else."""
-    from flowsim.integrate import sweep
-
-    real, calls = sweep._chunk, []
-
-    def chunk(spec, data, inits, rhos, *how):
-        calls.append(1)
-        if rhos[0] == RHOS[0] and inits[0][0, 0] == ALPHAS[2]:  # the second chunk (rho, then alpha order)
-            raise KeyboardInterrupt
-        return real(spec, data, inits, rhos, *how)
-
-    monkeypatch.setattr(sweep, "_chunk", chunk)
-    monkeypatch.setattr(sweep, "_cores", lambda: cores)
-    with pytest.warns(RuntimeWarning, match=r"sweep interrupted \(KeyboardInterrupt\): \d+ of 6 points"):
-        ds = fs.sweep(L2SAM, MU3, {"alpha": ALPHAS, "rho": RHOS}, t1=1e30, saves=120, chunk_size=2)
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_ctrl_c_keeps_the_chunks_finished_and_marks_the_rest_interrupted(l2_sweep, workers):
+    """A Ctrl-C as the second of three chunks starts (one after another, or on threads): the sweep returns, the
+    chunks finished as in a whole sweep and the others' points "interrupted" with NaN (one after another: the first
+    finished, the second interrupted, the third never started; on threads, which chunk starts second and which are
+    still running when the sweep returns is the threads' race); never anything else."""
+    with pytest.warns(RuntimeWarning, match=r"sweep interrupted \(KeyboardInterrupt\): \d+ of 6 points"), \
+            interrupt("sweep chunk", nth=2):
+        ds = fs.sweep(L2SAM, MU3, {"alpha": ALPHAS, "rho": RHOS}, t1=1e30, saves=120, chunk_size=2, workers=workers)
     status = ds["status"].values
-    assert ds.attrs["interrupted"] == (status == "interrupted").sum() >= 2 and l2_sweep.attrs["interrupted"] == 0
-    assert status[0, 0] != "interrupted" and status[1, 0] != "interrupted"  # the first chunk
-    assert status[2, 0] == "interrupted" and status[0, 1] == "interrupted"  # the second
-    assert np.isnan(ds["beta"].values[2, 0]).all() and (ds["leader"].values[2, 0] == 0).all()
-    done = status != "interrupted"
+    stopped = status == "interrupted"
+    assert ds.attrs["interrupted"] == stopped.sum() >= 2 and l2_sweep.attrs["interrupted"] == 0
+    # chunks are (rho, then alpha) pairs of points: each chunk ends whole or interrupted whole
+    pairs = [[(0, 0), (1, 0)], [(2, 0), (0, 1)], [(1, 1), (2, 1)]]
+    whole = [all(stopped[p] for p in pair) for pair in pairs]
+    assert all(whole[k] or not any(stopped[p] for p in pair) for k, pair in enumerate(pairs))
+    assert sum(whole) >= 1
+    if workers == 1:  # one after another: the first finished, the second interrupted, the third never started
+        assert whole == [False, True, True]
+    for p in zip(*np.nonzero(stopped)):
+        assert np.isnan(ds["beta"].values[p]).all() and (ds["leader"].values[p] == 0).all()
+    done = ~stopped
     np.testing.assert_array_equal(ds["beta"].values[done], l2_sweep["beta"].values[done])
-    assert cores > 1 or len(calls) == 2  # one after another: the third is never started
 
 
-def test_a_point_interrupted_inside_a_per_point_chunk_ends_the_sweep(monkeypatch):
+def test_a_point_interrupted_inside_a_per_point_chunk_ends_the_sweep():
     """Sign flows run point by point: a solve that a Ctrl-C stopped ("interrupted", its saves kept) ends
     its chunk, and the sweep, there; the points after it are "interrupted"."""
-    from dataclasses import replace
-
-    from flowsim.integrate import sweep
-
-    real, calls = sweep.solve, []
-
-    def solve(*args, **kw):
-        calls.append(1)
-        sol = real(*args, **kw)
-        return replace(sol, status="interrupted") if len(calls) == 2 else sol
-
-    monkeypatch.setattr(sweep, "solve", solve)
     system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, float("inf")))
-    with pytest.warns(RuntimeWarning, match="3 of 4 points did not finish"):
-        ds = fs.sweep(system, fs.Dataset(np.array([[1.0, 2.0]]), [1]), {"alpha_1": [0.05, 0.1, 0.2, 0.3]}, init=0.1,
-                      t1=1e20, saves=50, chunk_size=2)
+    data = fs.Dataset(np.array([[1.0, 2.0]]), [1])
+    first, second = (fs.solve(system, data, [a, 0.3], t1=1e20, saves=50) for a in (0.02, 0.05))
+    assert second.stats["segments"] >= 2
+    with pytest.warns(RuntimeWarning, match="3 of 4 points did not finish"), \
+            interrupt("segment", nth=first.stats["segments"] + 2):  # the second point's second segment
+        ds = fs.sweep(system, data, {"alpha_1": [0.02, 0.05, 0.2, 0.3]}, init=[0.1, 0.3], t1=1e20, saves=50,
+                      chunk_size=2)
     status = ds["status"].values.tolist()
-    assert status[0] in ("completed", "stalled") and status[1:] == ["interrupted"] * 3
-    assert len(calls) == 2 and np.isfinite(ds["beta"].values[1, 0]).all()  # its saves kept
-    assert np.isnan(ds["beta"].values[2:]).all()
+    assert status[0] == first.status and status[1:] == ["interrupted"] * 3
+    kept = np.isfinite(ds["beta"].values[1]).all(axis=1)
+    assert 0 < kept.sum() < kept.size  # its first segment's saves kept
+    np.testing.assert_allclose(ds["beta"].values[1][kept], second.beta[kept], rtol=1e-12)
 
 
 @pytest.mark.parametrize("depth", [2, 3])
@@ -380,16 +370,11 @@ def test_a_point_the_lockstep_solve_fails_is_solved_again_as_solve_would():
     np.testing.assert_array_equal(ds["beta"].values[0, 0], sol.beta)
 
 
-def test_chunks_are_as_few_and_as_equal_as_chunk_size_allows(l2_sweep, monkeypatch):
+def test_chunks_are_as_few_and_as_equal_as_chunk_size_allows(l2_sweep):
     """6 points in chunks of at most 5: two of 3 (they were 5 and 1, padded to 5: 4 points solved for
     nothing), with the numbers of any other chunking."""
-    from flowsim.integrate import sweep
-
-    real, sizes = sweep._chunk, []
-    monkeypatch.setattr(sweep, "_chunk", lambda spec, data, inits, *rest: sizes.append(len(inits)) or
-                        real(spec, data, inits, *rest))
     ds = fs.sweep(L2SAM, MU3, {"alpha": ALPHAS, "rho": RHOS}, t1=1e30, saves=120, chunk_size=5)
-    assert sorted(sizes) == [3, 3] and ds.attrs["chunks"] == 2
+    assert ds.attrs["chunks"] == 2 and ds.attrs["chunk_points"] == 3
     for var in ("beta", "log_loss", "status", "steps"):
         np.testing.assert_array_equal(ds[var].values, l2_sweep[var].values)
 

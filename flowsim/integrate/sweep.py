@@ -24,6 +24,7 @@ from itertools import product
 
 import numpy as np
 
+from flowsim import testing
 from flowsim._checks import is_whole
 from flowsim._interrupts import absorbed, held, terminable
 from flowsim._variables import annotate
@@ -150,7 +151,8 @@ def sweep(
         argmax |beta_j|; 0: none, past the end or at beta = 0),
         per point ``status``, ``steps``, ``log10_t_end``, ``beta_end`` and ``solver``
         (the backend it ended on: "diffrax:Tsit5 (vmap)" for the lockstep solve, else solve's); ``attrs`` say
-        how it was run (``method``: "vmap" or "solve per point", chunks, wall time, ``device``: the JAX device
+        how it was run (``method``: "vmap" or "solve per point", ``chunks`` and ``chunk_points`` (the points each
+        solves, the last padded to that), wall time, ``device``: the JAX device
         the chunks ran on, "default" unless a ``with jax.default_device(...)`` around the sweep chose one; ``system`` and ``init``
         say "rho swept", "alpha swept" where the grid sets them) and ``interrupted``, the number of points a
         Ctrl-C stopped (0 when the sweep ran to its end; a RuntimeWarning says so when it is not).
@@ -205,10 +207,12 @@ def sweep(
         # points the lockstep solve handed to solve (plateaus, failures) say so in their ``solver``; counted here
         again = int(sum(not str(s).endswith("(vmap)") and s != "" for s in out["solver"])) if vmapped else 0
         how = {"interrupted": stopped, "solved_again": again, "chunk_size": int(chunk_size),
+               "chunk_points": len(padded[0]),
                "method": ("vmap" + (f" ({again} points solved again one by one: 'solver')" if again else ""))
                if vmapped else "solve per point", "chunks": len(chunks), "executor": where, "wall_s": wall,
                "device": ", ".join(sorted({str(d) for d in out["device"] if d})),
                "clock": run_clock.name, "backend": be.name if vmapped else backend}
+        testing.reached("sweep assembly")
         return _dataset(system, data, axes, out, grid_t, attrs={**how, **_asked(system, init, axes, opts)})
 
 
@@ -379,6 +383,7 @@ def _chunk(spec, data, inits, rhos, opts, vmapped, allow_nonseparable):
     (what a Dask worker sends back), with the JAX device asked for where it ran."""
     from flowsim._jax import jax
 
+    testing.reached("sweep chunk")
     device = str(jax.config.jax_default_device or "default")
     return dict(_solved(spec, data, inits, rhos, opts, vmapped, allow_nonseparable),
                 device=np.full(len(inits), device, dtype=object))
