@@ -239,3 +239,17 @@ def test_the_sign_checks_all_clear_never_hides_an_excluded_sign(seed):
     if not _may_exclude(kept, beta):
         assert not excluded_signs(kept, beta, 1e-10, 2).any()
     assert not _may_exclude(np.full(d, np.nan), beta) and not _may_exclude(np.ones(d), np.abs(np.nan_to_num(beta)))
+
+
+def test_a_balanced_starts_layers_are_found_on_first_read_from_the_tied_states():
+    """A balanced start runs as the tied net w^2: its layers are w each, written out when first read (many runs
+    never read them), writable, and their product is the saved beta bit for bit."""
+    from flowsim.integrate.solution import Deferred
+
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
+    data = fs.datasets.gaussian_clusters(20, 10, seed=0, separation=4.0)
+    sol = fs.solve(system, data, 0.1, t1=1e30, backend="diffrax:Tsit5", saves=50)
+    assert isinstance(sol.__dict__["_params"], Deferred)
+    params = sol.params
+    assert params is sol.params and params.shape == (50, 2, 10) and params.flags.writeable
+    assert np.array_equal(params[:, 0], params[:, 1]) and np.array_equal(params[:, 0] * params[:, 1], sol.beta)

@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from flowsim.integrate.solution import replaced
+from flowsim.integrate.solution import Deferred, replaced
 from flowsim.symbolic.flow import commutes_with_sign_flips
 from flowsim.symbolic.model import DiagonalNet
 from flowsim.symbolic.reachable import STARTS_KEPT, start_key
@@ -101,11 +101,13 @@ def lift(sol, system, speedup, data, flips):
     flipped = "" if balanced else \
         f", layers flipped by {flips.astype(int).tolist()} (data columns by {c.astype(int).tolist()})"
     # layer l is flips[l] w, (saves, 1, d) x (layers, d); a balanced start's layers are w itself (a broadcast
-    # product with ones cost 0.1-0.5 ms at n = d = 100)
-    params = np.repeat(sol.params, len(flips), axis=1) if balanced else sol.params * flips
+    # product with ones cost 0.1-0.5 ms at n = d = 100). Found on first read: the tied states are this Solution's
+    # alone, and many runs never read the layers (at n = d = 100 writing them out was a tenth of the host work)
+    layers = functools.partial(np.repeat, sol.params, len(flips), axis=1) if balanced else \
+        functools.partial(np.multiply, sol.params, flips)
     return replaced(
         sol, system=system, data=data, log10_t=sol.log10_t + shift, tau=tau, beta=sol.beta if balanced else sol.beta * c,
-        params=params, events=events,
+        params=Deferred(layers), events=events,
         config={**sol.config, "rho": system.flow.rho,
                 "integrated_as": f"{sol.system} with {sol.system.flow}, {speedup:g}x faster{flipped}"},
     )
