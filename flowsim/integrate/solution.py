@@ -45,6 +45,7 @@ class SaveObservations:
         return Deferred(functools.partial(self.field, name))
 
     def field(self, name: str) -> np.ndarray:
+        """The field ``name`` ("margins" or "log_loss"), found now if not yet."""
         return self.found[("margins", "log_loss").index(name)]
 
 

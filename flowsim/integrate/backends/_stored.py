@@ -23,8 +23,6 @@ import threading
 from importlib import metadata
 from pathlib import Path
 
-import numpy as np
-
 from flowsim._jax import jax
 from flowsim.integrate.segment_args import SegmentArgs
 
