@@ -25,7 +25,7 @@ import numpy as np
 from flowsim.integrate.solution import Deferred, replaced
 from flowsim.symbolic.flow import commutes_with_sign_flips
 from flowsim.symbolic.model import DiagonalNet
-from flowsim.symbolic.reachable import STARTS_KEPT, start_key
+from flowsim.symbolic.reachable import STARTS_KEPT, start_key, start_of
 
 
 def reduction(system, theta0, data):
@@ -55,7 +55,7 @@ def _tied_start(system, shape, raw):
     """``reduction``'s part that the data do not enter, once per (system, start): ``(tied_system, speedup,
     flips)`` (flips read-only), or None."""
     model = system.model
-    flips = layer_flips(model, np.frombuffer(raw, dtype=np.float64).reshape(shape))
+    flips = layer_flips(model, start_of(shape, raw))
     if flips is None or (np.any(flips < 0) and not commutes_with_sign_flips(system.flow)):
         return None
     tied = system.flow.tied_equivalent(model.depth)

@@ -82,14 +82,14 @@ def start_key(theta0) -> tuple:
     return theta0.shape, theta0.tobytes()
 
 
-def _start_of(shape, raw) -> np.ndarray:
+def start_of(shape, raw) -> np.ndarray:
     """The start a ``start_key`` holds (read-only)."""
     return np.frombuffer(raw, dtype=np.float64).reshape(shape)
 
 
 @lru_cache(maxsize=STARTS_KEPT)
 def _reachable_signs(model, flow, shape, raw) -> np.ndarray:
-    theta0 = _start_of(shape, raw)
+    theta0 = start_of(shape, raw)
     K, d = theta0.shape
     if model.beta.is_nonnegative or model.beta.is_nonpositive:
         return np.full(d, 1.0 if model.beta.is_nonnegative else -1.0)
@@ -120,7 +120,7 @@ def underflowing(model, theta0) -> np.ndarray:
 
 @lru_cache(maxsize=STARTS_KEPT)
 def _underflowing(model, shape, raw) -> np.ndarray:
-    theta0 = _start_of(shape, raw)
+    theta0 = start_of(shape, raw)
     out = _rounded_frozen(model, theta0)
     for j in np.flatnonzero(out):
         out[j] = any(_partials_mp(model)(*_exact(theta0[:, j])))
