@@ -195,3 +195,61 @@ def test_a_solution_built_with_its_arrays_holds_them():
     made = fs.Solution(system=system, data=data, log10_t=sol.log10_t, tau=sol.tau, params=sol.params, beta=sol.beta,
                        log_loss=log_loss, margins=margins, status=sol.status, message=sol.message)
     assert made.margins is margins and made.log_loss is log_loss
+
+
+def test_a_starts_answers_are_found_once_per_start_and_never_shared_across_starts():
+    """A solve asks the reachable signs, the underflow check and the tied form of its start on every call: each is
+    found once per start (model, flow or system, and the start's exact values) and handed out as a copy, so a
+    caller's change does not reach the next solve, and another start, however close, gets its own answers."""
+    from flowsim.integrate.balanced import _tied_start
+    from flowsim.symbolic.reachable import _reachable_signs, _underflowing, reachable_signs
+
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
+    data = fs.Dataset(np.array([[1.0, 2.0, 0.5], [2.0, 0.3, 1.0]]), [1, 1])
+    init = np.full((2, 3), 0.1)
+    fs.solve(system, data, init, t1=1e3, saves=5)
+    counts = [f.cache_info().misses for f in (_reachable_signs, _underflowing, _tied_start)]
+    fs.solve(system, data, init, t1=1e3, saves=5)
+    assert [f.cache_info().misses for f in (_reachable_signs, _underflowing, _tied_start)] == counts
+    signs = reachable_signs(system.model, init, system.flow)
+    signs[:] = -7.0
+    assert np.array_equal(reachable_signs(system.model, init, system.flow), [1.0, 1.0, 1.0])
+    flipped = init * [[1.0], [-1.0]]  # anti-balanced: beta <= 0, layer 2 flipped
+    assert np.array_equal(reachable_signs(system.model, flipped, system.flow), [-1.0, -1.0, -1.0])
+    assert np.array_equal(reduction(system, flipped, data)[3], [[1.0] * 3, [-1.0] * 3])
+    near = init.copy()
+    near[1, 2] = np.nextafter(0.1, 1.0)  # one entry a rounding off balanced: the product runs, beta_3 free
+    assert reduction(system, near, data) is None
+    assert np.array_equal(reachable_signs(system.model, near, system.flow), [1.0, 1.0, np.nan], equal_nan=True)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_sign_checks_all_clear_never_hides_an_excluded_sign(seed):
+    """``_may_exclude`` says False only where ``excluded_signs`` finds nothing: checked on random saves with
+    entries of either sign, zeros, NaN and inf, against kept signs of every kind (+1, -1, 0, NaN)."""
+    from flowsim.integrate.solve import _may_exclude, excluded_signs
+
+    rng = np.random.default_rng(seed)
+    saves, d = int(rng.integers(1, 6)), int(rng.integers(1, 5))
+    beta = rng.choice([-1.0, 1.0], (saves, d)) * 10.0 ** rng.uniform(-30, 3, (saves, d))
+    beta[rng.random((saves, d)) < 0.2] = rng.choice([0.0, np.nan, np.inf, -np.inf])
+    if seed % 2:
+        beta = np.abs(beta)
+    kept = rng.choice([1.0, -1.0, 0.0, np.nan], d)
+    if not _may_exclude(kept, beta):
+        assert not excluded_signs(kept, beta, 1e-10, 2).any()
+    assert not _may_exclude(np.full(d, np.nan), beta) and not _may_exclude(np.ones(d), np.abs(np.nan_to_num(beta)))
+
+
+def test_a_balanced_starts_layers_are_found_on_first_read_from_the_tied_states():
+    """A balanced start runs as the tied net w^2: its layers are w each, written out when first read (many runs
+    never read them), writable, and their product is the saved beta bit for bit."""
+    from flowsim.integrate.solution import Deferred
+
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
+    data = fs.datasets.gaussian_clusters(20, 10, seed=0, separation=4.0)
+    sol = fs.solve(system, data, 0.1, t1=1e30, backend="diffrax:Tsit5", saves=50)
+    assert isinstance(sol.__dict__["_params"], Deferred)
+    params = sol.params
+    assert params is sol.params and params.shape == (50, 2, 10) and params.flags.writeable
+    assert np.array_equal(params[:, 0], params[:, 1]) and np.array_equal(params[:, 0] * params[:, 1], sol.beta)

@@ -305,6 +305,11 @@ def at_theta(rho) -> bool:
     return isinstance(rho, (int, float)) and rho == 0.0
 
 
+#: fields kept per (system, K, d): a solve asks for its field several times, and a System is immutable
+FIELDS_KEPT = 64
+
+
+@functools.lru_cache(maxsize=FIELDS_KEPT)
 def numpy_field(system, K, d) -> VectorField:
     """The field of a derived ``System`` on NumPy (scipy backend, events, Filippov checks)."""
     return VectorField(system.numpy, np, K, d, system.flow.dual_exponent, system.flow.needs_P, _signed(system.flow),
@@ -312,6 +317,7 @@ def numpy_field(system, K, d) -> VectorField:
                        residual=system.loss.is_regression)
 
 
+@functools.lru_cache(maxsize=FIELDS_KEPT)
 def jax_field(system, K, d) -> VectorField:
     """The field of a derived ``System`` on JAX (diffrax backend, sweeps)."""
     from flowsim._jax import jnp

@@ -22,9 +22,10 @@ import math
 
 import numpy as np
 
-from flowsim.integrate.solution import replaced
+from flowsim.integrate.solution import Deferred, replaced
 from flowsim.symbolic.flow import commutes_with_sign_flips
 from flowsim.symbolic.model import DiagonalNet
+from flowsim.symbolic.reachable import STARTS_KEPT, start_key, start_of
 
 
 def reduction(system, theta0, data):
@@ -40,17 +41,29 @@ def reduction(system, theta0, data):
     flow with parts of your own is reduced only from layers exactly equal: the flips need that
     symmetry, which flowsim cannot check in your code."""
 
+    tied = _tied_start(system, *start_key(theta0))
+    if tied is None:
+        return None
+    run_system, speedup, flips = tied
+    c = np.prod(flips, axis=0)
+    tied_data = data if np.all(c > 0) else data.flipped(c)
+    return run_system, speedup, tied_data, flips
+
+
+@functools.lru_cache(maxsize=STARTS_KEPT)
+def _tied_start(system, shape, raw):
+    """``reduction``'s part that the data do not enter, once per (system, start): ``(tied_system, speedup,
+    flips)`` (flips read-only), or None."""
     model = system.model
-    flips = layer_flips(model, theta0)
+    flips = layer_flips(model, start_of(shape, raw))
     if flips is None or (np.any(flips < 0) and not commutes_with_sign_flips(system.flow)):
         return None
     tied = system.flow.tied_equivalent(model.depth)
     if tied is None:  # a flow whose parts do not say how the tied net follows: integrate the product
         return None
     flow, speedup = tied
-    c = np.prod(flips, axis=0)
-    tied_data = data if np.all(c > 0) else data.flipped(c)
-    return tied_system(model.depth, system.loss, flow), speedup, tied_data, flips
+    flips.flags.writeable = False  # shared by the solves from this start
+    return tied_system(model.depth, system.loss, flow), speedup, flips
 
 
 @functools.lru_cache(maxsize=64)
@@ -84,11 +97,17 @@ def lift(sol, system, speedup, data, flips):
     events = [e.retimed(shift, stretch, c) for e in sol.events]
     with np.errstate(over="ignore"):  # a tau past float range (t near 1e308) is inf; log10_t holds the time
         tau = sol.tau * stretch
-    flipped = "" if np.all(flips > 0) else \
+    balanced = bool(np.all(flips > 0))
+    flipped = "" if balanced else \
         f", layers flipped by {flips.astype(int).tolist()} (data columns by {c.astype(int).tolist()})"
+    # layer l is flips[l] w, (saves, 1, d) x (layers, d); a balanced start's layers are w itself (a broadcast
+    # product with ones cost 0.1-0.5 ms at n = d = 100). Found on first read: the tied states are this Solution's
+    # alone, and many runs never read the layers (at n = d = 100 writing them out was a tenth of the host work)
+    layers = functools.partial(np.repeat, sol.params, len(flips), axis=1) if balanced else \
+        functools.partial(np.multiply, sol.params, flips)
     return replaced(
-        sol, system=system, data=data, log10_t=sol.log10_t + shift, tau=tau, beta=sol.beta * c,
-        params=sol.params * flips, events=events,  # (saves, 1, d) x (layers, d): layer l is flips[l] w
+        sol, system=system, data=data, log10_t=sol.log10_t + shift, tau=tau, beta=sol.beta if balanced else sol.beta * c,
+        params=Deferred(layers), events=events,
         config={**sol.config, "rho": system.flow.rho,
                 "integrated_as": f"{sol.system} with {sol.system.flow}, {speedup:g}x faster{flipped}"},
     )

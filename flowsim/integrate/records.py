@@ -84,7 +84,11 @@ class Records:
         return list(self._loss)
 
     def arrays(self):
-        """(s, y) of every save as new arrays."""
+        """(s, y) of every save, as arrays of their own: y is the one block itself where the saves are one block that
+        owns its memory (a backend's copy, never written to; a solve reads this once, at its end, and copying it
+        cost 30 us at 400 saves x 100), else the blocks joined into a new array."""
+        if len(self._blocks) == 1 and self._blocks[0].base is None:
+            return np.asarray(self._s), self._blocks[0]
         return np.asarray(self._s), np.concatenate(self._blocks) if self._blocks else np.asarray([])
 
     def _states_from(self, i: int) -> np.ndarray:

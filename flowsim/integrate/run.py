@@ -3,6 +3,7 @@ sign pattern of a Filippov flow, the tracked leaders, the counters and, once dec
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 
@@ -84,7 +85,7 @@ class Run:
         self.track = () if self.d == 1 else problem.track  # one coordinate always leads
         self.leaders = np.array([self.leader(kind, self.theta) for kind in self.track], dtype=np.int64)
         self.first_leaders = dict(zip(self.track, self.leaders.tolist()))  # who leads before any switch
-        self.log_loss_start = self.log_loss()
+        self.theta_start = self.theta  # (``log_loss_start``)
         # the init is not a save: the first save is just after it
         self.records = Records(lambda states: self.saves_observed(states)[2].tolist(), self.K, self.d)
         self.remaining = run_targets
@@ -254,14 +255,14 @@ class Run:
             self.s, self.s_max, self.segment_args(), self.remaining, self.rtol, self.atol, self.chunk, n_targets=len(self.targets),
             track=self.track, resume=self.resume if be is self.be else None,
             progress=self.bar.to_u if self.bar else None)
-        log_loss_before = self.log_loss()
+        theta_before = self.theta.copy()  # (a scipy solver resumed may write its state in place)
         testing.reached("segment")
         with after_block():  # a compiled solve cannot be stopped midway: the interrupt lands once the saves are in
             seg = be.integrate(request)
-            self.record(seg, log_loss_before)
+            self.record(seg, theta_before)
         return seg
 
-    def record(self, seg, log_loss_before):
+    def record(self, seg, theta_before):
         self.resume = seg.resume
         self.mean_step = (seg.s_end - self.s) / max(seg.stats.get("steps", 0), 1)  # of this call
         self.stats["segments"] += 1
@@ -271,7 +272,7 @@ class Run:
         self.records.extend(seg.s_saves.tolist(), seg.y_saves)
         self.remaining = self.remaining[len(seg.s_saves):]
         self.s, self.y = seg.s_end, seg.y_end
-        self.log_loss_change = self.loss_change(log_loss_before, self.log_loss())
+        self.moved_from, self.moved_to, self._log_loss_change = theta_before, self.theta.copy(), None
         if self.bar:
             self.bar.to_u(self.u_now)
 
@@ -297,6 +298,19 @@ class Run:
                 ll = self.system.numpy.log_l(self.vf.margins(self.Z, self.beta(theta)))
                 self._log_losses[key] = float(np.logaddexp.reduce(ll.reshape(-1)))
         return self._log_losses[key]
+
+    @functools.cached_property
+    def log_loss_start(self) -> float:
+        """The log-loss at the start (a regression's ``loss_change`` measures against it)."""
+        return self.log_loss(self.theta_start)
+
+    @property
+    def log_loss_change(self) -> float:
+        """How much the loss moved over the last backend call (``loss_change``), found when first asked: most
+        solves end at the horizon, whose handler does not ask."""
+        if self._log_loss_change is None:
+            self._log_loss_change = self.loss_change(self.log_loss(self.moved_from), self.log_loss(self.moved_to))
+        return self._log_loss_change
 
     def loss_change(self, log_before, log_after) -> float:
         """How much the loss moved, compared with ``critical.LOSS_STILL``: in log L (a margin loss, falling for

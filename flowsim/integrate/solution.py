@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,18 +42,21 @@ class SaveObservations:
 
     def deferred(self, name: str) -> Deferred:
         """The field ``name`` ("margins" or "log_loss") of a Solution, found on first read."""
-        return Deferred(self, ("margins", "log_loss").index(name))
+        return Deferred(functools.partial(self.field, name))
+
+    def field(self, name: str) -> np.ndarray:
+        """The field ``name`` ("margins" or "log_loss"), found now if not yet."""
+        return self.found[("margins", "log_loss").index(name)]
 
 
 @dataclass(frozen=True)
 class Deferred:
-    """A :class:`Solution` field not found yet: entry ``index`` of ``observations.found``."""
+    """A :class:`Solution` field not found yet: ``find()`` finds it (once: ``FoundOnRead`` keeps it)."""
 
-    observations: SaveObservations
-    index: int
+    find: Callable[[], np.ndarray]
 
     def __call__(self) -> np.ndarray:
-        return self.observations.found[self.index]
+        return self.find()
 
 
 class FoundOnRead:
@@ -99,14 +103,15 @@ def replaced(sol, **changes):
     return type(sol)(**kept, **changes)
 
 
-@found_on_read("log_loss", "margins")
+@found_on_read("log_loss", "margins", "params")
 @dataclass(frozen=True, eq=False)
 class Solution:
     """Saved trajectory of a flow.
 
     Arrays are indexed by save point (first axis): ``log10_t``, ``tau`` (loss-normalised clock),
     ``params`` (saves, layers, d), ``beta`` (saves, d), ``log_loss`` (saves,), ``margins`` (saves, n)
-    (``log_loss`` and ``margins`` of a fresh solve are found from ``beta`` when first read, then kept).
+    (``log_loss`` and ``margins`` of a fresh solve are found from ``beta`` when first read, then kept; so are the
+    ``params`` of a balanced start, from the tied net's states).
     ``status`` is a :class:`flowsim.Status` (a string: one of ``flowsim.STATUSES``); ``message`` says why; ``stats`` counts work: on every
     backend ``accepted`` (steps taken), ``steps`` (what ``max_steps`` bounds: steps tried, accepted or
     rejected, on diffrax; accepted ones on scipy, which retries a rejected step within its step),

@@ -165,7 +165,7 @@ def _on_asked_points(log10_t, points):
     (and a reduced solve's time shift) left t = 1 at log10 t = -5.6e-17, which ``ds.sel(log10_t=0)`` did not find."""
     log10_t = np.array(log10_t, dtype=np.float64)
     above = np.searchsorted(points, log10_t)
-    for candidate in (points[np.clip(above, 0, len(points) - 1)], points[np.clip(above - 1, 0, len(points) - 1)]):
+    for candidate in (points.take(above, mode="clip"), points.take(above - 1, mode="clip")):
         on = np.abs(log10_t - candidate) <= 1e-12 + 1e-12 * np.abs(candidate)  # np.isclose(rtol=atol=1e-12), bare
         log10_t[on] = candidate[on]
     return log10_t
@@ -206,11 +206,19 @@ def excluded_signs(kept, beta, atol, layers):
         return (kept * beta < -np.maximum(SIGN_SLACK * scale, (RESOLVED * atol) ** layers)) & np.isfinite(kept)
 
 
+def _may_exclude(kept, beta) -> bool:
+    """False where no saved beta_j (rows of ``beta``) can have the sign ``kept[j]`` excludes: no coordinate keeps
+    beta_j >= 0 or every beta is >= 0, and likewise for <= 0 (NaN: maybe). Two reductions over the whole array,
+    where ``excluded_signs``' row-wise ones cost 0.1 ms at 400 saves x 100."""
+    return bool(np.any(kept > 0) and not beta.min(initial=np.inf) >= 0) or \
+        bool(np.any(kept < 0) and not beta.max(initial=-np.inf) <= 0)
+
+
 def _signs_kept(sol, kept):
     """``sol``, or ``sol`` failed where a saved beta_j has the sign its start excludes (``reachable_signs``): the
     solver left a set the exact flow keeps (a balanced start of a model or flow flowsim cannot reduce to the tied
     net: BDF broke the layers' symmetry by rounding and ended "completed" at beta_j = -127 where beta_j = w^2)."""
-    if Status(sol.status).is_failure:
+    if Status(sol.status).is_failure or not _may_exclude(kept, sol.beta):
         return sol
     wrong = excluded_signs(kept, sol.beta, sol.config["atol"], sol.params.shape[1])
     if not wrong.any():

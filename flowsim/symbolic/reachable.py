@@ -69,6 +69,27 @@ def reachable_signs(model, theta0, flow) -> np.ndarray:
     if theta0.ndim != 2 or theta0.shape[0] != model.n_layers or not np.all(np.isfinite(theta0)):
         raise ValueError(f"theta0 must be finite parameters of shape (layers, d) = ({model.n_layers}, d) for {model}; "
                          f"got shape {theta0.shape} (model.init_params(alpha, d) makes them from an init).")
+    return _reachable_signs(model, flow, *start_key(theta0)).copy()
+
+
+#: starts whose answers are kept (per model and flow): a solve asks them of its start on every call
+STARTS_KEPT = 64
+
+
+def start_key(theta0) -> tuple:
+    """A start (layers, d) as a hashable key of its exact values: its shape and its float64 bytes."""
+    theta0 = np.ascontiguousarray(theta0, dtype=np.float64)
+    return theta0.shape, theta0.tobytes()
+
+
+def start_of(shape, raw) -> np.ndarray:
+    """The start a ``start_key`` holds (read-only)."""
+    return np.frombuffer(raw, dtype=np.float64).reshape(shape)
+
+
+@lru_cache(maxsize=STARTS_KEPT)
+def _reachable_signs(model, flow, shape, raw) -> np.ndarray:
+    theta0 = start_of(shape, raw)
     K, d = theta0.shape
     if model.beta.is_nonnegative or model.beta.is_nonpositive:
         return np.full(d, 1.0 if model.beta.is_nonnegative else -1.0)
@@ -94,6 +115,12 @@ def underflowing(model, theta0) -> np.ndarray:
     """Per coordinate of ``theta0`` (layers, d): every df/dw_k rounds to 0 in float64 while its exact value does
     not (a depth-3 product from 1e-250: w^2 = 1e-500), so a float64 field holds the coordinate still where the
     exact flow moves it."""
+    return _underflowing(model, *start_key(theta0)).copy()
+
+
+@lru_cache(maxsize=STARTS_KEPT)
+def _underflowing(model, shape, raw) -> np.ndarray:
+    theta0 = start_of(shape, raw)
     out = _rounded_frozen(model, theta0)
     for j in np.flatnonzero(out):
         out[j] = any(_partials_mp(model)(*_exact(theta0[:, j])))

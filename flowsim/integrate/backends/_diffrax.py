@@ -165,7 +165,7 @@ def unpacked(flat, n_targets, size) -> KernelOutput:
     saves = n_targets * size
     y_t = flat[n_targets: n_targets + saves].reshape(n_targets, size)
     ok, rest = flat[n_targets + saves: 2 * n_targets + saves] > 0, flat[2 * n_targets + saves:]
-    fired, maxed, failed, steps, accepted, rejected = (int(x) for x in rest[1 + size:])
+    fired, maxed, failed, steps, accepted, rejected = (int(x) for x in rest[1 + size:].tolist())
     return KernelOutput(flat[:n_targets], y_t, ok, float(rest[0]), rest[1: 1 + size], fired, bool(maxed), bool(failed),
                         steps, accepted, rejected)
 

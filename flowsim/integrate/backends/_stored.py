@@ -23,8 +23,6 @@ import threading
 from importlib import metadata
 from pathlib import Path
 
-import numpy as np
-
 from flowsim._jax import jax
 from flowsim.integrate.segment_args import SegmentArgs
 
@@ -88,7 +86,7 @@ class StoredKernel:
 
     def __call__(self, *args):
         leaves, tree = jax.tree_util.tree_flatten(args)
-        signature = (tree, tuple((np.shape(a), np.result_type(a).str) for a in leaves))
+        signature = (tree, tuple((a.shape, a.dtype.str) for a in leaves))  # (NumPy leaves: ``host_arguments``)
         call = self._calls.get(signature)
         if call is not None:
             return call(*args)
