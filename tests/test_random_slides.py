@@ -34,13 +34,16 @@ KNOWN = {
     16: "l3-SAM, depth-3 tied: an entry arriving at w = 0 is stepped across (auto) or ends failed",
     22: "l3-SAM, depth-4 tied: BDF meets a non-finite Jacobian (the field is not differentiable where an entry "
         "arrives at w = 0); failed elsewhere",
-    33: "l3-SAM, depth-4 tied: 'chattering' on every backend (normalised SAM sliding where g_j changes sign), at "
-        "different times",
-    75: "l3-SAM, depth-3 product: 'chattering' on every backend (normalised SAM sliding where g_j changes sign), at "
-        "different times",
+    33: "l3-SAM, depth-4 tied: held near g_2 = 0 (followed alike, and the limit of the regularised flows and of "
+        "discrete SAM: tests/test_lp_sam_held_limit.py), then reaches a degenerate minimum of the loss (w_1 -> 0 on "
+        "its plane, the gradient cubic in w_1, so Newton converges linearly and no critical point is recognised): "
+        "'chattering' on every backend, at different times",
+    75: "l3-SAM, depth-3 product: reaches a degenerate critical point of the loss (||g||_q ~ 4e-9, coordinates 1 "
+        "and 2 decaying to 0 in every layer), not recognised as one: 'chattering' on every backend, at different "
+        "times",
     159: "sign flow, depth-4 difference: more than 10,000 switches on every backend (Zeno), at different points",
-    167: "l3-SAM, depth-4 product: 'chattering' on every backend (normalised SAM sliding where g_j changes sign), at "
-         "different times",
+    167: "l3-SAM, depth-4 product: reaches a degenerate critical point of the loss (||g||_q ~ 3e-8), not recognised "
+         "as one: 'chattering' on every backend, at different times",
 }
 
 
