@@ -31,9 +31,11 @@ KNOWN = {
     3: "l_inf-SAM, depth-4 product: more than 10,000 switches by log10 t = 1.42 on auto (Zeno), converged elsewhere",
     15: "l_inf-SAM, depth-4 difference: a switch of three coordinates with 2 consistent continuations on every "
         "backend (a forward solution that is not unique)",
-    16: "l3-SAM, depth-3 tied: an entry arriving at w = 0 is stepped across (auto) or ends failed",
-    22: "l3-SAM, depth-4 tied: BDF meets a non-finite Jacobian (the field is not differentiable where an entry "
-        "arrives at w = 0); failed elsewhere",
+    16: "l3-SAM, depth-3 tied: reaches a degenerate critical point of the loss (||g||_q ~ 2e-11, w_1 and w_4 "
+        "decaying to 0); an entry arriving at w = 0 is stepped across (auto) or ends failed",
+    22: "l3-SAM, depth-4 tied: reaches a degenerate minimum of the loss (||g||_q ~ 2e-7, w_2 and w_3 decaying to 0 "
+        "on their planes): BDF meets a non-finite Jacobian (the field is not differentiable where an entry arrives "
+        "at w = 0); failed elsewhere",
     33: "l3-SAM, depth-4 tied: held near g_2 = 0 (followed alike, and the limit of the regularised flows and of "
         "discrete SAM: tests/test_lp_sam_held_limit.py), then reaches a degenerate minimum of the loss (w_1 -> 0 on "
         "its plane, the gradient cubic in w_1, so Newton converges linearly and no critical point is recognised): "
