@@ -221,10 +221,10 @@ def _at_saddle(run, why):
     cp = critical.saddle(run.vf, run.theta, run.Z, run.rtol, run.atol, radius)
     if cp is None:
         return
-    try:
-        verdict = rest_points.normalised_rest_point(run.vf, cp.limit, run.Z, run.rho)
-    except ValueError as err:  # the saddle is not resolved well enough to tell
-        verdict = rest_points.SaddleRestPoint(False, f"undecided ({err})", np.empty(0), run.rho, np.nan, None)
+    if run.vf.signed:  # the trap test below is for a normalised g/|g|, not l_inf-SAM's sign(g)
+        verdict = rest_points.SaddleRestPoint(False, SIGN_SADDLE_UNTESTED, np.empty(0), run.rho, np.nan, None)
+    else:
+        verdict = _normalised_saddle_verdict(run, cp)
     if verdict.is_rest_point and not np.any(cp.limit):  # beta = 0, where a run with steps enough collapses
         run.end(*end_status("collapse", run.clock))
         run.move_to(cp.limit)
@@ -235,6 +235,14 @@ def _at_saddle(run, why):
         return
     run.end(Status.CHATTERING, SADDLE.format(log10_t=run.log10_t_asked, rate=cp.growth_rate, reason=why,
                                              verdict=verdict.reason))
+
+
+def _normalised_saddle_verdict(run, cp):
+    """Whether the saddle ``cp`` traps a normalised SAM flow (``rest_points.normalised_rest_point``)."""
+    try:
+        return rest_points.normalised_rest_point(run.vf, cp.limit, run.Z, run.rho)
+    except ValueError as err:  # the saddle is not resolved well enough to tell
+        return rest_points.SaddleRestPoint(False, f"undecided ({err})", np.empty(0), run.rho, np.nan, None)
 
 
 def _at_a_jump(run):
@@ -415,8 +423,12 @@ def end_status(reason, clock):
 
 
 SADDLE = ("at log10 t = {log10_t:.6g} the flow reached a saddle of the loss (growth rate {rate:.3g} per unit tau "
-          "along its unstable directions) where its field -grad L(theta + rho g/|g|) is discontinuous (g = 0): "
+          "along its unstable directions) where its field -grad L(theta + rho P(g)) (P: g/|g|, its lp form or sign(g)) is "
+          "discontinuous (g = 0): "
           "{verdict}. flowsim does not follow the flow through the saddle ({reason}); the trajectory up to it is kept")
+#: the verdict at a saddle reached by a sign flow (l_inf-SAM), which the trap test does not cover
+SIGN_SADDLE_UNTESTED = ("whether it traps the flow is not tested for l_inf-SAM (the test covers normalised "
+                        "perturbations, g/|g| and its lp forms, not sign(g))")
 SADDLE_REST = ("at log10 t = {log10_t:.6g} the flow came to rest, {reason}. The exact flow stays there, as its "
                "regularisation and discrete SAM do in the limits eps -> 0 and step -> 0 (docs/theory.md 9); the state "
                "is held")
