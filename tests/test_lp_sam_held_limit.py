@@ -24,7 +24,7 @@ from scipy.integrate import solve_ivp
 import flowsim as fs
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_random_slides import random_case  # noqa: E402
+from test_random_slides import ending, random_case  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -110,3 +110,11 @@ def test_l3_sam_held_near_a_surface_g_k_0_is_the_limit_of_discrete_sam():
           f"{', '.join(f'{e:.2g}' for e in errors)}")
     assert errors[0] > errors[1] > errors[2]
     assert errors[2] < 1e-2 * math.sqrt(np.sum(end**2))
+
+
+def test_an_l3_sam_solve_that_stops_near_g_k_0_says_what_the_exact_flow_does_there():
+    """LSODA spends its steps on case 33's stiff manifold near g_2 = 0 (auto and Radau follow it): the message
+    names the manifold and the critical point it may be arriving at, not a motion on the surface itself."""
+    status, _, message = ending(SEED, "scipy:LSODA")
+    assert status == "chattering" and "entries w[layer 1, coordinate 2] are on a surface" in message, message
+    assert "stiff manifold next to the surface" in message and "moves along it" not in message, message

@@ -107,7 +107,7 @@ def _on_chunk_end(run, seg):
 
 
 def _sliding(run) -> bool:
-    """A normalised SAM flow sliding along a surface where its field is discontinuous
+    """A normalised SAM flow held at a surface where its field is not smooth
     (``flowsim.integrate.arrival.sliding``) with the loss standing still and no critical point reached,
     the same entries at two chunk ends in a row: "chattering", said so (and whether it is a saddle of the
     loss), rather than a step budget spent there. (On the way to a minimum, where it slides too, the loss
@@ -465,8 +465,11 @@ JUMP = ("at log10 t = {log10_t:.6g} entries {entries} are at w = 0, where the fi
 SLIDING = ("at log10 t = {log10_t:.6g} entries {entries} are on a surface where a component of the gradient g vanishes "
            "and the field -grad L(theta + rho eps(g)) is not smooth (lp-SAM's ascent step carries |g_k|^(1/(p-1)), not "
            "Lipschitz at 0 for p > 2; l2's g/|g| jumps where g = 0): their fields point into their current values "
-           "from both sides and do not shrink near them, so the exact flow stays on that surface and moves along it, "
-           "which flowsim does not integrate for gradient-following flows; the trajectory up to it is kept")
+           "from both sides and do not shrink near them, with the loss standing still. There the exact flow either "
+           "follows a stiff manifold next to the surface (lp-SAM, p > 2: an implicit method may follow it, and "
+           "backend='auto' hands over to one) or arrives at a critical point of the loss, where the field jumps, "
+           "that flowsim does not recognise as one (a degenerate one: entries decaying to 0 with a gradient of "
+           "higher order in them; docs/theory.md, 'Sliding modes'); the trajectory up to it is kept")
 
 
 CROSSING = ("{backend} stepped across {entry} = 0 at log10 t = "
