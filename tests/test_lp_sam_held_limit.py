@@ -6,8 +6,8 @@ lp-SAM with 2 < p < inf carries sign(g_k)|g_k/||g||_q|^(q-1) in its ascent step 
 Lipschitz where g_k = 0. Near such a surface the entry's normalised gradient x = g_k/||g||_q obeys
 x' = a - c sign(x)|x|^(1/2) to leading order (c > 0 where the ascent step pulls it back): the flow is drawn to
 x* = sign(a)(a/c)^2, a slow manifold near the surface but not on it, where the field is smooth and the flow is
-unique. Random case 33 (test_random_slides) is held there from log10 t = 1.9 to 3.4 with |x| near 5e-5; flowsim
-(backend auto: a stiff hand-over to BDF) follows it, and both limits converge to it.
+unique. Random case 33 (test_random_slides) is held there from log10 t = 0.6 to 3.45 with |x| from 1e-6 to
+6e-5; flowsim (backend auto: a stiff hand-over to BDF) follows it, and both limits converge to it.
 """
 
 import math

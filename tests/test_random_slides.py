@@ -43,6 +43,9 @@ KNOWN = {
     75: "l3-SAM, depth-3 product: reaches a degenerate critical point of the loss (||g||_q ~ 4e-9, coordinates 1 "
         "and 2 decaying to 0 in every layer), not recognised as one: 'chattering' on every backend, at different "
         "times",
+    89: "l_inf-SAM, depth-4 tied: goes to beta = 0 (the net's origin, a degenerate saddle): 'stalled' there on auto "
+        "and Radau, LSODA spends its steps on the way ('chattering' at a saddle it does not classify)",
+    91: "l_inf-SAM, depth-3 product: more than 10,000 switches on auto and LSODA (Zeno), converged on Radau",
     159: "sign flow, depth-4 difference: more than 10,000 switches on every backend (Zeno), at different points",
     167: "l3-SAM, depth-4 product: reaches a degenerate critical point of the loss (||g||_q ~ 3e-8), not recognised "
          "as one: 'chattering' on every backend, at different times",
