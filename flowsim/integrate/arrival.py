@@ -16,11 +16,14 @@ field points into it from both sides, and it vanishes sub-linearly (its order of
 between two distances a factor 16 apart, is below :data:`ORDER`), so the remaining time to arrival is
 below anything the solver resolves. Such entries are set to exactly 0, where the field keeps them.
 
-The same test about an entry's current value finds a surface the flow stays on (:func:`sliding`): normalised
+The same test about an entry's current value finds a surface the flow is held at (:func:`sliding`): normalised
 SAM's field :math:`-\nabla L(\theta + \rho\,\epsilon(g))` is not smooth where a component :math:`g_k` vanishes
 (lp-SAM's ascent step carries :math:`|g_k|^{1/(p-1)}`, not Lipschitz there for p > 2; l2's :math:`g/|g|` jumps
-where all of g vanishes), and where it points into that surface from both sides without shrinking the exact
-flow reaches it and moves along it, which flowsim does not integrate for gradient-following flows. A solver there dithers across the surface at steps of the
+where all of g vanishes). Where it points into that surface from both sides without shrinking, the exact flow
+follows a stiff manifold next to the surface (lp-SAM: :math:`x = g_k/\|g\|_q` is drawn to
+:math:`\mathrm{sign}(a)(a/c)^2`, a its rate on the surface and c the ascent step's pull, not
+to 0) or arrives at a critical point of the loss, where the field jumps
+(docs/theory.md, "Sliding modes"). A solver there dithers across the surface at steps of the
 solver's resolution (Radau spent its 16,384 steps, 48 s, on 1e-4 of a decade in a random depth-3 case);
 found at two chunk ends in a row with the loss standing still, it ends the solve
 (``handlers._sliding``).

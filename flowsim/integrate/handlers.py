@@ -107,7 +107,7 @@ def _on_chunk_end(run, seg):
 
 
 def _sliding(run) -> bool:
-    """A normalised SAM flow sliding along a surface where its field is discontinuous
+    """A normalised SAM flow held at a surface where its field is not smooth
     (``flowsim.integrate.arrival.sliding``) with the loss standing still and no critical point reached,
     the same entries at two chunk ends in a row: "chattering", said so (and whether it is a saddle of the
     loss), rather than a step budget spent there. (On the way to a minimum, where it slides too, the loss
@@ -221,10 +221,10 @@ def _at_saddle(run, why):
     cp = critical.saddle(run.vf, run.theta, run.Z, run.rtol, run.atol, radius)
     if cp is None:
         return
-    try:
-        verdict = rest_points.normalised_rest_point(run.vf, cp.limit, run.Z, run.rho)
-    except ValueError as err:  # the saddle is not resolved well enough to tell
-        verdict = rest_points.SaddleRestPoint(False, f"undecided ({err})", np.empty(0), run.rho, np.nan, None)
+    if run.vf.signed:  # the trap test below is for a normalised g/|g|, not l_inf-SAM's sign(g)
+        verdict = rest_points.SaddleRestPoint(False, SIGN_SADDLE_UNTESTED, np.empty(0), run.rho, np.nan, None)
+    else:
+        verdict = _normalised_saddle_verdict(run, cp)
     if verdict.is_rest_point and not np.any(cp.limit):  # beta = 0, where a run with steps enough collapses
         run.end(*end_status("collapse", run.clock))
         run.move_to(cp.limit)
@@ -235,6 +235,14 @@ def _at_saddle(run, why):
         return
     run.end(Status.CHATTERING, SADDLE.format(log10_t=run.log10_t_asked, rate=cp.growth_rate, reason=why,
                                              verdict=verdict.reason))
+
+
+def _normalised_saddle_verdict(run, cp):
+    """Whether the saddle ``cp`` traps a normalised SAM flow (``rest_points.normalised_rest_point``)."""
+    try:
+        return rest_points.normalised_rest_point(run.vf, cp.limit, run.Z, run.rho)
+    except ValueError as err:  # the saddle is not resolved well enough to tell
+        return rest_points.SaddleRestPoint(False, f"undecided ({err})", np.empty(0), run.rho, np.nan, None)
 
 
 def _at_a_jump(run):
@@ -415,8 +423,12 @@ def end_status(reason, clock):
 
 
 SADDLE = ("at log10 t = {log10_t:.6g} the flow reached a saddle of the loss (growth rate {rate:.3g} per unit tau "
-          "along its unstable directions) where its field -grad L(theta + rho g/|g|) is discontinuous (g = 0): "
+          "along its unstable directions) where its field -grad L(theta + rho P(g)) (P: g/|g|, its lp form or sign(g)) is "
+          "discontinuous (g = 0): "
           "{verdict}. flowsim does not follow the flow through the saddle ({reason}); the trajectory up to it is kept")
+#: the verdict at a saddle reached by a sign flow (l_inf-SAM), which the trap test does not cover
+SIGN_SADDLE_UNTESTED = ("whether it traps the flow is not tested for l_inf-SAM (the test covers normalised "
+                        "perturbations, g/|g| and its lp forms, not sign(g))")
 SADDLE_REST = ("at log10 t = {log10_t:.6g} the flow came to rest, {reason}. The exact flow stays there, as its "
                "regularisation and discrete SAM do in the limits eps -> 0 and step -> 0 (docs/theory.md 9); the state "
                "is held")
@@ -453,8 +465,11 @@ JUMP = ("at log10 t = {log10_t:.6g} entries {entries} are at w = 0, where the fi
 SLIDING = ("at log10 t = {log10_t:.6g} entries {entries} are on a surface where a component of the gradient g vanishes "
            "and the field -grad L(theta + rho eps(g)) is not smooth (lp-SAM's ascent step carries |g_k|^(1/(p-1)), not "
            "Lipschitz at 0 for p > 2; l2's g/|g| jumps where g = 0): their fields point into their current values "
-           "from both sides and do not shrink near them, so the exact flow stays on that surface and moves along it, "
-           "which flowsim does not integrate for gradient-following flows; the trajectory up to it is kept")
+           "from both sides and do not shrink near them, with the loss standing still. There the exact flow either "
+           "follows a stiff manifold next to the surface (lp-SAM, p > 2: an implicit method may follow it, and "
+           "backend='auto' hands over to one) or arrives at a critical point of the loss, where the field jumps, "
+           "that flowsim does not recognise as one (a degenerate one: entries decaying to 0 with a gradient of "
+           "higher order in them; docs/theory.md, 'Sliding modes'); the trajectory up to it is kept")
 
 
 CROSSING = ("{backend} stepped across {entry} = 0 at log10 t = "
