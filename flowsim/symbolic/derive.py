@@ -369,8 +369,7 @@ def derive(model, loss, flow) -> System:
         raise ValueError(f"flow must be a flowsim.Flow (GD(), SAM(rho, norm), SignFlow(), ... or your own "
                          f"Flow(point, direction)); got {flow!r}.")
     loss = get_loss(loss)
-    parts = _derive_parts(model, loss, _structure(flow))
-    return System(model, loss, flow, *parts[:-2], numpy=parts[-2], jax=parts[-1])
+    return System(model, loss, flow, **_derive_parts(model, loss, _structure(flow)))
 
 
 def _structure(flow):
@@ -430,7 +429,8 @@ _FIELDS = {"PointSymbols": PointSymbols._fields, "DirectionSymbols": DirectionSy
 
 
 @lru_cache(maxsize=None)
-def _derive_parts(model: Parametrization, loss: Loss, flow):
+def _derive_parts(model: Parametrization, loss: Loss, flow) -> dict:
+    """A :class:`System`'s fields besides model, loss and flow, by name, derived once per structure."""
     from flowsim._jax import jnp
 
     K = model.n_layers
@@ -468,4 +468,5 @@ def _derive_parts(model: Parametrization, loss: Loss, flow):
     derived = _Derivation(symbols, beta, direction, normed, perturbed, field_wt, loss)
     np_c = _compile(derived, [numpy_functions(), "numpy"], np)
     jax_c = _compile(derived, [jax_functions(), "jax"], jnp)
-    return (w, wt, sig, r, rt, N, S, rho, beta, direction, perturbed, field_wt, field_w, np_c, jax_c)
+    return dict(w=w, w_tilde=wt, sigma=sig, r=r, r_tilde=rt, N=N, S=S, rho=rho, beta=beta, direction=direction,
+                perturbed=perturbed, field_at_perturbed=field_wt, field=field_w, numpy=np_c, jax=jax_c)
