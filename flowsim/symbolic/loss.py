@@ -190,9 +190,7 @@ class Loss:
         (:func:`flowsim.polynomial_tail_limit`), not to a max-margin (docs/theory.md 4)."""
         if self.is_regression or self.exponential_tail:
             return math.nan
-        f = sp.lambdify(M, self.log_q, modules=[numpy_functions(), "numpy"])
-        with np.errstate(all="ignore"):
-            logs = [float(f(np.float64(m))) for m in _TAIL_AT]
+        logs = _log_q_in_tail(self)
         powers = [-(b - a) / math.log(mb / ma) for a, b, ma, mb in zip(logs, logs[1:], _TAIL_AT, _TAIL_AT[1:])]
         if powers[-1] > 1 and abs(powers[-1] - powers[-2]) <= 1e-3 * powers[-1]:
             return powers[-1] - 1.0
@@ -317,13 +315,18 @@ def _check_residual_loss(loss):
     _check_constants_of(loss, (loss.expr, loss.q, loss.dq))
 
 
+def _log_q_in_tail(loss) -> list:
+    """log q at the margins _TAIL_AT, where the tail's rate and power are read (non-finite where float64 fails)."""
+    f = sp.lambdify(M, loss.log_q, modules=[numpy_functions(), "numpy"])
+    with np.errstate(all="ignore"):
+        return [float(f(np.float64(m))) for m in _TAIL_AT]
+
+
 def _tail_rate(loss) -> float:
     """c in -log q(m) ~ c m as m -> oo, read off the slopes between _TAIL_AT; nan for a tail that is not exponential
     (q ~ m^-k, e^(-m^2)), which integrates as any other (docs/theory.md 4). Raises where log q is not finite in
     float64 there: the solver could not evaluate the field at such margins."""
-    f = sp.lambdify(M, loss.log_q, modules=[numpy_functions(), "numpy"])
-    with np.errstate(all="ignore"):
-        logs = [float(f(np.float64(m))) for m in _TAIL_AT]
+    logs = _log_q_in_tail(loss)
     if not all(np.isfinite(logs)):
         raise ValueError(
             f"loss {loss.name!r}: log q(m) = {loss.log_q} is not finite in float64 at m = "
