@@ -37,9 +37,7 @@ from flowsim.integrate.run import chunk_of, structure_key
 from flowsim.integrate.segment_args import SegmentArgs, Sliding
 from flowsim.integrate.solve import check_problem, excluded_signs, initial_params, set_up, solve
 from flowsim.integrate.status import FAILURES, Status
-from flowsim.integrate.timeline import (
-    log10_t_from_u,
-)
+from flowsim.integrate.timeline import log10_t_from_u
 from flowsim.symbolic.derive import System, derive
 from flowsim.symbolic.model import DiagonalNet
 from flowsim.symbolic.reachable import reachable_signs
@@ -428,11 +426,10 @@ def _solved(spec, data, inits, rhos, opts, vmapped, allow_nonseparable):
 
 
 def _in_lockstep(problems) -> bool:
-    """The points can share one vmapped solve: each integrates the same system shape on the same data (all reduced
-    to the tied net or none; a reduction with sign flips runs on flipped data of its own)."""
+    """The points can share one vmapped solve: each integrates the same system shape (all reduced to the tied net or
+    none) on the same data (a reduction with sign flips runs on flipped data of its own)."""
     first = problems[0]
-    return all(p.reduced == first.reduced and p.theta0.shape == first.theta0.shape and p.data is first.data
-               for p in problems)
+    return all(p.reduced == first.reduced and p.data is first.data for p in problems)
 
 
 def _signs_left(problems, out):
