@@ -195,8 +195,8 @@ def test_a_loss_and_data_of_different_tasks_are_refused():
         fs.solve(square, fs.Dataset(X, [1.0, -1.0]), init=0.0, t1=10)
     with pytest.raises(ValueError, match="use the loss 'square'"):
         fs.solve(fs.derive(fs.Linear(), "logistic", fs.GD()), fs.Dataset(X, [0.3, 2.0], task="regression"), init=0.0, t1=10)
-    for flow in (fs.SignFlow(), fs.SAM(0.05, 2), fs.ASAM(0.05, 2, 0.01), fs.NormalizedGD(1.0, 1.0)):
-        with pytest.raises(ValueError, match="whose field vanishes at the minima"):
+    for flow in (fs.SignFlow(), fs.NormalizedGD(1.0, 1.0)):
+        with pytest.raises(ValueError, match="on a regression: flowsim integrates GD, USAM, SAM and ASAM"):
             fs.solve(fs.derive(fs.Linear(), "square", flow), fs.Dataset(X, [0.3, 2.0], task="regression"), init=0.0,
                      t1=10)
     with pytest.raises(ValueError, match="flowsim.solve, one point at a time"):

@@ -11,6 +11,7 @@ import pytest
 
 import flowsim as fs
 
+BACKENDS = ("auto", "scipy:LSODA", "scipy:Radau")
 
 def problem(seed=0, n=5, d=12):
     rng = np.random.default_rng(seed)
@@ -52,10 +53,26 @@ def test_eps_at_norm_inf_is_refused():
         fs.SAM(0.1, norm=float("inf"), eps=1e-2)
 
 
-def test_sam_without_eps_is_refused_on_a_regression_naming_eps():
+def test_exact_sam_on_several_samples_ends_at_the_minima_saying_the_slide_is_not_unique():
+    """eps = 0 on five samples: the flow reaches the interpolating minima in finite time, where Filippov's inclusion
+    has a slide for every second moment of the normal directions; every backend ends there, at the same point, with
+    a status that is a failure (``throw=True`` raises) and a message that says why."""
     _, _, data = problem()
-    with pytest.raises(ValueError, match=r"SAM\(rho, eps=eps\) with eps > 0 runs"):
-        fs.solve(fs.derive(fs.DiagonalNet(2, "difference"), "square", fs.SAM(0.1)), data, 0.1, t1=10)
+    system = fs.derive(fs.DiagonalNet(2, "difference"), "square", fs.SAM(0.1))
+    ends = {be: fs.solve(system, data, 0.1, t1=1e8, backend=be, throw=False) for be in BACKENDS}
+    for sol in ends.values():
+        assert sol.status == "chattering"
+        assert "has dimension 5" in sol.message and "not unique" in sol.message
+        assert np.abs(data.X @ sol.beta[-1] - data.y).max() < 1e-8  # it stops at the arrival, on the minima
+    assert max(np.abs(a.beta[-1] - b.beta[-1]).max() for a in ends.values() for b in ends.values()) < 1e-6
+    with pytest.raises(fs.IntegrationError, match="not unique"):
+        fs.solve(system, data, 0.1, t1=1e8)
+
+
+def test_a_normalised_direction_stays_refused_on_a_regression():
+    _, _, data = problem()
+    with pytest.raises(ValueError, match="normalised direction"):
+        fs.solve(fs.derive(fs.DiagonalNet(2, "difference"), "square", fs.NormalizedGD()), data, 0.1, t1=10)
 
 
 def test_eps_zero_is_sam_itself_and_eps_changes_the_flow():
@@ -249,8 +266,61 @@ def test_on_one_sample_small_step_sam_is_the_filippov_slide_and_the_smoothed_flo
     print("discrete SAM against the Filippov slide, eta = 1e-2, 3e-3, 1e-3:", errors)  # measured 3.5e-3, 1.1e-3, 3.8e-4
     assert errors[0] > 2 * errors[1] > 4 * errors[2] and errors[2] < 1e-3
     assert np.abs(beta_end - beta_on).max() > 0.05  # it slides on (0.068)
-    smoothed = sam_end(fs.Dataset(x[None, :], [y], task="regression"), rho, 1e-4, t1=t1, alpha=alpha)
+    exact = fs.derive(fs.DiagonalNet(2, "difference"), "square", fs.SAM(rho))
+    data = fs.Dataset(x[None, :], [y], task="regression")
+    for be in ("auto", "scipy:DOP853", "scipy:LSODA", "scipy:Radau", "diffrax:Tsit5"):  # flowsim follows the slide
+        sol = fs.solve(exact, data, alpha, t1=t1, backend=be, rtol=1e-10)
+        print(be, "against the slide written here:", np.abs(sol.beta[-1] - beta_end).max())  # measured 1e-11..8e-10
+        assert sol.status == "completed" and "sliding along the interpolating minima" in sol.message
+        assert np.abs(sol.beta[-1] - beta_end).max() < 1e-8
+    smoothed = sam_end(data, rho, 1e-4, t1=t1, alpha=alpha)
     assert smoothed.status == "converged"
     print("smoothed end against the arrival, the slide's end:", np.abs(smoothed.beta[-1] - beta_on).max(),
           np.abs(smoothed.beta[-1] - beta_end).max())
     assert np.abs(smoothed.beta[-1] - beta_on).max() < 1e-4 < 0.05 < np.abs(smoothed.beta[-1] - beta_end).max()
+
+
+def test_on_one_sample_the_exact_slide_stops_at_the_flattest_interpolator_on_every_backend():
+    """Followed to t = 1e30, the one-sample slide lowers the sharpness tr H = ||grad r||^2 = 4 sum_i x_i^2 (u_i^2 + v_i^2)
+    along the minima until it stops: at the interpolator with least sharpness, beta = (y / x_k) e_k for the smallest
+    |x_k| (sum_i x_i^2 |beta_i| >= min_k |x_k| |x . beta|), reached with the other entries on their planes w = 0."""
+    rng = np.random.default_rng(0)
+    x, y, rho, alpha = rng.normal(size=3), 1.3, 0.1, 0.3
+    k = int(np.argmin(np.abs(x)))
+    flattest = np.zeros(3)
+    flattest[k] = y / x[k]
+    system = fs.derive(fs.DiagonalNet(2, "difference"), "square", fs.SAM(rho))
+    ends = [fs.solve(system, fs.Dataset(x[None, :], [y], task="regression"), alpha, t1=1e30, backend=be)
+            for be in BACKENDS]
+    assert {sol.status for sol in ends} <= {"completed", "stalled"}  # stalled: its field is 0 to the last bit
+    for sol in ends:
+        assert "sliding along the interpolating minima" in sol.message
+        assert np.abs(sol.beta[-1] - flattest).max() < 1e-7 * abs(flattest[k])
+        on = np.abs(sol.beta @ x - y) < 1e-6  # from the arrival on (the slide keeps r = 0 to the tolerances)
+        assert on[np.argmax(on):].all()
+        u, v = np.asarray(sol.params)[on, 0], np.asarray(sol.params)[on, 1]
+        sharpness = 4 * ((u**2 + v**2) @ x**2)
+        assert np.all(np.diff(sharpness) <= 1e-10 * sharpness[0])  # falls along the slide (rises 0.38 before)
+        assert sharpness[0] - sharpness[-1] > 2.5
+
+
+def test_exact_sam_rests_where_every_filippov_field_points_across_the_minima_and_says_so_where_not():
+    """The linear model's loss is quadratic in theta: at its minima every one-sided field -grad L(theta + rho u) =
+    -rho H u is normal to them, so the arrival is a rest point of the exact flow (held, on every backend, at a point
+    of the minima; on d < n noisy data, at the least-squares fit). The difference net's minima on the same noisy
+    data form a set with fields along it: the run ends at the arrival saying it does not follow that slide."""
+    rng = np.random.default_rng(1)
+    wide = fs.Dataset(rng.normal(size=(3, 6)), rng.normal(size=3), task="regression")
+    X, y = rng.normal(size=(6, 2)), rng.normal(size=6)
+    noisy = fs.Dataset(X, y, task="regression")
+    linear = fs.derive(fs.Linear(), "square", fs.SAM(0.1))
+    for data, fits in ((wide, lambda beta: np.abs(wide.X @ beta - wide.y).max() < 1e-8),
+                       (noisy, lambda beta: np.abs(beta - np.linalg.lstsq(X, y, rcond=None)[0]).max() < 1e-7)):
+        ends = [fs.solve(linear, data, 0.3, t1=1e6, backend=be) for be in BACKENDS]
+        for sol in ends:
+            assert sol.status == "converged" and "a rest point of the exact flow too" in sol.message
+            assert fits(sol.beta[-1])
+        assert max(np.abs(a.beta[-1] - b.beta[-1]).max() for a in ends for b in ends) < 1e-7
+    net = fs.derive(fs.DiagonalNet(2, "difference"), "square", fs.SAM(0.1))
+    sol = fs.solve(net, noisy, 0.3, t1=1e6, throw=False)
+    assert sol.status == "chattering" and "does not interpolate (normal space of dimension 2)" in sol.message

@@ -124,11 +124,15 @@ class VectorField:
 
     def evaluation_point(self, theta, Z, rho, sigma):
         """theta~ and the dual norm N at theta (1 where the flow uses none)."""
-        xp = self.xp
-        q = self.dual_exponent
-        if q is None and at_theta(rho):
+        if self.dual_exponent is None and at_theta(rho):
             return theta, 1.0
         _, _, S, r = self.couplings(theta, Z)
+        return self.perturbed(theta, r, S, rho, sigma)
+
+    def perturbed(self, theta, r, S, rho, sigma):
+        """theta~ and N at theta for the coupling ``r`` (the gradient's, or any other: a one-sided limit) and log
+        gradient scale ``S``."""
+        xp, q = self.xp, self.dual_exponent
         if q is None:
             N = 1.0
         else:
@@ -141,12 +145,41 @@ class VectorField:
         """F = dtheta/dtau at theta and the log scale S~ at the evaluation point (``pinned``: unused, the
         signature of ``sliding_field_and_scale``)."""
         theta_t, N = self.evaluation_point(theta, Z, rho, sigma)
+        return self._field_at(theta_t, Z, N, sigma)
+
+    def _field_at(self, theta_t, Z, N, sigma):
+        """F and S~ with the gradient taken at the evaluation point ``theta_t`` (N: the dual norm at theta)."""
         _, _, S_t, e, total, log_e = self._unnormalised_weights(theta_t, Z)
         if self.needs_P:
             r_t, P_t, _ = self.scaled_moments(log_e, Z)
         else:
             r_t = P_t = e.dot(self.features(Z)) / total
         return self.compiled.field(theta_t, r_t, P_t, float(Z.shape[0]), N, sigma), S_t
+
+    def minima_field_and_scale(self, theta, Z, rho, sigma, pinned=None):
+        r"""Filippov's field sliding along a regression's interpolating minima where their normal space is one
+        line (one sample, or samples on one line; docs/theory.md 12). There the gradient is :math:`c\,\nabla r`,
+        so a normalised perturbation takes one of two values, from the coupling :math:`\pm v` (v the samples'
+        line); of the two sides' real-time fields the convex combination that keeps the residual constant,
+        :math:`\lambda F_+ + (1-\lambda) F_-` with :math:`\nabla r \cdot F = 0`, is the sliding field. Off the
+        minima by a rounding residual r the combination brings it back at the rate :math:`\kappa r`,
+        :math:`\kappa = (|\dot r_+| + |\dot r_-|) / (2\rho\|\nabla r\|)` (the one-sided fields would close a gap of
+        rho in that time), so the integration does not drift off them. Where the two sides do not both point into
+        the minima there is no slide: NaN, and the solve fails there."""
+        xp = self.xp
+        X = self.features(Z)
+        k = xp.argmax(xp.sum(X * X, axis=1))
+        v = X[k]
+        normal = self.compiled.direction(theta, v).reshape(-1)  # -grad_theta r_k (the couplings' sign)
+        residual = self.margins(Z, flushed(xp, self.compiled.beta(theta)))[k]
+        (theta_a, N_a), (theta_b, N_b) = (self.perturbed(theta, c * v, 0.0, rho, sigma) for c in (1.0, -1.0))
+        (F_a, S_a), (F_b, S_b) = self._field_at(theta_a, Z, N_a, sigma), self._field_at(theta_b, Z, N_b, sigma)
+        S = xp.maximum(S_a, S_b)
+        F_a, F_b = F_a * xp.exp(S_a - S), F_b * xp.exp(S_b - S)
+        rate_a, rate_b = normal @ F_a.reshape(-1), normal @ F_b.reshape(-1)  # -dr_k/dt on each side
+        kappa = (xp.abs(rate_a) + xp.abs(rate_b)) / (2.0 * rho * xp.sqrt(normal @ normal))
+        lam = (rate_b - kappa * residual) / xp.where(rate_a * rate_b < 0, rate_b - rate_a, xp.nan)
+        return flushed(xp, lam * F_a + (1.0 - lam) * F_b), S  # (subnormal: the slide has stopped, ``at_rest``)
 
     def scaled_moments(self, log_e, Z):
         """r_j = sum_i p_i z_ij and P_j = sum_i p_i^2 z_ij^2 (the per-sample second moment the Adam proxy
@@ -182,8 +215,11 @@ class VectorField:
         :func:`flowsim.field.surfaces.spread_of`); the entries in ``pinned`` slide on their planes w = 0."""
         return _surfaces.at(self, "field_and_scale", theta, Z, rho, sigma, pinned, spread)
 
-    def any_field_and_scale(self, theta, Z, rho, sigma, pinned, spread=None):
-        """The field with whatever slides: on surfaces (``spread``), on planes, or nothing."""
+    def any_field_and_scale(self, theta, Z, rho, sigma, pinned, spread=None, on_minima=False):
+        """The field with whatever slides: on surfaces (``spread``), along a regression's minima, on planes, or
+        nothing."""
+        if on_minima:
+            return self.minima_field_and_scale(theta, Z, rho, sigma)
         if spread is not None and len(spread):
             return self.surface_field_and_scale(theta, Z, rho, sigma, pinned, spread)
         if pinned.any():
@@ -255,16 +291,18 @@ class VectorField:
             log_loss = xp.concatenate([xp.asarray(known, dtype=xp.float64), log_loss])
         return margins, log_loss
 
-    def rhs(self, clock, sliding: bool, surfaces: int = 0):
+    def rhs(self, clock, sliding: bool, surfaces: int = 0, on_minima: bool = False):
         """dy/ds for the flat state under ``clock`` (a :class:`flowsim.integrate.clock.Clock`); ``args`` a
         :class:`flowsim.integrate.segment_args.SegmentArgs`. ``sliding``: some entries are held on their planes;
-        ``surfaces``: the state slides on this many switching surfaces (``args.surfaces``)."""
+        ``surfaces``: the state slides on this many switching surfaces (``args.surfaces``); ``on_minima``: it slides
+        along a regression's minima (``minima_field_and_scale``)."""
         xp, K, d = self.xp, self.K, self.d
         if surfaces:
             def fs(theta, args):
                 return self.surface_field_and_scale(theta, args.Z, args.rho, args.sigma, args.pinned, args.surfaces)
         else:
-            plain = self.sliding_field_and_scale if sliding else self.field_and_scale
+            plain = (self.minima_field_and_scale if on_minima
+                     else self.sliding_field_and_scale if sliding else self.field_and_scale)
 
             def fs(theta, args):
                 return plain(theta, args.Z, args.rho, args.sigma, args.pinned)

@@ -241,13 +241,12 @@ def describe_regression(system, data, cp, log10_t, atol=0.0):
     least-squares distance from y to the range of X)."""
     beta = np.asarray(system.numpy.beta(cp.limit)).reshape(-1)
     residuals = data.X @ beta - data.y
-    terms = np.abs(data.X) @ (np.abs(beta) + atol / INTERPOLATES) + np.abs(data.y)
     with np.errstate(divide="ignore"):  # log l(0) = -inf: a zero residual adds nothing
         ll = np.asarray(system.numpy.log_l(residuals)).reshape(-1)
     loss = math.exp(float(np.logaddexp.reduce(ll)) - math.log(data.n)) if np.any(np.isfinite(ll)) else 0.0
     worst = f"largest |residual| {np.abs(residuals).max():.3g}"
     held = f"distance to it {cp.displacement:.2g} of the tolerance; the state is held to t1"
-    if np.all(np.abs(residuals) <= INTERPOLATES * np.maximum(terms, 1e-300)):
+    if interpolates(system, data, cp.limit, atol):
         return (f"converged to an interpolating global minimum at log10 t = {log10_t:.6g}: X beta = y ({worst}, loss "
                 f"{loss:.3g}); {held}")
     gap = np.linalg.norm(data.X @ np.linalg.lstsq(data.X, data.y, rcond=None)[0] - data.y)
@@ -258,3 +257,55 @@ def describe_regression(system, data, cp, log10_t, atol=0.0):
     what = "a critical point" if cp.of_loss else "a rest point of the perturbed flow"
     return (f"converged to {what} that does not interpolate at log10 t = {log10_t:.6g}: limit loss {loss:.6g} > 0, "
             f"{worst}; {why}; {held}")
+
+
+def interpolates(system, data, theta, atol=0.0) -> bool:
+    """Every residual of the regression ``data`` at ``theta`` is 0 to ``INTERPOLATES`` of its terms
+    |x_i||beta| + |y_i|, or below what the solver resolves (``atol`` in beta)."""
+    beta = np.asarray(system.numpy.beta(theta)).reshape(-1)
+    terms = np.abs(data.X) @ (np.abs(beta) + atol / INTERPOLATES) + np.abs(data.y)
+    return bool(np.all(np.abs(data.X @ beta - data.y) <= INTERPOLATES * np.maximum(terms, 1e-300)))
+
+
+@dataclass(frozen=True)
+class MinimaAround:
+    """The loss around a critical point of a regression, for a normalised perturbation that jumps there."""
+
+    #: the dimension of the normal space: the directions in which the loss curves up (its Hessian's range)
+    normal_rank: int
+    #: the loss curves down in some direction: a saddle
+    saddle: bool
+    #: some field of Filippov's set there, -grad L at a perturbed point, has a part along the minima (their
+    #: tangent space, the Hessian's null space): the exact flow may move along them; False where the minimum is
+    #: isolated, or the fields are all normal (a loss quadratic in theta: the linear model)
+    drifts: bool
+
+
+#: Hessian eigenvalues within this fraction of the largest count as 0 (the tangent space of a set of minima)
+FLAT = 1e-8
+#: a field's part along the minima above this fraction of it is a drift (O(rho) against the normal part; rounding
+#: alone leaves 1e-16)
+DRIFT = 1e-6
+
+
+def minima_around(vf, theta, Z, rho, sigma) -> MinimaAround:
+    """What a normalised perturbation meets at the critical point ``theta`` of a regression: the loss Hessian's
+    rank and sign, and whether the one-sided fields -grad L(theta~) there, theta~ the perturbed point of a coupling
+    X^T w (every sample's +-x_i and 16 random w: the couplings a neighbourhood of the minima gives), all point
+    across the minima or some move along them."""
+    F, A = _gradient_field(vf, theta, Z)
+    eig, vectors = np.linalg.eigh(-(A + A.T) / 2)  # the Hessian (the gradient field's Jacobian is -H)
+    scale = max(float(np.abs(eig).max(initial=0.0)), 1e-300)
+    saddle, normal = bool(eig.min() < -FLAT * scale), eig > FLAT * scale
+    tangent = vectors[:, np.abs(eig) <= FLAT * scale]
+    X = vf.features(Z)
+    rng = np.random.default_rng(0)
+    couplings = [c * x for x in X for c in (1.0, -1.0)] + list(rng.normal(size=(16, X.shape[0])) @ X)
+    drifts = False
+    for c in couplings if tangent.size else ():
+        theta_t, _ = vf.perturbed(theta, c, 0.0, rho, sigma)
+        F_t, _ = _gradient_field(vf, np.asarray(theta_t), Z)
+        if F_t is None or np.linalg.norm(tangent.T @ F_t) > DRIFT * np.linalg.norm(F_t):
+            drifts = True
+            break
+    return MinimaAround(int(normal.sum()), saddle, drifts)

@@ -34,6 +34,8 @@ def _on_end(run, seg):
     elif status is Status.COMPLETED and short > 1e-12:
         message = f"reached the horizon t1 to the clock's resolution there (the last row is at log10 t = " \
                   f"{run.log10_t_asked:.12g})"
+    if status is Status.COMPLETED and run.on_minima:
+        message = MINIMA_SLID.format(since=run.on_minima_since)
     if status is Status.COMPLETED and _has_own_rest_points(run) and _earlier_rest_point(run):
         return  # a step across a one-sided rest point went on to the horizon: the rest point is the end
     plateau = status is Status.COMPLETED and len(run.records) > 1 and run.loss_change(
@@ -112,7 +114,8 @@ def _sliding(run) -> bool:
     the same entries at two chunk ends in a row: "chattering", said so (and whether it is a saddle of the
     loss), rather than a step budget spent there. (On the way to a minimum, where it slides too, the loss
     still falls or the critical point is found first.)"""
-    if run.vf.signed or critical.arrival_radius(run.system.flow, run.theta.size) == 0 or _too_large(run):
+    if run.vf.signed or run.on_minima or critical.arrival_radius(run.system.flow, run.theta.size) == 0 \
+            or _too_large(run):
         return False
     still = run.log_loss_change <= LOSS_STILL  # (probing costs 3 field evaluations an entry)
     on = sliding(run.vf, run.theta, run.Z, run.rho, run.sigma, run.rtol, run.atol, run.planes) if still else None
@@ -307,8 +310,14 @@ def _earlier_rest_point(run) -> bool:
 
 def _has_own_rest_points(run) -> bool:
     """A perturbed flow that rests where its evaluation point is a critical point: a gradient-following
-    one, or a sign flow between switches (its field is then smooth; while entries slide it is not)."""
-    return run.rho > 0 and (rest_points_are_critical(run.system.flow) or run.uses_sign)
+    one, or a sign flow between switches (its field is then smooth; while entries slide it is not). Not a
+    normalised perturbation on a regression: it jumps at the minima, where its slide decides what comes next."""
+    return run.rho > 0 and (rest_points_are_critical(run.system.flow) or run.uses_sign) and not _jumps_at_minima(run)
+
+
+def _jumps_at_minima(run) -> bool:
+    """A normalised perturbation (SAM, ASAM with eps = 0) on a regression: its field jumps at the minima."""
+    return run.data.is_regression and not run.system.flow.point.vanishes_with_gradient
 
 
 def _converged(run, loss_still=False) -> bool:
@@ -316,6 +325,8 @@ def _converged(run, loss_still=False) -> bool:
     Unless ``loss_still``, only where the loss has stopped decreasing (the test costs O((Kd)^3))."""
     if run.surfaces.any():
         return _at_sliding_rest(run, loss_still)
+    if run.on_minima:
+        return _slide_along_minima_left(run)
     return _at_critical_point(run, loss_still)
 
 
@@ -337,6 +348,8 @@ def _at_critical_point(run, loss_still) -> bool:
     if cp is None:
         return False
     message = critical.describe(run.system, run.data, cp, run.log10_t_asked, run.atol)
+    if cp.of_loss and _jumps_at_minima(run):
+        return _at_regression_critical_point(run, cp)
     if run.uses_sign and cp.of_loss:
         verdict = _sign_rest_point(run, cp)
         if not verdict.is_rest_point:
@@ -345,6 +358,45 @@ def _at_critical_point(run, loss_still) -> bool:
     run.move_to(cp.limit)
     run.hold(Status.CONVERGED, message)
     return True
+
+
+def _at_regression_critical_point(run, cp) -> bool:
+    """A normalised perturbation (SAM, ASAM with eps = 0) at a critical point of a regression's loss, where it
+    jumps (docs/theory.md 12). A saddle: the trap test decides, as in ``_at_saddle``. A minimum where every field of
+    Filippov's set points across the minima (isolated, or a loss quadratic in theta): a rest point, held. Else the
+    exact flow slides on along the minima: where they interpolate and their normal space is the samples' one line
+    the slide is unique and the run follows it; elsewhere Filippov's inclusion has a slide for every second moment
+    of the normal directions (or one flowsim does not integrate), and the run ends at the arrival saying so."""
+    run.move_to(cp.limit)
+    minima = critical.minima_around(run.vf, cp.limit, run.Z, run.rho, run.sigma)
+    if minima.saddle:
+        verdict = _normalised_saddle_verdict(run, cp)
+        if verdict.is_rest_point:
+            run.hold(Status.CONVERGED, SADDLE_REST.format(log10_t=run.log10_t_asked, reason=verdict.reason))
+        else:
+            run.end(Status.CHATTERING, REGRESSION_SADDLE.format(log10_t=run.log10_t_asked, verdict=verdict.reason))
+    elif not minima.drifts:
+        run.hold(Status.CONVERGED, critical.describe(run.system, run.data, cp, run.log10_t_asked, run.atol)
+                 + MINIMA_NORMAL)
+    elif not critical.interpolates(run.system, run.data, cp.limit, run.atol):
+        run.end(Status.CHATTERING, NOT_INTERPOLATING.format(log10_t=run.log10_t_asked, rank=minima.normal_rank))
+    elif minima.normal_rank == 1 and np.linalg.matrix_rank(run.vf.features(run.Z)) == 1:
+        run.slide_along_minima()
+    else:
+        run.end(Status.CHATTERING, MINIMA_NOT_UNIQUE.format(log10_t=run.log10_t_asked, rank=minima.normal_rank))
+    return True
+
+
+def _slide_along_minima_left(run) -> bool:
+    """The slide along the minima has stopped (its field is 0: held, as ``at_rest`` holds it before a segment), or
+    meets a point where the two sides' fields no longer both point into them (an exit the sliding field does not
+    follow), said so; else False: it goes on."""
+    F, _ = run.field_and_scale()
+    if not np.any(F):
+        run.hold(Status.STALLED, MINIMA_REST.format(since=run.on_minima_since, log10_t=run.log10_t_asked))
+    elif not np.all(np.isfinite(F)):
+        run.end(Status.CHATTERING, MINIMA_EXIT.format(since=run.on_minima_since, log10_t=run.log10_t_asked))
+    return run.status is not None
 
 
 def _rests_on(run, reached) -> bool:
@@ -432,6 +484,33 @@ SIGN_SADDLE_UNTESTED = ("whether it traps the flow is not tested for l_inf-SAM (
 SADDLE_REST = ("at log10 t = {log10_t:.6g} the flow came to rest, {reason}. The exact flow stays there, as its "
                "regularisation and discrete SAM do in the limits eps -> 0 and step -> 0 (docs/theory.md 9); the state "
                "is held")
+
+
+MINIMA_NOT_UNIQUE = (
+    "at log10 t = {log10_t:.6g} the flow reached the interpolating minima X beta = y, where its normalised "
+    "perturbation is discontinuous and the exact flow slides on along them. Their normal space (the residuals' "
+    "gradients) has dimension {rank}, and there Filippov's inclusion has one sliding motion for every second moment "
+    "P of the normal directions (drift -(rho^2/2) times the tangential part of D^3 L[P]): the continuation is not "
+    "unique, and the run ends at the arrival. Discrete SAM's oscillation picks the top Hessian eigenvector (Wen, Ma "
+    "and Li, 2023); SAM(rho, eps=...) with eps > 0 rests here; on one sample the slide is unique and followed "
+    "(docs/theory.md 12)")
+MINIMA_EXIT = ("sliding along the interpolating minima since log10 t = {since:.6g}, at log10 t = {log10_t:.6g} the two "
+               "sides' fields of the perturbation no longer both point into the minima: the flow leaves them there, a "
+               "sliding exit flowsim does not follow; the slide up to it is kept")
+MINIMA_REST = ("sliding along the interpolating minima since log10 t = {since:.6g}, the slide stopped at log10 t = "
+               "{log10_t:.6g} (its field is 0 to the last bit: the entries it moved are on their planes w = 0 or "
+               "balanced); the state is held")
+MINIMA_SLID = "reached the horizon t1, sliding along the interpolating minima since log10 t = {since:.6g}"
+REGRESSION_SADDLE = ("at log10 t = {log10_t:.6g} the flow reached a saddle of the loss, where its normalised "
+                     "perturbation is discontinuous: {verdict}; flowsim does not follow the flow past it, and the "
+                     "trajectory up to it is kept")
+MINIMA_NORMAL = ("; a rest point of the exact flow too: every field of its Filippov set there (-grad L at the perturbed "
+                 "points of every side) points across the minima, none along them")
+NOT_INTERPOLATING = ("at log10 t = {log10_t:.6g} the flow reached a set of minima of the loss that does not "
+                     "interpolate (normal space of dimension {rank}), where its normalised perturbation is "
+                     "discontinuous and the fields of its Filippov set move along the set: the exact flow slides "
+                     "on along it, which flowsim does not integrate off the interpolating minima; the trajectory up "
+                     "to the arrival is kept (docs/theory.md 12)")
 
 
 SLIDING_REST = ("at log10 t = {log10_t:.6g} the flow came to rest while sliding on the switching surfaces of "

@@ -78,6 +78,7 @@ class Run:
         self.status, self.message, self.problem = None, "", None
         self._log_losses = {}  # (``log_loss``)
         self.surfaces = np.zeros((self.K, self.d), bool)  # entries sliding on their switching surfaces G_k = 0
+        self.on_minima_since = None  # log10 t where the state began sliding along a regression's minima
         self.s, self.y = 0.0, np.concatenate([theta0.ravel(), [0.0]])
         if self.uses_sign:
             self.sigma = np.zeros((self.K, self.d))
@@ -110,10 +111,16 @@ class Run:
         """Some entries slide, on their planes or on their switching surfaces: the field is a Filippov one."""
         return bool(self.pinned.any() or self.surfaces.any())
 
+    @property
+    def on_minima(self) -> bool:
+        """The state slides along a regression's interpolating minima (``VectorField.minima_field_and_scale``)."""
+        return self.on_minima_since is not None
+
     def field_and_scale(self, theta=None):
         """The field and its log scale at theta (default: now), with whatever slides."""
         theta = self.theta if theta is None else theta
-        return self.vf.any_field_and_scale(theta, self.Z, self.rho, self.sigma, self.pinned, self.spread(theta))
+        return self.vf.any_field_and_scale(theta, self.Z, self.rho, self.sigma, self.pinned, self.spread(theta),
+                                           self.on_minima)
 
     def spread(self, theta=None):
         """The switching surfaces slid on (``flowsim.field.surfaces.spread_of``), None if none."""
@@ -165,6 +172,12 @@ class Run:
         """Entries ``leaving`` their surfaces take the side their G_k is resolved on at ``theta``
         (``_events.resolved_signs``)."""
         self.sigma = resolved_signs(self.vf, theta, self.Z, self.sigma, ~leaving)
+
+    def slide_along_minima(self):
+        """From here the state slides along the regression's interpolating minima it has reached (a new field:
+        the next segment starts afresh)."""
+        self.on_minima_since = self.log10_t_asked
+        self.restart()
 
     def slide_on(self, surfaces):
         """The state slides on ``surfaces`` (a rest point found on them)."""
@@ -235,7 +248,7 @@ class Run:
 
     @property
     def sliding_shape(self) -> Sliding:
-        return Sliding(bool(self.pinned.any()), int(self.surfaces.any(axis=0).sum()))
+        return Sliding(bool(self.pinned.any()), int(self.surfaces.any(axis=0).sum()), self.on_minima)
 
     def segment_args(self) -> SegmentArgs:
         """The arguments of a segment from the current state."""

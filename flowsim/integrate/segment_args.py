@@ -7,10 +7,12 @@ from typing import Any, NamedTuple
 
 class Sliding(NamedTuple):
     """What slides in a segment, part of its compiled structure: entries held on their planes w = 0
-    (``planes``), and on how many switching surfaces the state slides (``surfaces``, one per coordinate)."""
+    (``planes``), on how many switching surfaces the state slides (``surfaces``, one per coordinate), and
+    whether it slides along a regression's interpolating minima (``on_minima``: docs/theory.md 12)."""
 
     planes: bool = False
     surfaces: int = 0
+    on_minima: bool = False
 
 
 class SegmentArgs(NamedTuple):

@@ -275,12 +275,11 @@ def check_problem(system, data, clock, be, allow_nonseparable):
 
 def check_task(system, data):
     """The loss and the data are of one task (a margin loss on labels +-1, a regression loss on real targets), and a
-    regression runs a flow flowsim integrates on it: one whose field vanishes at the minima (GD, USAM, SAM with
-    eps > 0, steepest descent with p finite). The sign flows' switch surfaces and the Adam proxy's per-sample moments are written for
-    margin losses; a normalised perturbation (SAM, ASAM) or direction (a schedule's clock) does not vanish at a
-    minimum, and where the minima of an overparametrised regression form a set the flow reaches it in finite time
-    and slides along it, a motion flowsim does not integrate (held at the first minimum reached, backends had
-    differed by 1e-4)."""
+    regression runs a flow flowsim integrates on it: a smooth one (GD, USAM, SAM with eps > 0, steepest descent with
+    p finite) or a normalised perturbation (SAM, ASAM with eps = 0), which reaches the interpolating minima in
+    finite time and slides on along them (``handlers._at_regression_critical_point``, docs/theory.md 12). The sign
+    flows' switch surfaces and the Adam proxy's per-sample moments are written for margin losses; a normalised
+    direction (a schedule's clock) is not integrated there."""
     if system.loss.is_regression != data.is_regression:
         if system.loss.is_regression:
             raise ValueError(f"the loss {system.loss.name!r} is a regression loss (of the residual x.beta - y), but the "
@@ -291,16 +290,12 @@ def check_task(system, data):
                          "regression (real targets); use the loss 'square' (or a flowsim.Loss(..., task='regression')), "
                          "or labels +1/-1 for classification.")
     flow = system.flow
-    if data.is_regression and (flow.uses_sign or flow.needs_P or not flow.point.vanishes_with_gradient
-                               or flow.clock is not None):
-        raise ValueError(f"{flow} on a regression: flowsim integrates the flows whose field vanishes at the minima "
-                         "there (GD, USAM, SAM(rho, eps=...) with eps > 0, steepest descent with p finite). sign(g) and "
-                         "the Adam proxy's moments are written for margin losses; a normalised perturbation or "
-                         "direction (SAM, ASAM, normalised GD) reaches the set of interpolating minima in finite time "
-                         "and then slides along it, which is not integrated. SAM(rho, eps=eps) with eps > 0 runs: its "
-                         "perturbation rho g / sqrt(||g||^2 + eps^2) vanishes at the minima, so it stops at the first "
-                         "one it reaches (as eps -> 0 too), where the exact flow, like discrete SAM at small steps, slides "
-                         "on (docs/theory.md 12).")
+    if data.is_regression and (flow.uses_sign or flow.needs_P or flow.clock is not None):
+        raise ValueError(f"{flow} on a regression: flowsim integrates GD, USAM, SAM and ASAM (eps = 0: the exact "
+                         "flow, sliding along the minima it reaches; eps > 0: the smoothed one, resting at the first), "
+                         "and steepest descent with p finite there. sign(g) and the Adam proxy's moments are written "
+                         "for margin losses, and a normalised direction (normalised GD, a schedule's clock) is not "
+                         "integrated on a regression (docs/theory.md 12).")
 
 
 #: a given atol must be below this fraction of the init's size (max |theta0|; 1 for a zero init)

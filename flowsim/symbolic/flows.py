@@ -29,8 +29,9 @@ def SAM(rho: float, norm: float = 2, eps: float = 0.0) -> Flow:
     :math:`\rho g/\sqrt{\|g\|^2+\epsilon^2}`), a flow whose field vanishes at a regression's minima, so
     :func:`flowsim.solve` runs it there. It follows SAM until the flow reaches the set of minima and stops at
     the first minimum it reaches, for every eps > 0 (the ends converge as eps -> 0). The exact SAM flow
-    slides on along the set of minima (Filippov; unique for one sample), as discrete SAM at small steps does
-    (docs/theory.md 12), so the eps -> 0 end is not SAM's after the arrival."""
+    (eps = 0) slides on along the set of minima, as discrete SAM at small steps does, so the eps -> 0 end is not
+    SAM's after the arrival: :func:`flowsim.solve` follows that slide where it is unique (one sample, or samples on
+    one line) and ends at the arrival, saying why, where it is not (docs/theory.md 12)."""
     return Flow(Ascent(norm, eps), Gradient(), rho=rho, name="SAM", shows=("rho", "norm", "eps") if eps else ("rho", "norm"))
 
 

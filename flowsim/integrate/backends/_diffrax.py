@@ -59,7 +59,7 @@ class _IntervalBisection(optx.Bisection):
 
 
 def _build(vf, clock, uses_sign, sliding, solver_name, max_steps, n_targets, track):
-    rhs = vf.rhs(clock, sliding.planes, sliding.surfaces)
+    rhs = vf.rhs(clock, sliding.planes, sliding.surfaces, sliding.on_minima)
     events = event_functions(vf, clock, uses_sign, track, sliding.surfaces)
     solver = SOLVERS[solver_name]()
     bisect = _IntervalBisection(rtol=1e-14, atol=1e-14, flip=True)  # events fall through 0

@@ -38,12 +38,13 @@ NOT_FINITE = (" (a non-finite Jacobian or Newton iterate: the field is not diffe
 
 def segment_jacobian(vf, clock, sliding):
     """d(rhs)/dy of a segment: assembled from the derived partials (``FieldJacobian``), or, while entries slide
-    on their switching surfaces (a field with a Newton solve inside), by forward-mode autodiff of the JAX twin."""
-    if not sliding.surfaces:
+    on their switching surfaces (a field with a Newton solve inside) or along a regression's minima (two sides'
+    fields combined), by forward-mode autodiff of the JAX twin."""
+    if not (sliding.surfaces or sliding.on_minima):
         return FieldJacobian(vf).rhs_jacobian(clock, sliding.planes)
     twin = vf.twin()
     jac = surfaces.compiled(twin, ("jacobian", clock.name, sliding),
-                            lambda: jax.jacfwd(twin.rhs(clock, sliding.planes, sliding.surfaces), argnums=1))
+                            lambda: jax.jacfwd(twin.rhs(clock, sliding.planes, sliding.surfaces, sliding.on_minima), argnums=1))
 
     def on_host(s, y, args):
         return np.asarray(jac(np.float64(s), np.asarray(y, np.float64), args.on_host()))
@@ -94,7 +95,7 @@ class ScipyBackend(Backend):
 
     def _start(self, r):
         """A solver at (s0, y0) for this segment, with its events (armed in ``_run``)."""
-        rhs = r.vf.rhs(r.clock, r.sliding.planes, r.sliding.surfaces)
+        rhs = r.vf.rhs(r.clock, r.sliding.planes, r.sliding.surfaces, r.sliding.on_minima)
         kwargs = {}
         if self.implicit:
             jac = segment_jacobian(r.vf, r.clock, r.sliding)
