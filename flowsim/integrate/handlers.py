@@ -347,9 +347,9 @@ def _at_critical_point(run, loss_still) -> bool:
                        sigma=sigma)
     if cp is None:
         return False
-    message = critical.describe(run.system, run.data, cp, run.log10_t_asked, run.atol)
     if cp.of_loss and _jumps_at_minima(run):
         return _at_regression_critical_point(run, cp)
+    message = critical.describe(run.system, run.data, cp, run.log10_t_asked, run.atol)
     if run.uses_sign and cp.of_loss:
         verdict = _sign_rest_point(run, cp)
         if not verdict.is_rest_point:
