@@ -122,7 +122,7 @@ def short_log_span_ticks(ax, which: str = "xy"):
                (MaxNLocator(nbins=4), FuncFormatter(lambda v, _: f"{v:.3g}"))]
     for axis, limits in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
         lo, hi = sorted(limits)
-        if axis.axis_name not in which or axis.get_scale() != "log" or lo <= 0 or hi / lo >= 1000:
+        if axis.axis_name not in which or axis.get_scale() != "log" or lo <= 0 or hi >= 1000 * lo:  # (hi / lo overflows for a subnormal lo)
             continue
         for locator, formatter in choices:
             ticks = locator.tick_values(lo, hi)
