@@ -324,3 +324,21 @@ def test_exact_sam_rests_where_every_filippov_field_points_across_the_minima_and
     net = fs.derive(fs.DiagonalNet(2, "difference"), "square", fs.SAM(0.1))
     sol = fs.solve(net, noisy, 0.3, t1=1e6, throw=False)
     assert sol.status == "chattering" and "does not interpolate (normal space of dimension 2)" in sol.message
+
+
+def test_the_sliding_field_keeps_the_residual_and_is_nan_where_the_sides_do_not_both_point_in():
+    """At a point of one sample's minima (u^4 - v^4, r = 0): for rho = 0.1 the two sides' fields point into the
+    minima and the sliding field keeps dr/dt = 0 while moving along them; for rho = 2.07 (found by a random search of
+    depth-4 points) the side r < 0 is pushed further down, there is no slide, and the field is NaN (the run ends
+    there, saying so). At depths 2 and 3 the search found none in 400 tries."""
+    from flowsim.field.vector_field import numpy_field
+
+    x, u, v = np.array([0.5456, -0.1778, -0.8563]), np.array([0.6205, 0.7845, 0.9569]), np.array([0.2, 0.4268, 0.2844])
+    data = fs.Dataset(x[None, :], [x @ (u**4 - v**4)], task="regression")  # r = 0 at (u, v)
+    vf = numpy_field(fs.derive(fs.DiagonalNet(4, "difference"), "square", fs.SAM(0.1)), 2, 3)
+    theta, sigma = np.stack([u, v]), np.zeros((2, 3))
+    grad_r = np.concatenate([4 * x * u**3, -4 * x * v**3])
+    F, _ = vf.minima_field_and_scale(theta, data.z, 0.1, sigma)
+    assert abs(grad_r @ F.ravel()) < 1e-14 * np.linalg.norm(grad_r) * np.linalg.norm(F) and np.linalg.norm(F) > 1e-4
+    F, _ = vf.minima_field_and_scale(theta, data.z, 2.07, sigma)
+    assert np.all(np.isnan(F))

@@ -178,7 +178,8 @@ class VectorField:
         F_a, F_b = F_a * xp.exp(S_a - S), F_b * xp.exp(S_b - S)
         rate_a, rate_b = normal @ F_a.reshape(-1), normal @ F_b.reshape(-1)  # -dr_k/dt on each side
         kappa = (xp.abs(rate_a) + xp.abs(rate_b)) / (2.0 * rho * xp.sqrt(normal @ normal))
-        lam = (rate_b - kappa * residual) / xp.where(rate_a * rate_b < 0, rate_b - rate_a, xp.nan)
+        inward = (rate_a < 0) & (rate_b > 0)  # dr_k/dt > 0 where r_k < 0 (coupling +v), < 0 where r_k > 0
+        lam = (rate_b - kappa * residual) / xp.where(inward, rate_b - rate_a, xp.nan)
         return flushed(xp, lam * F_a + (1.0 - lam) * F_b), S  # (subnormal: the slide has stopped, ``at_rest``)
 
     def scaled_moments(self, log_e, Z):
