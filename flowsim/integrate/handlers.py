@@ -487,8 +487,9 @@ SLIDING = ("at log10 t = {log10_t:.6g} entries {entries} are on a surface where 
            "from both sides and do not shrink near them, with the loss standing still. There the exact flow either "
            "follows a stiff manifold next to the surface (lp-SAM, p > 2: an implicit method may follow it, and "
            "backend='auto' hands over to one) or arrives at a critical point of the loss, where the field jumps, "
-           "that flowsim does not recognise as one (a degenerate one: entries decaying to 0 with a gradient of "
-           "higher order in them; docs/theory.md, 'Sliding modes'); the trajectory up to it is kept")
+           "that flowsim could not confirm as the flow's end (Newton's method from the state does not reach it, "
+           "degenerate entries included, or its field is not shown to trap the flow there; docs/theory.md, "
+           "'Sliding modes'); the trajectory up to it is kept")
 
 
 CROSSING = ("{backend} stepped across {entry} = 0 at log10 t = "
