@@ -498,7 +498,8 @@ def test_a_stiff_decay_onto_a_plane_is_not_called_sliding():
     """l2-SAM decaying to a critical point with an entry going to 0 at rate ~2e5: BDF converges; Tsit5 dithers
     at 1e-12..1e-8 around the plane (its stability bound). The field vanishes linearly at the plane, so no
     sliding mode: probed about the entry's value (2.9e-12, at a distance of 1e-10) it had looked sub-linear
-    and Tsit5's run ended "chattering" with a message about a discontinuity that is not there."""
+    and Tsit5's run ended "chattering" with a message about a discontinuity that is not there. Tsit5 then ran out
+    of steps; it is now accepted at the minimum that traps the flow, BDF's limit."""
     data = fs.datasets.scaled_rademacher(10, 4)
     system = fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.1, 2))
     init = np.array([0.05, 0.1, 0.1, 0.1])
@@ -507,8 +508,9 @@ def test_a_stiff_decay_onto_a_plane_is_not_called_sliding():
         bdf = fs.solve(system, data, init, t1=1e6, saves=20, backend="scipy:BDF", throw=False)
         tsit5 = fs.solve(system, data, init, t1=1e6, saves=20, backend="diffrax:Tsit5", throw=False)
     assert bdf.status == "converged", bdf
-    assert tsit5.status == "max_steps", tsit5  # a failure, for its real reason
-    np.testing.assert_allclose(tsit5.beta[-1], bdf.beta[-1], rtol=1e-6, atol=1e-9)  # on its way to that limit
+    # within l2-SAM's arrival radius of the minimum, whose field traps it (rest_points.normalised_minimum_traps)
+    assert tsit5.status == "converged", tsit5
+    np.testing.assert_allclose(tsit5.beta[-1], bdf.beta[-1], rtol=1e-6, atol=1e-9)
 
 
 def test_sliding_needs_a_field_that_jumps_at_the_state():
