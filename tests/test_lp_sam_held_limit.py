@@ -118,3 +118,71 @@ def test_an_l3_sam_solve_that_stops_near_g_k_0_says_what_the_exact_flow_does_the
     status, _, message = ending(SEED, "scipy:LSODA")
     assert status == "chattering" and "entries w[layer 1, coordinate 2] are on a surface" in message, message
     assert "stiff manifold next to the surface" in message and "moves along it" not in message, message
+
+
+def _fully_regularised(grad, rho, eps, shape):
+    """l3-SAM's ascent sign(g_k)|g_k|^(q-1)/||g||_q^(q-1) with |g_k| -> sqrt(g_k^2 + eps^2) and ||g||_q^2 ->
+    ||g||_q^2 + eps^2: smooth, also where all of g vanishes (USAM with radius rho/eps there)."""
+    def field(y):
+        theta = y.reshape(shape)
+        g = grad(theta)
+        ascent = g * (g**2 + eps**2) ** ((Q - 2) / 2) / (jnp.sum(jnp.abs(g) ** Q) ** (2 / Q) + eps**2) ** ((Q - 1) / 2)
+        return -grad(theta + rho * ascent).ravel()
+    return jax.jit(field), jax.jit(jax.jacfwd(field))
+
+
+def _at_degenerate_point(seed):
+    """flowsim's limit (converged at a degenerate critical point) and its state at a tenth of a decade before."""
+    model, flow, data, alpha, grad = _problem(seed)
+    sol = _solve(model, flow, data, alpha, 1e30)
+    assert sol.status == "converged" and "a degenerate critical point" in sol.message, sol.message
+    log10_t = float(sol.message.split("log10 t = ")[1].split(":")[0])
+    start = _solve(model, flow, data, alpha, 10 ** (log10_t - 0.1)).params[-1]
+    return flow, grad, start, sol.params[-1]
+
+
+def _compared(seed, ends, label, steps):
+    """Errors on the entries flowsim does not hold at 0, and the held entries (which must stay on their sides)."""
+    _, _, start, limit = _at_degenerate_point(seed)
+    held = limit.ravel() == 0.0
+    errors = [float(np.abs(end.ravel() - limit.ravel())[~held].max()) for end in ends]
+    left = [float(np.abs(end.ravel()[held]).max()) for end in ends]
+    print(f"seed {seed}: max |theta - theta_flowsim| off the held entries for {label} = {steps}: "
+          f"{', '.join(f'{e:.2g}' for e in errors)}; the held entries' largest |w| {', '.join(f'{w:.3g}' for w in left)} "
+          f"(from {np.abs(start.ravel()[held]).max():.3g})")
+    for end in ends:  # on the side each entry started, never across its plane
+        assert np.all(end.ravel()[held] * start.ravel()[held] > 0)
+    assert left[0] >= left[1] >= left[2] and left[2] < np.abs(start.ravel()[held]).max()  # decaying, faster in the limit
+    assert errors[2] <= errors[0] and errors[2] < 1e-6
+
+
+#: time units the limits are run from a tenth of a decade before flowsim's convergence
+SPAN = 100.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [22, 75])
+def test_l3_sam_at_a_degenerate_minimum_is_the_limit_of_the_regularised_flows(seed):
+    """flowsim holds the decaying entries at 0 and the rest at the critical point of the loss restricted to them: the
+    smoothed flows, started before that, keep the decaying entries on their sides (their planes are invariant for
+    every eps: the field is Lipschitz and 0 there), decaying faster as eps falls, and the rest stays at flowsim's
+    point (22: errors 7.9e-9, 1.7e-9, 8.2e-11; 75: 2.5e-7, 2.5e-7, 2.0e-7, with held entries still 1e-2)."""
+    flow, grad, start, _ = _at_degenerate_point(seed)
+    ends = []
+    for eps in (1e-4, 1e-5, 1e-6):
+        field, jacobian = _fully_regularised(grad, flow.rho, eps, start.shape)
+        ref = solve_ivp(lambda t, y: np.asarray(field(y)), (0.0, SPAN), start.ravel(), method="Radau", rtol=1e-10,
+                        atol=1e-13, jac=lambda t, y: np.asarray(jacobian(y)))
+        assert ref.success, ref.message
+        ends.append(ref.y[:, -1].reshape(start.shape))
+    _compared(seed, ends, "eps", "1e-4, 1e-5, 1e-6")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [22, 75])
+def test_l3_sam_at_a_degenerate_minimum_is_the_limit_of_discrete_sam(seed):
+    """Discrete l3-SAM from the same state: the decaying entries stay on their sides, faster as the step falls, and
+    the rest converges to flowsim's point (22: 3.4e-4, 2.9e-4, 5.6e-7; 75: 1.1e-4, 6.6e-6, 3.4e-7)."""
+    flow, grad, start, _ = _at_degenerate_point(seed)
+    ends = [_discrete_sam(grad, flow.rho, start, eta, SPAN) for eta in (1e-2, 1e-3, 1e-4)]
+    _compared(seed, ends, "eta", "1e-2, 1e-3, 1e-4")

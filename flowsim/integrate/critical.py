@@ -25,6 +25,15 @@ rho = 0:
 A flow that only slows down (depth-2 GD on separable data, whose direction moves like a power of
 1/log t) fails (3) by orders of magnitude: there F is O(|theta|) in the tau clock and the Newton
 step is as large as theta itself.
+
+**Degenerate critical points.** On a tied or product net an entry can decay to 0 on its invariant plane
+with a gradient of higher order in it (:math:`g_k = L w_k^{L-1} r_k` on a tied net of depth L): the
+Jacobian is singular there and Newton's method shrinks the entry only by the constant factor
+:math:`1 - 1/(L-1)` a step. Such entries (shrunk by one constant factor in (0.3, 0.95) on consecutive
+steps, their field exactly 0 on the plane and pointing to it from the side the entry is on) are set to 0
+and held there, and Newton's method goes on in the other entries: the limit is a critical point of the
+loss restricted to them (:attr:`CriticalPoint.vanishing` names the held entries). A normalised SAM flow is
+accepted within its arrival radius of such a point where its field traps it (``_traps``).
 """
 
 from __future__ import annotations
@@ -41,6 +50,10 @@ from flowsim.field.jacobian import FieldJacobian
 LOSS_STILL = 1e-6
 #: Newton steps from the state within which the search must reach its limit (to the solver's tolerance)
 NEWTON_STEPS = 8
+#: an entry that Newton's steps shrink by one constant factor in this range (to VANISHING_SPREAD, on two steps in a
+#: row) is driven to 0 geometrically: its gradient is of order 1/(1 - factor) >= 1.4 in it (1/2: quadratic, 2/3: cubic)
+VANISHING_FACTORS = (0.3, 0.95)
+VANISHING_SPREAD = 1e-3
 
 
 @dataclass(frozen=True)
@@ -53,6 +66,11 @@ class CriticalPoint:
     decay_rate: float
     of_loss: bool = True  # a critical point of the loss; False: a rest point of the perturbed flow only
     growth_rate: float = 0.0  # > 0: a saddle, left along its unstable directions at this rate per unit tau
+    vanishing: np.ndarray | None = None  # (K, d) bool: entries driven to 0 geometrically (a degenerate point)
+
+    @property
+    def degenerate(self) -> bool:
+        return self.vanishing is not None and bool(self.vanishing.any())
 
 
 def stops_at_minima(flow) -> bool:
@@ -84,7 +102,7 @@ def arrival_radius(flow, size) -> float:
     return flow.rho * max(1.0, size ** (0.5 - (1.0 - 1.0 / q)))
 
 
-def find(vf, theta, Z, rtol, atol, radius=0.0, rho=0.0, sigma=None):
+def find(vf, theta, Z, rtol, atol, radius=0.0, rho=0.0, sigma=None, flow_rho=0.0):
     """A :class:`CriticalPoint` that ``theta`` has converged to (see the module docstring), or None.
 
     With ``rho > 0`` a rest point of the perturbed flow itself is looked for first: where the
@@ -95,11 +113,12 @@ def find(vf, theta, Z, rtol, atol, radius=0.0, rho=0.0, sigma=None):
 
     ``radius`` (:func:`arrival_radius`): a normalised SAM flow is accepted within that distance of a
     minimum, where its field -grad L(theta + rho g/|g|) points into the minimum, provided the
-    gradient is linear in theta across that radius (to 10%), the regime where the argument holds.
+    gradient is linear in theta across that radius (to 10%), the regime where the argument holds, or, with the
+    flow's radius ``flow_rho`` > 0, where the rays of its field lead into the minimum (``_traps``).
 
     ``sigma``: a sign flow's held signs (l_inf-SAM's point theta + rho sigma), for its own rest points."""
     own = rest_point(vf, theta, Z, rtol, atol, rho, sigma) if rho > 0 else None
-    cp = own or _newton(vf, theta, Z, _scale(theta, rtol, atol), atol, 0.0, radius)
+    cp = own or _newton(vf, theta, Z, _scale(theta, rtol, atol), atol, 0.0, radius, flow_rho=flow_rho)
     return cp if cp is not None and cp.growth_rate <= 0 else None
 
 
@@ -122,21 +141,12 @@ def rest_point(vf, theta, Z, rtol, atol, rho, sigma=None):
     return cp
 
 
-def _newton(vf, theta, Z, scale, atol, rho, radius=0.0, sigma=None):
-    """Newton's method on the field at radius ``rho`` (0: the gradient field) from ``theta``, at most
-    ``NEWTON_STEPS`` steps."""
-    x = theta
-    for _ in range(NEWTON_STEPS):
-        F, A = _gradient_field(vf, x, Z, rho, sigma)
-        if F is None:
-            return None
-        delta = np.linalg.lstsq(A, -F, rcond=None)[0]
-        if np.linalg.norm(A @ delta + F) > 1e-6 * np.linalg.norm(F) + 1e-300:
-            return None
-        x = x + delta.reshape(theta.shape)
-        if error_norm(delta, scale) <= 1.0:
-            break
-    else:
+def _newton(vf, theta, Z, scale, atol, rho, radius=0.0, sigma=None, flow_rho=0.0):
+    """Newton's method on the field at radius ``rho`` (0: the gradient field) from ``theta`` (``_limit``), and
+    what its limit is: a :class:`CriticalPoint`, or None where there is none or it is not reached (``radius``,
+    ``flow_rho``: see :func:`find`)."""
+    x, vanishing = _limit(vf, theta, Z, scale, rho, sigma)
+    if x is None:
         return None
     F, A = _gradient_field(vf, x, Z, rho, sigma)
     eig = np.linalg.eigvals(A) if F is not None else np.array([np.inf])
@@ -146,13 +156,60 @@ def _newton(vf, theta, Z, scale, atol, rho, radius=0.0, sigma=None):
     growth = float(eig.real.max()) if eig.real.max() > 1e-9 * size else 0.0
     offset = np.ravel(x - theta)
     displacement = error_norm(offset, scale)
-    if displacement > 1.0 and not (np.linalg.norm(offset) <= radius and _linear_over(vf, x, Z, A, radius)):
+    if displacement > 1.0 and not (np.linalg.norm(offset) <= radius
+                                   and _traps(vf, x, Z, A, radius, flow_rho, ~np.ravel(vanishing))):
         return None
     stable = eig.real[eig.real < -1e-9 * size]
     if not growth:  # below what the solver resolves: entries decaying to 0 are 0 (at a saddle, some grow back)
         x = np.where(np.abs(x) <= atol, 0.0, x)
     return CriticalPoint(limit=x, displacement=displacement, decay_rate=float(-stable.max()) if stable.size else 0.0,
-                         of_loss=rho == 0.0, growth_rate=growth)
+                         of_loss=rho == 0.0, growth_rate=growth, vanishing=vanishing if vanishing.any() else None)
+
+
+def _limit(vf, theta, Z, scale, rho, sigma):
+    """The limit of Newton's method from ``theta`` (None where it is not reached to the solver's tolerance within
+    ``NEWTON_STEPS`` steps, twice that where entries vanish), and the (K, d) bool entries it drives to 0
+    geometrically (``_vanishing``), held at 0 from when they are found while the others go on."""
+    x, free, before = theta, np.ones(theta.size, bool), []
+    for _ in range(2 * NEWTON_STEPS):
+        F, A = _gradient_field(vf, x, Z, rho, sigma)
+        if F is None:
+            return None, None
+        delta = np.zeros(theta.size)
+        delta[free] = np.linalg.lstsq(A[np.ix_(free, free)], -F[free], rcond=None)[0]
+        if np.linalg.norm(A[free] @ delta + F[free]) > 1e-6 * np.linalg.norm(F[free]) + 1e-300:
+            return None, None
+        before, x = before + [np.ravel(x)], x + delta.reshape(theta.shape)
+        if error_norm(delta, scale) <= 1.0:
+            return x, ~free.reshape(theta.shape)
+        new = _vanishing(vf, theta, Z, rho, sigma, before + [np.ravel(x)]) & free
+        if new.any():
+            free &= ~new
+            x = np.where(new.reshape(theta.shape), 0.0, x)
+        elif free.all() and len(before) >= NEWTON_STEPS:
+            return None, None
+    return None, None
+
+
+def _vanishing(vf, theta, Z, rho, sigma, iterates):
+    """(K d,) bool: entries that the last three Newton ``iterates`` shrank by one constant factor in
+    ``VANISHING_FACTORS`` (to 0 geometrically), whose field is exactly 0 with them at 0 (an invariant set: on a
+    product net every layer of a coordinate goes to 0 together) and points to 0 with them at their values in
+    ``theta``, the others at the last iterate (the loss rises off the plane on the side each entry is on)."""
+    if len(iterates) < 3:
+        return np.zeros(theta.size, bool)
+    a, b, c = iterates[-3:]
+    with np.errstate(all="ignore"):
+        first, second = b / a, c / b
+    low, high = VANISHING_FACTORS
+    out = (a != 0) & (b != 0) & (low <= first) & (first <= high) & (np.abs(second - first) <= VANISHING_SPREAD)
+    if not out.any():
+        return out
+    F_on, _ = _gradient_field(vf, np.where(out, 0.0, c).reshape(theta.shape), Z, rho, sigma)
+    F_off, _ = _gradient_field(vf, np.where(out, np.ravel(theta), c).reshape(theta.shape), Z, rho, sigma)
+    if F_on is None or F_off is None or np.any(F_on[out] != 0.0) or np.any(F_off[out] * np.ravel(theta)[out] >= 0.0):
+        return np.zeros(theta.size, bool)
+    return out
 
 
 def _scale(theta, rtol, atol):
@@ -175,13 +232,32 @@ def _gradient_field(vf, theta, Z, rho=0.0, sigma=None):
     return (F, A) if np.all(np.isfinite(F)) and np.all(np.isfinite(A)) else (None, None)
 
 
-def _linear_over(vf, x, Z, A, radius):
-    """The gradient field at distance ``radius`` from x, along each of a few directions, within 10% of
-    its linearisation A v."""
+def _traps(vf, x, Z, A, radius, flow_rho, free):
+    """Whether a normalised SAM flow (radius ``flow_rho``) arriving at the minimum x of the loss stays there: where
+    the gradient is linear across ``radius`` (``_linear_over``), since its field -rho H eps(u) then points into it;
+    otherwise where the rays of its field continued from every stable direction lead into it
+    (``rest_points.normalised_minimum_traps``, no linearity assumed). ``free``: the entries not held at 0."""
+    from flowsim.integrate import rest_points
+
+    if _linear_over(vf, x, Z, A, radius, free):
+        return True
+    if flow_rho <= 0.0 or vf.signed:
+        return False
+    try:
+        return rest_points.normalised_minimum_traps(vf, x, Z, flow_rho).is_rest_point
+    except ValueError:  # not resolved well enough to tell
+        return False
+
+
+def _linear_over(vf, x, Z, A, radius, free=None):
+    """The gradient field at distance ``radius`` from x, along each of a few directions in the ``free`` entries
+    (default all), within 10% of its linearisation A v."""
     F0, _ = _gradient_field(vf, x, Z)
+    free = np.ones(x.size, bool) if free is None else free
     rng = np.random.default_rng(0)
     for _ in range(4):
-        v = rng.normal(size=x.size)
+        v = np.zeros(x.size)
+        v[free] = rng.normal(size=int(free.sum()))
         v *= radius / np.linalg.norm(v)
         F, _ = _gradient_field(vf, x + v.reshape(x.shape), Z)
         if F is None or np.linalg.norm(F - F0 - A @ v) > 0.1 * np.linalg.norm(A @ v):
@@ -205,6 +281,12 @@ def describe(system, data, cp, log10_t, atol=0.0):
     log_loss = float(np.logaddexp.reduce(ll) - math.log(data.n))
     zero = np.nonzero(np.abs(beta) <= 1e-6 * max(float(np.abs(beta).max()), 1e-300))[0] + 1
     decaying = f"coordinates decaying to 0 (1-based): {zero.tolist()}" if zero.size else "no coordinate decays to 0"
+    if cp.degenerate:
+        from flowsim.integrate.filippov import entry_name
+
+        entries = ", ".join(entry_name(i, j) for i, j in zip(*np.nonzero(cp.vanishing)))
+        decaying += (f"; a degenerate critical point: entries {entries} go to 0 on their planes with a gradient of "
+                     "higher order in them (held at 0; the rest is a critical point of the loss restricted to them)")
     what = "a critical point" if cp.of_loss else \
         "a rest point of the perturbed flow (its evaluation point is a critical point; theta is not)"
     motion = f"the gradient flow's motion there decays at rate >= {cp.decay_rate:.3g} per unit tau" if cp.of_loss \

@@ -192,7 +192,11 @@ IMPLICIT_FALLBACK = "scipy:BDF"
 def _on_crossing(run, seg):
     """A solver stepped across an invariant plane w = 0 (``kept_entry_signs``): a failure, said so. Unless
     every entry is within the collapse floor there: the event fires past the floor on the other side, so
-    the step went through the collapse first (a step over the whole dip finds either root)."""
+    the step went through the collapse first (a step over the whole dip finds either root). Or unless the flow was
+    arriving at a (degenerate) critical point on that plane, which holds it (``_converged``, the entry put back on
+    its side)."""
+    if _converged_on_plane(run):
+        return
     if np.abs(run.theta).max() <= math.exp(run.log_floor) * (1.0 + 1e-6):
         run.end(*end_status("collapse", run.clock))
         # the entries past their plane are at it (beta_j = +1e-21 where the flow keeps beta_j <= 0)
@@ -200,6 +204,21 @@ def _on_crossing(run, seg):
         return
     k = np.unravel_index(int(np.argmin(np.where(run.sigma != 0, run.sigma * run.theta, np.inf))), run.sigma.shape)
     run.end(Status.FAILED, CROSSING.format(backend=run.be.name, entry=entry_name(*k), log10_t=run.log10_t_asked))
+
+
+def _converged_on_plane(run) -> bool:
+    """A step across an invariant plane by an entry decaying to 0 at a degenerate critical point of the loss (its
+    gradient of higher order in it): the entries past their planes are mirrored back to their sides, and the state
+    is tested as a critical point the flow has converged to."""
+    crossed = run.sigma * run.theta < 0
+    if not crossed.any() or not critical.stops_at_minima(run.system.flow) or _too_large(run):
+        return False
+    kept = run.theta
+    run.move_to(np.where(crossed, -run.theta, run.theta))
+    if _converged(run, loss_still=True):
+        return True
+    run.move_to(kept)
+    return False
 
 
 def _on_failure(run, seg):
@@ -344,7 +363,7 @@ def _at_critical_point(run, loss_still) -> bool:
         return False
     cp = critical.find(run.vf, run.theta, run.Z, run.rtol, run.atol,
                        critical.arrival_radius(run.system.flow, run.theta.size), rho=run.rho if own else 0.0,
-                       sigma=sigma)
+                       sigma=sigma, flow_rho=run.rho)
     if cp is None:
         return False
     if cp.of_loss and _jumps_at_minima(run):
@@ -547,8 +566,9 @@ SLIDING = ("at log10 t = {log10_t:.6g} entries {entries} are on a surface where 
            "from both sides and do not shrink near them, with the loss standing still. There the exact flow either "
            "follows a stiff manifold next to the surface (lp-SAM, p > 2: an implicit method may follow it, and "
            "backend='auto' hands over to one) or arrives at a critical point of the loss, where the field jumps, "
-           "that flowsim does not recognise as one (a degenerate one: entries decaying to 0 with a gradient of "
-           "higher order in them; docs/theory.md, 'Sliding modes'); the trajectory up to it is kept")
+           "that flowsim could not confirm as the flow's end (Newton's method from the state does not reach it, "
+           "degenerate entries included, or its field is not shown to trap the flow there; docs/theory.md, "
+           "'Sliding modes'); the trajectory up to it is kept")
 
 
 CROSSING = ("{backend} stepped across {entry} = 0 at log10 t = "

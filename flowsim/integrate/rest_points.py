@@ -132,6 +132,75 @@ def normalised_rest_point(vf, theta, Z, rho) -> SaddleRestPoint:
                            (escape / np.linalg.norm(escape)).reshape(theta.shape), tuple(rays))
 
 
+@dataclass(frozen=True)
+class MinimumTrap:
+    """What :func:`normalised_minimum_traps` decided. ``margin``: the slowest relative fall of ||G||_q over the
+    directions tried (> 0: trapped); ``growing``: a direction of G along which it grows (None when trapped)."""
+
+    is_rest_point: bool
+    reason: str
+    rho: float
+    margin: float
+    growing: np.ndarray | None
+
+
+#: random directions of G tried by normalised_minimum_traps (besides H's eigenvectors)
+MINIMUM_SAMPLES = 64
+
+
+def normalised_minimum_traps(vf, theta, Z, rho, samples=MINIMUM_SAMPLES) -> MinimumTrap:
+    r"""Decide whether the minimum ``theta`` of the loss (a degenerate one too: H singular along entries held at 0 on
+    their planes) traps the normalised-perturbation flow ``vf`` at radius ``rho``, without assuming the gradient
+    linear across rho. Near it G ~ H x and the field depends on the direction u of G alone, F(u) (taken as it is,
+    at the evaluation point theta + rho eps(u)); the flow's own ascent eps(u) is the gradient of the dual norm
+    :math:`V = \|G\|_q` (l2: u itself), which changes at the rate :math:`\dot V = \epsilon(u)^	op H F(u)`. Where
+    that is negative for every u the point traps the flow (V is a Lyapunov function; where the gradient is linear
+    across rho it is :math:`-
+ho\,\epsilon^	op H^2 \epsilon < 0`). It is checked on H's eigenvectors (both
+    signs) and ``samples`` random directions of H's range; its null space (entries held at 0, whose G stays 0
+    there) is left out.
+
+    Raises:
+        ValueError: a sign flow, or ``theta`` not a critical point (as :func:`normalised_rest_point`).
+    """
+    if vf.signed:
+        raise ValueError("vf is a sign flow (l_inf-SAM, sign descent): use linf_sam_minimum_is_rest_point.")
+    theta = np.asarray(theta, dtype=np.float64)
+    H, G = _hessian(vf, theta, Z)
+    eig, vec = np.linalg.eigh(H)
+    size = float(np.abs(eig).max(initial=0.0))
+    probe = PROBE * max(1.0, float(np.abs(theta).max()))
+    if not np.isfinite(size) or size == 0.0 or np.linalg.norm(G) > 1e-3 * probe * size:
+        raise ValueError(f"theta is not a resolved critical point of the loss (|G| = {np.linalg.norm(G):.3g}).")
+    if np.any(eig < -1e-9 * size):
+        return MinimumTrap(False, f"not a minimum of the loss (eigenvalue {eig[0]:.4g})", rho, np.nan, None)
+    span = vec[:, eig > 1e-9 * size]
+    rng = np.random.default_rng(0)
+    directions = np.vstack([span.T, -span.T, rng.normal(size=(samples, span.shape[1])) @ span.T])
+    field_at = _field_of_direction(vf, theta, Z, rho, H, eig, vec, probe)
+    keep = np.abs(eig) > 1e-9 * size
+    inverse = (vec[:, keep] / eig[keep]) @ vec[:, keep].T
+    rates = np.array([_dual_norm_rate(vf, theta, Z, rho, H, field_at, inverse @ u, probe, u / np.linalg.norm(u))
+                      for u in directions])
+    worst = int(np.argmax(rates))
+    if rates[worst] < 0:
+        return MinimumTrap(True, f"a minimum of the loss that traps the flow at rho = {rho:.4g}: ||G||_q falls along "
+                                 f"every direction of G tried ({len(rates)}; the slowest at {-rates[worst]:.3g} of "
+                                 f"|H| |F|)", rho, float(-rates[worst]), None)
+    return MinimumTrap(False, f"a minimum of the loss the flow need not settle at for rho = {rho:.4g}: along a "
+                              f"direction of G, ||G||_q grows ({rates[worst]:.3g} of |H| |F|)", rho,
+                       float(-rates[worst]), directions[worst].reshape(theta.shape))
+
+
+def _dual_norm_rate(vf, theta, Z, rho, H, field_at, x, probe, u):
+    """d||G||_q/dtau over |H| |F| where G points along ``u`` (at theta + x, H x ~ u): eps(u) . H F(u), with
+    ``field_at`` (``_field_of_direction``) and the flow's ascent eps(u) read at |x| = probe."""
+    F = field_at(u)
+    x = ((probe / np.linalg.norm(x)) * x).reshape(theta.shape)
+    ascent = np.ravel(vf.evaluation_point(theta + x, Z, rho, np.ones_like(theta))[0] - (theta + x)) / rho
+    return float(ascent @ H @ F) / (np.linalg.norm(H, 2) * np.linalg.norm(F) * max(np.linalg.norm(ascent), 1e-300))
+
+
 def _trapped(eig, rho, ray):
     return (f"a rest point of the flow at a saddle of the loss: along every unstable direction (smallest eigenvalue "
             f"{eig[0]:.4g}) the ascent by rho = {rho:.4g} overshoots the saddle and the descent from there pulls "
