@@ -29,6 +29,7 @@ step is as large as theta itself.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -55,6 +56,7 @@ class CriticalPoint:
     growth_rate: float = 0.0  # > 0: a saddle, left along its unstable directions at this rate per unit tau
 
 
+@functools.lru_cache(maxsize=64)
 def stops_at_minima(flow) -> bool:
     """Whether a critical point that is a minimum of the loss may stop the flow: the gradient-following
     flows (``rest_points_are_critical``), and SAM with any norm, whose field -grad L(theta + rho P) points into

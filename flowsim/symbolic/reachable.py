@@ -204,5 +204,12 @@ def kept_entry_signs(model, theta0, flow) -> np.ndarray:
     theta0 = np.asarray(theta0, float)
     if not flow.follows_gradient:
         return np.zeros_like(theta0)
+    return np.where(_crossing_flagged(model)[:, None], np.sign(theta0), 0.0)
+
+
+@lru_cache(maxsize=None)
+def _crossing_flagged(model) -> np.ndarray:
+    """Per layer (read-only): an invariant plane in which f is not even, so a step across it is flagged."""
     flagged = np.array(invariant_planes(model)) & ~np.array(_even_in(model))
-    return np.where(flagged[:, None], np.sign(theta0), 0.0)
+    flagged.flags.writeable = False
+    return flagged
