@@ -138,20 +138,8 @@ def explicit_points(name, pts, log10_t1):
 def log10_t_from_u(u):
     """log10 t from u = log(1 + t), stable for u far beyond float range of t."""
     u = np.asarray(u, dtype=np.float64)
-    far = u > 1.0
-    if u.ndim and far.any() and not far.all():  # each form on its own entries (a solve's saves: both, 400 of them)
-        out = np.empty_like(u)
-        with np.errstate(divide="ignore", over="ignore"):
-            out[far] = _log10_t_far(u[far])
-            out[~far] = np.log10(np.expm1(u[~far]))
-        return out
     with np.errstate(divide="ignore", over="ignore"):
-        return np.where(far, _log10_t_far(np.maximum(u, 1.0)), np.log10(np.expm1(u)))
-
-
-def _log10_t_far(u):
-    """log10 t from u = log(1 + t) >= 1: u + log(1 - e^-u), over log 10."""
-    return (u + np.log1p(-np.exp(-u))) / np.log(10.0)
+        return np.where(u > 1.0, (u + np.log1p(-np.exp(-np.maximum(u, 1.0)))) / np.log(10.0), np.log10(np.expm1(u)))
 
 
 def u_of(log10_t):
