@@ -354,8 +354,9 @@ class Run:
             _, S_end = self.field_and_scale()
         return self.clock.log_rate(S_end, self.s)
 
-    def solution(self, config) -> dict:
-        """The fields of the run's :class:`Solution` (``solve`` makes it, once, after any lift to the asked-for system)."""
+    def solution(self, config, lifted=False) -> dict:
+        """The fields of the run's :class:`Solution` (``solve`` makes it, once, after any lift to the asked-for system;
+        ``lifted``: it will be, and its layers are written out afresh, so the states here are handed out nowhere)."""
         close_records(self.status, self.clock, self.remaining, self.s, self.y, self.records)
         self.stats["wall_s"] = time.perf_counter() - self.t_start
         rate = self.log_rate() if self.status in (Status.MAX_STEPS, Status.FAILED) else -math.inf
@@ -366,7 +367,7 @@ class Run:
         params = y[:, :-1].reshape(-1, self.K, self.d)
         u, tau = self.clock.u(s, y[:, -1]), self.clock.tau(s, y[:, -1])
         beta = saved_beta(self.system, params)
-        observed = SaveObservations(self.system, self.data, beta, self.records.known_losses())
+        observed = SaveObservations(self.system, self.data, beta, self.records.known_losses(), params if lifted else None)
         return dict(system=self.system, data=self.data, log10_t=log10_t_from_u(u), tau=np.asarray(tau, float),
                     params=params, beta=beta, log_loss=observed.deferred("log_loss"),
                     margins=observed.deferred("margins"), status=self.status, message=message, stats=self.stats,

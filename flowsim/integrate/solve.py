@@ -191,7 +191,7 @@ def _integrate(problem, progress, config):
     # the backends and clocks that ran (an "auto" solve may hand over); ``arguments`` keeps what was asked
     ran = " -> ".join([problem.backend.name] + [e.to_backend for e in run.events if isinstance(e, BackendChange)])
     clocks = " -> ".join(dict.fromkeys([problem.clock.name, run.clock.name]))
-    return run.solution(dict(config, rho=run.rho, backend=ran, clock=clocks))
+    return run.solution(dict(config, rho=run.rho, backend=ran, clock=clocks), lifted=problem.reduced)
 
 
 #: a saved beta_j against the sign its start keeps for ever fails the solve past this fraction of max_j |beta_j|
