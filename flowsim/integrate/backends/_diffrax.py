@@ -241,9 +241,14 @@ def host_arguments(y0, s0, s_max, args, targets, tol):
 
 
 def target_slots(n) -> int:
-    """Save slots of a compiled solve for n save targets: the next power of two (at least 16), the rest
-    padded with inf, so a new number of saves (``Solution.evaluate``, another ``saves=``) seldom compiles."""
-    return max(16, 1 << (int(n) - 1).bit_length())
+    """Save slots of a compiled solve for n save targets: n rounded up to a sixteenth of its octave (at least 16:
+    400 stays 400, 401 takes 416, 1000 1024), the rest padded with inf, so a new number of saves
+    (``Solution.evaluate``, another ``saves=``) seldom compiles. Not the next power of two: diffrax saves each
+    padded slot at the last step (its save times must lie in [t0, t1]), ~1.7 us a slot at 20 x 10, and padding the
+    default 400 saves to 512 took 0.19 ms of a 1.3 ms solve."""
+    n = max(int(n), 1)
+    step = 1 << max((n - 1).bit_length() - 5, 4)
+    return -(-n // step) * step
 
 
 def reason(names, fired, maxed, failed) -> str:
