@@ -235,7 +235,7 @@ def _signs_kept(sol, kept):
 
 
 def _warn_if_unreachable(system, data, signs):
-    if np.all(np.isnan(signs)) or data.separable_with(signs):
+    if np.isnan(signs).all() or data.separable_with(signs):
         return
     fixed = {1.0: ">= 0", -1.0: "<= 0", 0.0: "= 0"}
     kept = ", ".join(f"beta_{j + 1} {fixed[s]}" for j, s in enumerate(signs) if not np.isnan(s))
@@ -312,9 +312,10 @@ ATOL_FRACTION = 1e-2
 def check_scales(theta0, atol, given, blowup_size, be):
     """``atol`` (the one a run uses; ``given``: the caller's, None for the default) if ``be`` can work with it, and
     ``blowup_size`` if a run from ``theta0`` can reach it."""
-    size = float(np.abs(theta0).max()) or 1.0
-    if not blowup_size > np.abs(theta0).max():
-        raise ValueError(f"blowup_size={blowup_size!r} is not above the init's size {np.abs(theta0).max():.3g} (max "
+    largest = float(np.abs(theta0).max())
+    size = largest or 1.0
+    if not blowup_size > largest:
+        raise ValueError(f"blowup_size={blowup_size!r} is not above the init's size {largest:.3g} (max "
                          "|theta0|): the run starts past it, so it could never end 'blew_up' there and the setting "
                          "would be ignored. Give a blowup_size above the init's size (1e100 by default).")
     if given is not None and not atol < ATOL_FRACTION * size:
@@ -344,7 +345,7 @@ def refuse_still_start(system, data, theta0):
     field is 0 there: beta = 0 of every network of depth >= 2, each layer's gradient carrying the other layers;
     the linear model leaves 0 along -Z^T q(0) and runs), and entries so small that float64 rounds the field of a
     coordinate to 0 where the exact flow moves it."""
-    if not np.any(theta0):
+    if not theta0.any():
         with np.errstate(all="ignore"):
             field, _ = system.vector_field(theta0, data)
         if not np.any(field):

@@ -66,7 +66,7 @@ def reachable_signs(model, theta0, flow) -> np.ndarray:
     if not isinstance(flow, Flow):
         raise ValueError(f"flow must be a flowsim flow (fs.GD(), fs.SAM(rho), ...); got {flow!r}.")
     theta0 = np.asarray(theta0, float)
-    if theta0.ndim != 2 or theta0.shape[0] != model.n_layers or not np.all(np.isfinite(theta0)):
+    if theta0.ndim != 2 or theta0.shape[0] != model.n_layers or not np.isfinite(theta0).all():
         raise ValueError(f"theta0 must be finite parameters of shape (layers, d) = ({model.n_layers}, d) for {model}; "
                          f"got shape {theta0.shape} (model.init_params(alpha, d) makes them from an init).")
     return _reachable_signs(model, flow, *start_key(theta0)).copy()
