@@ -299,3 +299,25 @@ def test_a_balanced_starts_layers_are_found_on_first_read_from_the_tied_states()
     params = sol.params
     assert params is sol.params and params.shape == (50, 2, 10) and params.flags.writeable
     assert np.array_equal(params[:, 0], params[:, 1]) and np.array_equal(params[:, 0] * params[:, 1], sol.beta)
+
+
+def test_save_slots_pad_a_sixteenth_at_most_and_change_no_result(monkeypatch):
+    """A compiled solve's save slots: at least the saves, padded by under a sixteenth of them (or 16), the default
+    400 not at all (diffrax saves every padded slot at the last step); and the padding changes no result: the
+    same solve with the slots of a power of two is the same, bit for bit."""
+    from flowsim.integrate.backends import _diffrax
+
+    for n in range(1, 5000):
+        slots = _diffrax.target_slots(n)
+        assert slots >= max(n, 16) and slots - n < max(16, (n - 1) / 16), (n, slots)
+    assert _diffrax.target_slots(400) == 400
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
+    data = fs.datasets.gaussian_clusters(20, 10, seed=0, separation=4.0)
+    solves = []
+    for slots in (_diffrax.target_slots, lambda n: max(16, 1 << (int(n) - 1).bit_length())):
+        monkeypatch.setattr(_diffrax, "target_slots", slots)
+        solves.append(fs.solve(system, data, [[0.1] * 10, [0.2] * 10], t1=1e30, backend="diffrax:Tsit5"))
+    a, b = solves
+    for name in ("log10_t", "tau", "params", "beta", "log_loss", "margins"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    assert (a.status, a.stats["steps"]) == (b.status, b.stats["steps"])
