@@ -100,7 +100,10 @@ class Dataset:
     @property
     def is_separable(self) -> bool:
         self._classification_only("is_separable")
-        return self.separable_with(np.full(self.d, np.nan))
+        known = self.__dict__.get("_is_separable")  # (``separable_with`` remembers it too; this skips its key)
+        if known is None:
+            known = self.__dict__["_is_separable"] = self.separable_with(np.full(self.d, np.nan))
+        return known
 
     def _classification_only(self, what):
         if self.is_regression:

@@ -9,6 +9,7 @@ from flowsim._jax import jax, jnp
 from flowsim.integrate.backends._diffrax import _packed, unpacked
 from flowsim.integrate.balanced import reduction
 from flowsim.integrate.records import Records
+from flowsim.integrate.segment_args import SegmentArgs
 
 
 class RowsReference:
@@ -91,11 +92,12 @@ def test_empty_records_read_as_no_saves():
 
 
 def test_a_kernels_outputs_come_back_from_its_one_vector_exactly():
-    """Saved times and states, the reached flags, the end, the event index (-1 too), the flags and the step
-    counts: joined in one float64 vector on the device and read back by name, each exactly."""
+    """Saved times and states, the reached flags, the end, the event index (-1 too), the flags, the step
+    counts, the targets reached and the two end losses: joined in one float64 vector on the device and read back
+    by name, each exactly."""
     size, slots = 3, 4
 
-    def run():
+    def run(y0, s0, s_max, args, u_targets, tol):
         s_t = jnp.array([0.5, 1.5, jnp.inf, jnp.inf])
         y_t = jnp.arange(slots * size, dtype=jnp.float64).reshape(slots, size) / 7.0
         ok = jnp.array([True, True, False, False])
@@ -103,12 +105,56 @@ def test_a_kernels_outputs_come_back_from_its_one_vector_exactly():
         stats = (jnp.int32(16_383), jnp.int32(16_000), jnp.int32(383))
         return s_t, y_t, ok, jnp.float64(1.75), jnp.array([1e-300, -2.5, 1e300]), flags, stats
 
-    out = unpacked(np.asarray(jax.jit(_packed(run))()), slots, size)
-    s_t, y_t, ok, s_end, y_end, _, _ = jax.device_get(run())
+    def losses(y_t, ok, y_end, Z):
+        return jnp.sum(ok), jnp.array([-1e-300, 7.0 / 3.0]) * Z
+
+    args = (None, 0.0, 1.0, SegmentArgs(jnp.float64(1.0), 0.0, None, None), None, None)
+    out = unpacked(np.asarray(jax.jit(_packed(run, losses))(*args)), slots, size)
+    s_t, y_t, ok, s_end, y_end, _, _ = jax.device_get(run(*args))
     assert np.array_equal(out.s_t, s_t) and np.array_equal(out.y_t, y_t) and np.array_equal(out.y_end, y_end)
     assert out.ok.dtype == bool and out.ok.tolist() == ok.tolist() and out.s_end == 1.75
     assert (out.fired, out.maxed, out.failed) == (-1, True, False)
     assert (out.steps, out.accepted, out.rejected) == (16_383, 16_000, 383)
+    assert out.reached == 2 and out.end_log_losses == (-1e-300, 7.0 / 3.0)
+
+
+@pytest.mark.parametrize("case", ["margin", "regression"])
+def test_the_end_losses_a_kernel_finds_are_the_hosts_at_the_last_two_saves(case):
+    """The plateau check at the horizon reads the log-losses at the second-to-last save and at the end from the
+    compiled solve: in every segment with two saves or more they are the host's (``Run.log_losses``) at those two
+    states to rounding, for a margin loss and a regression's residuals; a segment with fewer has none (the host
+    finds them). Chunks of 8 steps make segments of each kind."""
+    from flowsim.integrate.options import Options
+    from flowsim.integrate.run import Run
+    from flowsim.integrate.solve import backend_for, check_problem, initial_params, set_up
+
+    rng = np.random.default_rng(3)
+    if case == "regression":
+        system = fs.derive(fs.DiagonalNet(2), "square", fs.GD())
+        X = rng.normal(size=(6, 4))
+        data = fs.Dataset(X, X @ rng.normal(size=4), task="regression")
+        init, t1 = [[0.3, 0.1, 0.2, 0.4], [0.2, 0.3, 0.1, 0.2]], 1e2
+    else:
+        system = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
+        data = fs.datasets.gaussian_clusters(20, 10, seed=0, separation=4.0)
+        init, t1 = [[0.1] * 10, [0.2] * 10], 1e30
+    opts = Options.checked(t1=t1, backend="diffrax:Tsit5", saves=50, max_steps=8)
+    be = backend_for("diffrax:Tsit5", opts.log10_t1)
+    theta0 = initial_params(system, data, init)
+    run = Run(set_up(system, data, theta0, opts, be, check_problem(system, data, "auto", be, False)))
+    found = []
+    for _ in range(1000):
+        seg = run.integrate()
+        found.append(seg.end_log_losses is not None)
+        if len(seg.s_saves) < 2:
+            assert seg.end_log_losses is None
+        else:
+            host = run.log_losses(run.records.theta_at(-2), run.theta)
+            assert host[0] != host[1]  # (two states apart: a kernel that took another save would not match)
+            np.testing.assert_allclose(seg.end_log_losses, host, rtol=1e-12, atol=0)
+        if seg.reason == "end":
+            break
+    assert seg.reason == "end" and any(found) and not all(found)
 
 
 def test_the_tied_system_is_made_once_and_solves_as_a_new_one():
@@ -253,3 +299,25 @@ def test_a_balanced_starts_layers_are_found_on_first_read_from_the_tied_states()
     params = sol.params
     assert params is sol.params and params.shape == (50, 2, 10) and params.flags.writeable
     assert np.array_equal(params[:, 0], params[:, 1]) and np.array_equal(params[:, 0] * params[:, 1], sol.beta)
+
+
+def test_save_slots_pad_a_sixteenth_at_most_and_change_no_result(monkeypatch):
+    """A compiled solve's save slots: at least the saves, padded by under a sixteenth of them (or 16), the default
+    400 not at all (diffrax saves every padded slot at the last step); and the padding changes no result: the
+    same solve with the slots of a power of two is the same, bit for bit."""
+    from flowsim.integrate.backends import _diffrax
+
+    for n in range(1, 5000):
+        slots = _diffrax.target_slots(n)
+        assert slots >= max(n, 16) and slots - n < max(16, (n - 1) / 16), (n, slots)
+    assert _diffrax.target_slots(400) == 400
+    system = fs.derive(fs.DiagonalNet(2), "logistic", fs.GD())
+    data = fs.datasets.gaussian_clusters(20, 10, seed=0, separation=4.0)
+    solves = []
+    for slots in (_diffrax.target_slots, lambda n: max(16, 1 << (int(n) - 1).bit_length())):
+        monkeypatch.setattr(_diffrax, "target_slots", slots)
+        solves.append(fs.solve(system, data, [[0.1] * 10, [0.2] * 10], t1=1e30, backend="diffrax:Tsit5"))
+    a, b = solves
+    for name in ("log10_t", "tau", "params", "beta", "log_loss", "margins"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    assert (a.status, a.stats["steps"]) == (b.status, b.stats["steps"])

@@ -276,7 +276,7 @@ class VectorField:
     def saved_beta(self, params):
         """beta (m, d) at parameters (m, K, d)."""
         xp = self.xp
-        beta = self.compiled.beta(xp.moveaxis(params, 1, 0))
+        beta = self.compiled.beta(xp.swapaxes(params, 0, 1))  # (K, m, d): swapaxes, not moveaxis's Python
         return xp.reshape(xp.asarray(beta, dtype=xp.float64), (params.shape[0], self.d))
 
     def margins_and_log_loss(self, beta, Z, known=()):

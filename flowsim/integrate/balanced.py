@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from flowsim.integrate.solution import Deferred, replaced
+from flowsim.integrate.solution import Deferred
 from flowsim.symbolic.flow import commutes_with_sign_flips
 from flowsim.symbolic.model import DiagonalNet
 from flowsim.symbolic.reachable import STARTS_KEPT, start_key, start_of
@@ -44,16 +44,15 @@ def reduction(system, theta0, data):
     tied = _tied_start(system, *start_key(theta0))
     if tied is None:
         return None
-    run_system, speedup, flips = tied
-    c = np.prod(flips, axis=0)
-    tied_data = data if np.all(c > 0) else data.flipped(c)
+    run_system, speedup, flips, c, balanced = tied
+    tied_data = data if balanced else data.flipped(c)
     return run_system, speedup, tied_data, flips
 
 
 @functools.lru_cache(maxsize=STARTS_KEPT)
 def _tied_start(system, shape, raw):
     """``reduction``'s part that the data do not enter, once per (system, start): ``(tied_system, speedup,
-    flips)`` (flips read-only), or None."""
+    flips, c, balanced)`` (``flips_product``; the arrays read-only), or None."""
     model = system.model
     flips = layer_flips(model, start_of(shape, raw))
     if flips is None or (np.any(flips < 0) and not commutes_with_sign_flips(system.flow)):
@@ -62,8 +61,9 @@ def _tied_start(system, shape, raw):
     if tied is None:  # a flow whose parts do not say how the tied net follows: integrate the product
         return None
     flow, speedup = tied
-    flips.flags.writeable = False  # shared by the solves from this start
-    return tied_system(model.depth, system.loss, flow), speedup, flips
+    c, balanced = flips_product(flips)
+    flips.flags.writeable = c.flags.writeable = False  # shared by the solves from this start
+    return tied_system(model.depth, system.loss, flow), speedup, flips, c, balanced
 
 
 @functools.lru_cache(maxsize=64)
@@ -85,29 +85,35 @@ def layer_flips(model, theta0):
     return np.where(np.sign(theta0) == np.sign(theta0[:1]), 1.0, -1.0)
 
 
-def lift(sol, system, speedup, data, flips):
-    """The product network's solution from the tied one's: layer l is ``flips[l]`` times w (every layer
-    w for a balanced start), beta and the events' beta the flips' product times the tied beta (the
-    margins and the loss are the same), time ``speedup`` times longer (the tied flow is that much faster)
-    and tau as much, over the tied lr's factor: a schedule-clock flow's tau is its clock s, which the tied
-    net's lr x L^(-1/p) shortens by that factor."""
+def lift(fields, system, speedup, data, flips) -> dict:
+    """The product network's solution (the fields of a :class:`flowsim.Solution`) from the tied one's (``fields``):
+    layer l is ``flips[l]`` times w (every layer w for a balanced start), beta and the events' beta the flips'
+    product times the tied beta (the margins and the loss are the same), time ``speedup`` times longer (the tied
+    flow is that much faster) and tau as much, over the tied lr's factor: a schedule-clock flow's tau is its clock
+    s, which the tied net's lr x L^(-1/p) shortens by that factor."""
+    tied = fields["system"]
     shift = math.log10(speedup)
-    c = np.prod(flips, axis=0)
+    c, balanced = flips_product(flips)
     stretch = speedup / system.flow.direction.tied_lr(system.model.depth)
-    events = [e.retimed(shift, stretch, c) for e in sol.events]
+    events = [e.retimed(shift, stretch, c) for e in fields["events"]]
     with np.errstate(over="ignore"):  # a tau past float range (t near 1e308) is inf; log10_t holds the time
-        tau = sol.tau * stretch
-    balanced = bool(np.all(flips > 0))
+        tau = fields["tau"] * stretch
     flipped = "" if balanced else \
         f", layers flipped by {flips.astype(int).tolist()} (data columns by {c.astype(int).tolist()})"
     # layer l is flips[l] w, (saves, 1, d) x (layers, d); a balanced start's layers are w itself (a broadcast
     # product with ones cost 0.1-0.5 ms at n = d = 100). Found on first read: the tied states are this Solution's
     # alone, and many runs never read the layers (at n = d = 100 writing them out was a tenth of the host work)
-    layers = functools.partial(np.repeat, sol.params, len(flips), axis=1) if balanced else \
-        functools.partial(np.multiply, sol.params, flips)
-    return replaced(
-        sol, system=system, data=data, log10_t=sol.log10_t + shift, tau=tau, beta=sol.beta if balanced else sol.beta * c,
-        params=Deferred(layers), events=events,
-        config={**sol.config, "rho": system.flow.rho,
-                "integrated_as": f"{sol.system} with {sol.system.flow}, {speedup:g}x faster{flipped}"},
+    params = fields["params"]
+    layers = functools.partial(np.repeat, params, len(flips), axis=1) if balanced else \
+        functools.partial(np.multiply, params, flips)
+    return dict(
+        fields, system=system, data=data, log10_t=fields["log10_t"] + shift, tau=tau,
+        beta=fields["beta"] if balanced else fields["beta"] * c, params=Deferred(layers), events=events,
+        config={**fields["config"], "rho": system.flow.rho,
+                "integrated_as": f"{tied} with {tied.flow}, {speedup:g}x faster{flipped}"},
     )
+
+
+def flips_product(flips):
+    """(c, balanced): the product of the flips over the layers (d,) and whether every flip is +1."""
+    return flips.prod(axis=0), bool((flips > 0).all())

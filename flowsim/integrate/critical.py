@@ -38,6 +38,7 @@ accepted within its arrival radius of such a point where its field traps it (``_
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -73,6 +74,7 @@ class CriticalPoint:
         return self.vanishing is not None and bool(self.vanishing.any())
 
 
+@functools.lru_cache(maxsize=64)
 def stops_at_minima(flow) -> bool:
     """Whether a critical point that is a minimum of the loss may stop the flow: the gradient-following
     flows (``rest_points_are_critical``), and SAM with any norm, whose field -grad L(theta + rho P) points into

@@ -38,12 +38,22 @@ def _on_end(run, seg):
         message = MINIMA_SLID.format(since=run.on_minima_since)
     if status is Status.COMPLETED and _has_own_rest_points(run) and _earlier_rest_point(run):
         return  # a step across a one-sided rest point went on to the horizon: the rest point is the end
-    plateau = status is Status.COMPLETED and len(run.records) > 1 and run.loss_change(
-        run.log_loss(run.records.theta_at(-2)), run.log_loss()) <= LOSS_STILL
     if status is Status.COLLAPSED and run.data.is_regression and _at_zero(run):
         return
-    if not (plateau and _converged(run, loss_still=True)):
+    if not (status is Status.COMPLETED and _on_plateau(run, seg) and _converged(run, loss_still=True)):
         run.end(status, message)
+
+
+def _on_plateau(run, seg) -> bool:
+    """The loss unchanged between the last two saves, where a converged state could be held (``_converged`` holds
+    none past DENSE_MAX entries, nor for a flow that does not stop at minima unless it slides on surfaces): the
+    two losses are asked only where their answer counts (at 1000 x 1000 they were two 1000 x 1000 products), and
+    taken from the segment where its backend found them with the solve (both saves are then its own)."""
+    if len(run.records) < 2 or _too_large(run) or not (run.surfaces.any() or critical.stops_at_minima(run.system.flow)):
+        return False
+    ends = seg.end_log_losses
+    before, after = ends if ends is not None else run.log_losses(run.records.theta_at(-2), run.theta)
+    return run.loss_change(before, after) <= LOSS_STILL
 
 
 def _at_zero(run) -> bool:

@@ -20,7 +20,7 @@ from flowsim.integrate.events import BackendChange
 from flowsim.integrate.records import Records
 from flowsim.integrate.segment_args import SegmentArgs, Sliding
 from flowsim.integrate.sliding import SignState, switched
-from flowsim.integrate.solution import SaveObservations, Solution
+from flowsim.integrate.solution import SaveObservations
 from flowsim.integrate.status import Status
 from flowsim.integrate.timeline import (
     LN10,
@@ -301,16 +301,27 @@ class Run:
         return np.asarray(self.system.numpy.beta(theta), float).reshape(self.d)
 
     def log_loss(self, theta=None):
-        """log of the summed loss at theta (default: now). The last few are kept by the state's bytes: a segment's
-        loss before it is the one after the last, and a handler asks again for the one at its end."""
-        key = np.asarray(self.theta if theta is None else theta, dtype=np.float64).tobytes()
-        if key not in self._log_losses:
-            if len(self._log_losses) >= LOG_LOSSES_KEPT:
+        """log of the summed loss at theta (default: now) (``log_losses``)."""
+        return self.log_losses(self.theta if theta is None else theta)[0]
+
+    def log_losses(self, *thetas) -> list:
+        """log of the summed loss at each of ``thetas``, those not kept found in one pass (the derived formulas are
+        elementwise; each margin is its own product, as for one state). The last few are kept by the state's bytes:
+        a segment's loss before it is the one after the last, and a handler asks again for the one at its end."""
+        keys = [np.asarray(theta, dtype=np.float64).tobytes() for theta in thetas]
+        new = {key: theta for key, theta in zip(keys, thetas) if key not in self._log_losses}
+        if new:
+            if len(self._log_losses) + len(new) > LOG_LOSSES_KEPT:
                 self._log_losses.clear()
+            states = np.reshape(np.asarray(list(new.values()), dtype=np.float64), (len(new), self.K, self.d))
             with np.errstate(all="ignore"):
-                ll = self.system.numpy.log_l(self.vf.margins(self.Z, self.beta(theta)))
-                self._log_losses[key] = float(np.logaddexp.reduce(ll.reshape(-1)))
-        return self._log_losses[key]
+                beta = self.vf.saved_beta(states)
+                margins = np.empty((len(new), self.Z.shape[0]))
+                for row, b in zip(margins, beta):
+                    row[:] = self.vf.margins(self.Z, b)
+                ll = np.logaddexp.reduce(self.system.numpy.log_l(margins), axis=1)
+            self._log_losses.update(zip(new, ll.tolist()))
+        return [self._log_losses[key] for key in keys]
 
     @functools.cached_property
     def log_loss_start(self) -> float:
@@ -322,7 +333,7 @@ class Run:
         """How much the loss moved over the last backend call (``loss_change``), found when first asked: most
         solves end at the horizon, whose handler does not ask."""
         if self._log_loss_change is None:
-            self._log_loss_change = self.loss_change(self.log_loss(self.moved_from), self.log_loss(self.moved_to))
+            self._log_loss_change = self.loss_change(*self.log_losses(self.moved_from, self.moved_to))
         return self._log_loss_change
 
     def loss_change(self, log_before, log_after) -> float:
@@ -356,7 +367,9 @@ class Run:
             _, S_end = self.field_and_scale()
         return self.clock.log_rate(S_end, self.s)
 
-    def solution(self, config):
+    def solution(self, config, lifted=False) -> dict:
+        """The fields of the run's :class:`Solution` (``solve`` makes it, once, after any lift to the asked-for system;
+        ``lifted``: it will be, and its layers are written out afresh, so the states here are handed out nowhere)."""
         close_records(self.status, self.clock, self.remaining, self.s, self.y, self.records)
         self.stats["wall_s"] = time.perf_counter() - self.t_start
         rate = self.log_rate() if self.status in (Status.MAX_STEPS, Status.FAILED) else -math.inf
@@ -367,12 +380,11 @@ class Run:
         params = y[:, :-1].reshape(-1, self.K, self.d)
         u, tau = self.clock.u(s, y[:, -1]), self.clock.tau(s, y[:, -1])
         beta = saved_beta(self.system, params)
-        observed = SaveObservations(self.system, self.data, beta, self.records.known_losses())
-        return Solution(system=self.system, data=self.data, log10_t=log10_t_from_u(u), tau=np.asarray(tau, float),
-                        params=params, beta=beta, log_loss=observed.deferred("log_loss"),
-                        margins=observed.deferred("margins"), status=self.status,
-                        message=message, stats=self.stats, events=self.events,
-                        config=dict(config, first_leaders=self.first_leaders))
+        observed = SaveObservations(self.system, self.data, beta, self.records.known_losses(), params if lifted else None)
+        return dict(system=self.system, data=self.data, log10_t=log10_t_from_u(u), tau=np.asarray(tau, float),
+                    params=params, beta=beta, log_loss=observed.deferred("log_loss"),
+                    margins=observed.deferred("margins"), status=self.status, message=message, stats=self.stats,
+                    events=self.events, config=dict(config, first_leaders=self.first_leaders))
 
 
 def leader_of(vf, kind, theta, Z, rho, sigma, exclude=None):

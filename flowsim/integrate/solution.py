@@ -15,6 +15,7 @@ from flowsim.integrate.timeline import (  # noqa: F401 (log10_t_from_u: a public
     log10_t_from_u,
     margins_and_loss,
     save_points,
+    saved_beta,
 )
 
 
@@ -27,11 +28,20 @@ def unit_rows(a: np.ndarray) -> np.ndarray:
 class SaveObservations:
     """The margins and log-losses of a solve's saves, found from their beta when first asked for (many runs never
     read them, and at n = d = 100 with 400 saves they were nearly half a solve's host work). ``beta`` (saves, d)
-    is copied, so a Solution's arrays changed in place do not change them; ``known``: the log-losses of the first
+    is copied, so a Solution's arrays changed in place do not change them; or, given the ``states`` (saves, K, d)
+    it was found from where nothing hands them out (a lifted run's tied states), found from them again when asked
+    (``saved_beta``: the same beta, bit for bit) rather than copied now. ``known``: the log-losses of the first
     saves, found during the solve (``Records.losses``)."""
 
-    def __init__(self, system, data, beta, known=()):
-        self.system, self.data, self.beta, self.known = system, data, np.array(beta), list(known)
+    def __init__(self, system, data, beta, known=(), states=None):
+        self.system, self.data, self.known, self._states = system, data, list(known), states
+        self._beta = None if states is not None else np.array(beta)
+
+    @property
+    def beta(self) -> np.ndarray:
+        if self._beta is None:
+            self._beta = saved_beta(self.system, self._states)
+        return self._beta
 
     @functools.cached_property
     def found(self) -> tuple:

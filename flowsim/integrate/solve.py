@@ -138,9 +138,10 @@ def solve(
     points = opts.save_at_log10_t
     config = dict(arguments, clock=run_clock.name, saves=len(points), rho=float(system.flow.rho), track=list(track),
                   arguments=dict(arguments, **opts.asked_saves))
-    sol = _integrate(problem, progress, config)
-    sol = lift(sol, system, problem.speedup, data, problem.flips) if problem.reduced else sol
-    sol = replaced(sol, log10_t=_on_asked_points(sol.log10_t, points), rerun=functools.partial(solve, system, data))
+    fields = _integrate(problem, progress, config)
+    fields = lift(fields, system, problem.speedup, data, problem.flips) if problem.reduced else fields
+    sol = Solution(**dict(fields, log10_t=_on_asked_points(fields["log10_t"], points),
+                          rerun=functools.partial(solve, system, data)))
     sol = _signs_kept(sol, kept)
     return _raise_failure(sol) if throw else sol
 
@@ -164,15 +165,16 @@ def _on_asked_points(log10_t, points):
     """The saves' ``log10_t`` with those at asked points reading those points exactly: the clock's conversions
     (and a reduced solve's time shift) left t = 1 at log10 t = -5.6e-17, which ``ds.sel(log10_t=0)`` did not find."""
     log10_t = np.array(log10_t, dtype=np.float64)
-    above = np.searchsorted(points, log10_t)
+    above = points.searchsorted(log10_t)
     for candidate in (points.take(above, mode="clip"), points.take(above - 1, mode="clip")):
-        on = np.abs(log10_t - candidate) <= 1e-12 + 1e-12 * np.abs(candidate)  # np.isclose(rtol=atol=1e-12), bare
-        log10_t[on] = candidate[on]
+        on = abs(log10_t - candidate) <= 1e-12 + 1e-12 * abs(candidate)  # np.isclose(rtol=atol=1e-12), bare
+        np.copyto(log10_t, candidate, where=on)
     return log10_t
 
 
 def _integrate(problem, progress, config):
-    """The segment loop: integrate, then hand each segment's ending to its handler (``HANDLERS``)."""
+    """The segment loop: integrate, then hand each segment's ending to its handler (``HANDLERS``). Returns the
+    fields of the run's Solution (``Run.solution``)."""
     run = Run(problem, progress)
     try:
         with terminable():  # SIGTERM as a Ctrl-C: the trajectory so far is kept
@@ -189,7 +191,7 @@ def _integrate(problem, progress, config):
     # the backends and clocks that ran (an "auto" solve may hand over); ``arguments`` keeps what was asked
     ran = " -> ".join([problem.backend.name] + [e.to_backend for e in run.events if isinstance(e, BackendChange)])
     clocks = " -> ".join(dict.fromkeys([problem.clock.name, run.clock.name]))
-    return run.solution(dict(config, rho=run.rho, backend=ran, clock=clocks))
+    return run.solution(dict(config, rho=run.rho, backend=ran, clock=clocks), lifted=problem.reduced)
 
 
 #: a saved beta_j against the sign its start keeps for ever fails the solve past this fraction of max_j |beta_j|
@@ -210,8 +212,8 @@ def _may_exclude(kept, beta) -> bool:
     """False where no saved beta_j (rows of ``beta``) can have the sign ``kept[j]`` excludes: no coordinate keeps
     beta_j >= 0 or every beta is >= 0, and likewise for <= 0 (NaN: maybe). Two reductions over the whole array,
     where ``excluded_signs``' row-wise ones cost 0.1 ms at 400 saves x 100."""
-    return bool(np.any(kept > 0) and not beta.min(initial=np.inf) >= 0) or \
-        bool(np.any(kept < 0) and not beta.max(initial=-np.inf) <= 0)
+    return bool((kept > 0).any() and not beta.min(initial=np.inf) >= 0) or \
+        bool((kept < 0).any() and not beta.max(initial=-np.inf) <= 0)
 
 
 def _signs_kept(sol, kept):
@@ -233,7 +235,7 @@ def _signs_kept(sol, kept):
 
 
 def _warn_if_unreachable(system, data, signs):
-    if np.all(np.isnan(signs)) or data.separable_with(signs):
+    if np.isnan(signs).all() or data.separable_with(signs):
         return
     fixed = {1.0: ">= 0", -1.0: "<= 0", 0.0: "= 0"}
     kept = ", ".join(f"beta_{j + 1} {fixed[s]}" for j, s in enumerate(signs) if not np.isnan(s))
@@ -305,9 +307,10 @@ ATOL_FRACTION = 1e-2
 def check_scales(theta0, atol, given, blowup_size, be):
     """``atol`` (the one a run uses; ``given``: the caller's, None for the default) if ``be`` can work with it, and
     ``blowup_size`` if a run from ``theta0`` can reach it."""
-    size = float(np.abs(theta0).max()) or 1.0
-    if not blowup_size > np.abs(theta0).max():
-        raise ValueError(f"blowup_size={blowup_size!r} is not above the init's size {np.abs(theta0).max():.3g} (max "
+    largest = float(np.abs(theta0).max())
+    size = largest or 1.0
+    if not blowup_size > largest:
+        raise ValueError(f"blowup_size={blowup_size!r} is not above the init's size {largest:.3g} (max "
                          "|theta0|): the run starts past it, so it could never end 'blew_up' there and the setting "
                          "would be ignored. Give a blowup_size above the init's size (1e100 by default).")
     if given is not None and not atol < ATOL_FRACTION * size:
@@ -337,7 +340,7 @@ def refuse_still_start(system, data, theta0):
     field is 0 there: beta = 0 of every network of depth >= 2, each layer's gradient carrying the other layers;
     the linear model leaves 0 along -Z^T q(0) and runs), and entries so small that float64 rounds the field of a
     coordinate to 0 where the exact flow moves it."""
-    if not np.any(theta0):
+    if not theta0.any():
         with np.errstate(all="ignore"):
             field, _ = system.vector_field(theta0, data)
         if not np.any(field):
@@ -357,19 +360,18 @@ def _check_defined_at(system, data, theta0):
     not contain infs or NaNs"): sqrt(w) at w < 0, or a loss with q <= 0 beyond the margins Loss checks."""
     with np.errstate(all="ignore"):
         beta = system.numpy.beta(theta0)
-        bad = np.flatnonzero(~np.isfinite(beta))
-        if bad.size:
-            j = int(bad[0])
+        if not np.isfinite(beta).all():
+            j = int(np.flatnonzero(~np.isfinite(beta))[0])
             raise ValueError(f"init: beta_{j + 1} = {system.model.beta} is not a real number at this init (layers "
                              f"{theta0[:, j].tolist()}); start where the model is defined.")
         if data.is_regression:  # a residual loss's q itself (``VectorField._residual_weights``)
             m = data.X @ beta - data.y
-            bad = np.flatnonzero(~np.isfinite(system.numpy.q(m)))
+            finite = np.isfinite(system.numpy.q(m))
         else:
             m = data.z @ beta
-            bad = np.flatnonzero(~np.isfinite(system.numpy.log_q(m)))
-    if bad.size:
-        i = int(bad[0])
+            finite = np.isfinite(system.numpy.log_q(m))
+    if not finite.all():
+        i = int(np.flatnonzero(~finite)[0])
         raise ValueError(f"init: the loss {system.loss.name!r} has no finite log q at sample {i + 1}'s margin m = "
                          f"{m[i]:.6g} (q = -l'(m) must be > 0 at every margin a run meets; Loss checks [-30, 30]); "
                          "start elsewhere or use a loss that decreases everywhere.")

@@ -92,7 +92,7 @@ class Parametrization:
                 f"init must be a scalar alpha, an array of shape (d,) = ({d},), or one of shape "
                 f"(n_layers, d) = ({K}, {d}) for {self}; got shape {a.shape}."
             )
-        if not np.all(np.isfinite(a)):
+        if not np.isfinite(a).all():
             raise ValueError("init contains NaN or inf.")
         return np.array(a)
 

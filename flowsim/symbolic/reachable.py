@@ -66,7 +66,7 @@ def reachable_signs(model, theta0, flow) -> np.ndarray:
     if not isinstance(flow, Flow):
         raise ValueError(f"flow must be a flowsim flow (fs.GD(), fs.SAM(rho), ...); got {flow!r}.")
     theta0 = np.asarray(theta0, float)
-    if theta0.ndim != 2 or theta0.shape[0] != model.n_layers or not np.all(np.isfinite(theta0)):
+    if theta0.ndim != 2 or theta0.shape[0] != model.n_layers or not np.isfinite(theta0).all():
         raise ValueError(f"theta0 must be finite parameters of shape (layers, d) = ({model.n_layers}, d) for {model}; "
                          f"got shape {theta0.shape} (model.init_params(alpha, d) makes them from an init).")
     return _reachable_signs(model, flow, *start_key(theta0)).copy()
@@ -204,5 +204,12 @@ def kept_entry_signs(model, theta0, flow) -> np.ndarray:
     theta0 = np.asarray(theta0, float)
     if not flow.follows_gradient:
         return np.zeros_like(theta0)
+    return np.where(_crossing_flagged(model)[:, None], np.sign(theta0), 0.0)
+
+
+@lru_cache(maxsize=None)
+def _crossing_flagged(model) -> np.ndarray:
+    """Per layer (read-only): an invariant plane in which f is not even, so a step across it is flagged."""
     flagged = np.array(invariant_planes(model)) & ~np.array(_even_in(model))
-    return np.where(flagged[:, None], np.sign(theta0), 0.0)
+    flagged.flags.writeable = False
+    return flagged

@@ -52,6 +52,9 @@ class Segment:
     #: a segment that ended on its step budget may return the live solver, which the next call continues
     #: from (``integrate(..., resume=...)``) instead of restarting: scipy's LSODA fails restarted at huge s
     resume: object = None
+    #: log of the summed loss at the second-to-last save of this segment and at its end, where the backend found
+    #: them with the solve (diffrax; None: not found, or fewer than two saves): the plateau check at the horizon
+    end_log_losses: tuple | None = None
 
 
 @dataclass(frozen=True)

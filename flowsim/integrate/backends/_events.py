@@ -202,7 +202,8 @@ def sides(y, K, d, atol):
     import numpy as np
 
     theta = np.reshape(y[:-1], (K, d))
-    return np.where(np.abs(theta) > max(SETTLE * np.abs(theta).max(), 100.0 * atol), np.sign(theta), 0.0)
+    size = np.abs(theta)
+    return np.where(size > max(SETTLE * size.max(), 100.0 * atol), np.sign(theta), 0.0)
 
 
 def first_event(values, armed, xp):
