@@ -6,14 +6,15 @@ factor vanishes with the entry itself (a difference or tied net: dbeta_j/du_j = 
 second switching surface of the entry: its sign flips there, and the sliding field on the two sides of the plane
 differs. Where both sides point into the plane (for the sign flow, |u_j|' = -s_j on both sides) the exact flow
 reaches it in finite time and slides on the intersection of the plane and r_j = 0: the entry is held at 0 and the
-coordinate's other entries keep it on r_j = 0. A switch-by-switch integration instead steps the entry across the
-plane with the sign of the side it came from, and two such entries bounce across their planes in turn, ever faster
-(Zeno switching: random sign-flow cases 118, 119, 159 ended 'chattering' so).
+coordinate's other entries keep it on r_j = 0. Stepped across the plane with the sign of the side it came from, the
+entry moves away with |u|' = +s_j, and two such entries bounce across their planes in turn, ever faster (Zeno
+switching).
 
 This module decides, at a switch, which entries of the coordinates sliding on surfaces sit on such a plane and how
 the sliding field meets it there, from the sliding field itself on its two sides (no property of a flow assumed):
 both sides in (and mirror images, the rule held entries follow): held; both the same way: the entry goes on to that
-side; both away: two continuations, reported.
+side; both away: to the side it is on (the two are mirror images with the same beta). A held entry is examined again
+at the next switch; no event of its own watches its plane stop holding it (s_j changing sign).
 """
 
 from __future__ import annotations
@@ -47,9 +48,9 @@ def settle(vf, theta, Z, rho, sigma, pinned, sliding) -> Planes:
     """Entries of the coordinates sliding on their surfaces (``sliding``) that sit on their own switching planes,
     held there or not: held where the sliding field points into the plane from both sides (and its two sides are
     mirror images, the rule held entries follow); otherwise set just off the plane, sliding with their coordinate,
-    on the side the field carries them to, or where it points away on both sides, on the side they are on (+ at 0) (two
-    mirror-image continuations with the same beta, beta_j being even in the entry: the one discrete sign descent
-    takes as its step goes to 0)."""
+    on the side the field carries them to, or, where it points away on both sides, on the side they are on (+ at 0):
+    two mirror-image continuations with the same beta (beta_j is even in the entry), the ones discrete sign descent
+    takes as its step goes to 0 (tests/test_slide_planes.py)."""
     theta, sigma, pinned, sliding = (np.array(a) for a in (theta, sigma, pinned, sliding))
     slides = np.broadcast_to(sliding.any(axis=0), theta.shape)
     size = 1.0 + float(np.abs(theta).max())
