@@ -9,8 +9,8 @@ backend="auto", scipy:LSODA and scipy:Radau. A case passes when no backend ends 
 All 200 seeds are in the slow set; CI's slow step runs the first 10 (40 took 5-7 minutes there). The target is
 at most 2% "cannot follow" endings, each with a message that names its reason; the seeds that miss today are
 listed in ``KNOWN`` with what ends them (marked xfail and not run). 168 seeds are measured, one process each:
-0-165 and 167, 168 (169-199 and 166 not yet). 149 are followed alike and 19 are not (11%), of three kinds:
-l_inf-SAM (10: Zeno switching, continuations that are not unique or do not exist, more surfaces at once than
+0-165 and 167, 168 (169-199 and 166 not yet). 150 are followed alike and 18 are not (11%), of three kinds:
+l_inf-SAM (9: Zeno switching, continuations that are not unique or do not exist, more surfaces at once than
 followed, failed steps), l3-SAM arriving at a degenerate critical point of the loss (8) and steepest descent for
 p = inf (1).
 """
@@ -47,8 +47,6 @@ KNOWN = {
     75: "l3-SAM, depth-3 product: reaches a degenerate critical point of the loss (||g||_q ~ 4e-9, coordinates 1 "
         "and 2 decaying to 0 in every layer), not recognised as one: 'chattering' on every backend, at different "
         "times",
-    89: "l_inf-SAM, depth-4 tied: goes to beta = 0 (the net's origin, a degenerate saddle): 'stalled' there on auto "
-        "and Radau, LSODA spends its steps on the way ('chattering' at a saddle it does not classify)",
     91: "l_inf-SAM, depth-3 product: more than 10,000 switches on auto and LSODA (Zeno), converged on Radau (the "
         "balanced start runs as the tied net; on LSODA at log10 t = 18.57 coordinates 3 and 4 flip sign at every "
         "switch while coordinate 5 slides: a junction of three surfaces whose sliding mode is not found)",
