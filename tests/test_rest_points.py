@@ -235,6 +235,9 @@ def test_0_in_the_hull_is_necessary_not_sufficient():
     assert discrete_linf_sam(1.0, 1e-3, 50.0) > 0.1
 
 
+@pytest.mark.xfail(strict=True, reason="its case is gone: random case 89 on LSODA now reaches the origin and ends "
+                   "'stalled' there, as auto and Radau do (entries held on their planes inside slides, "
+                   "flowsim/integrate/slide_planes.py); the message needs another l_inf-SAM case that ends at a saddle")
 def test_an_linf_sam_solve_at_a_saddle_says_the_trap_test_does_not_cover_it():
     """Random case 89 (tests/test_random_slides.py: l_inf-SAM, depth-4 tied): LSODA spends its steps at the
     tied net's origin, a saddle of the loss. The trap test (``normalised_rest_point``) is for g/|g| and its lp

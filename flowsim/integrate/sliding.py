@@ -53,6 +53,7 @@ import numpy as np
 
 from flowsim._jax import jax, jnp
 from flowsim.field import surfaces
+from flowsim.integrate import slide_planes
 from flowsim.integrate.critical import error_norm
 from flowsim.integrate.filippov import classify, entry_name
 from flowsim.integrate.segment_args import SegmentArgs
@@ -526,14 +527,22 @@ def switched(vf, theta, Z, rho, sigma, pinned, sliding_now) -> SignState:
         leaving = sliding_now & np.isin(np.arange(sliding_now.shape[1]), columns[np.abs(control.control) >= 1 - EXIT_TOL])
         sigma = np.where(leaving, np.sign(control.sigma), sigma)
         sliding_now &= ~leaving
-    signs = classify(vf, theta, Z, rho, sigma, pinned, sliding_now | leaving)
+    inside = pinned & sliding_now.any(axis=0)  # held inside a slide: their G_k ~ 0 with r_j, no probe tells a side
+    signs = classify(vf, theta, Z, rho, sigma, pinned, sliding_now | leaving | inside)
     if not (signs.sliding.any() or sliding_now.any()):
         return SignState(signs.sigma, signs.pinned, signs.theta, sliding_now, None, sliding_now)
     found = continuation(vf, signs.theta, Z, rho, signs.sigma, signs.pinned, sliding_now, signs.sliding)
     if found.reason is not None and sliding_now.any():  # the entries sliding already may stop here too
         found = continuation(vf, signs.theta, Z, rho, signs.sigma, signs.pinned, np.zeros_like(sliding_now),
                              signs.sliding | sliding_now)
-    return SignState(found.sigma, signs.pinned, signs.theta, found.active, found.reason, signs.sliding | sliding_now)
+    reached = signs.sliding | sliding_now
+    if found.reason is not None:
+        return SignState(found.sigma, signs.pinned, signs.theta, found.active, found.reason, reached)
+    planes = slide_planes.settle(vf, signs.theta, Z, rho, found.sigma, signs.pinned, found.active)
+    if planes.changed:  # entries held on their planes or let go: the control of the rest, judged again
+        found = continuation(vf, planes.theta, Z, rho, planes.sigma, planes.pinned, planes.sliding,
+                             np.zeros_like(reached))
+    return SignState(found.sigma, planes.pinned, planes.theta, found.active, found.reason, reached)
 
 
 #: Newton steps toward a rest point of the sliding field
