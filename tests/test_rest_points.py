@@ -24,7 +24,6 @@ from flowsim.field.vector_field import numpy_field
 from flowsim.integrate.rest_points import linf_sam_minimum_is_rest_point, normalised_rest_point
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_random_slides import ending  # noqa: E402
 
 DATA = fs.datasets.iid_gaussian(20, 10, 0)
 Z = DATA.z
@@ -233,15 +232,3 @@ def test_0_in_the_hull_is_necessary_not_sufficient():
     entry at w = 0 moves off its plane to |w| = 0.18): the LP alone does not make the minimum a limit."""
     assert linf_sam_minimum_is_rest_point(linf_sam(1.0), MINIMUM[None, :], Z, 1.0).is_rest_point
     assert discrete_linf_sam(1.0, 1e-3, 50.0) > 0.1
-
-
-@pytest.mark.xfail(strict=True, reason="its case is gone: random case 89 on LSODA now reaches the origin and ends "
-                   "'stalled' there, as auto and Radau do (entries held on their planes inside slides, "
-                   "flowsim/integrate/slide_planes.py); the message needs another l_inf-SAM case that ends at a saddle")
-def test_an_linf_sam_solve_at_a_saddle_says_the_trap_test_does_not_cover_it():
-    """Random case 89 (tests/test_random_slides.py: l_inf-SAM, depth-4 tied): LSODA spends its steps at the
-    tied net's origin, a saddle of the loss. The trap test (``normalised_rest_point``) is for g/|g| and its lp
-    forms; for sign(g) the message says it was not applied, rather than passing on the test's own refusal."""
-    status, _, message = ending(89, "scipy:LSODA")
-    assert status == "chattering" and "reached a saddle of the loss" in message, message
-    assert "not tested for l_inf-SAM" in message and "linf_sam_minimum_is_rest_point" not in message
