@@ -867,7 +867,7 @@ def test_iterate_runs_a_regression_config_as_the_least_squares_iteration(tmp_pat
 
 @pytest.mark.parametrize("command, text, message", [
     ("run", REGRESSION.replace('task = "regression"\n', ""), "for regression add task = 'regression' to [data]"),
-    ("run", REGRESSION.replace('name = "gd"', 'name = "sam"\nrho = 0.05'), "SAM(rho=0.05, norm=2) on a regression"),
+    ("run", REGRESSION.replace('name = "gd"', 'name = "sign"'), "SignFlow(lr=1, decay=1) on a regression"),
     ("run", REGRESSION.replace('loss = "square"', 'loss = "logistic"'), "the data are a regression"),
     ("run", REGRESSION.replace('task = "regression"\n', "").replace("y = [0.5, -1.5]", "y = [1, -1]"),
      "'square' is a regression loss"),
@@ -885,3 +885,15 @@ def test_regression_configs_the_engine_cannot_run_are_one_line(tmp_path, command
     lines = [ln for ln in r.output.splitlines() if ln.startswith("flowsim: error:")]
     assert r.exit_code == 2 and len(lines) == 1 and message in lines[0], r.output
     assert r.exception is None or isinstance(r.exception, SystemExit)
+
+
+def test_exact_sam_on_a_regression_config_runs_to_the_minima_and_says_why_it_stops_there(tmp_path):
+    """Two samples in R^3: exact SAM reaches the interpolating minima, where its slide is not unique; the run
+    ends there (exit 1: a failure status), saved, with the reason on the status line."""
+    (tmp_path / "c.toml").write_text(REGRESSION.replace('name = "gd"', 'name = "sam"\nrho = 0.05')
+                                     .replace("depth = 1", "depth = 2").replace("init = 0.0", "init = 0.3"))
+    r = runner.invoke(app, ["run", str(tmp_path / "c.toml"), "--out", str(tmp_path / "o.nc")])
+    assert r.exit_code == 1 and "chattering" in r.output and "not unique" in r.output, r.output
+    ds = io.load(tmp_path / "o.nc")
+    assert ds.attrs["status"] == "chattering"
+    np.testing.assert_allclose(REGRESSION_X @ ds["beta"].values[-1], [0.5, -1.5], atol=1e-8)

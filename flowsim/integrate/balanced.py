@@ -44,8 +44,8 @@ def reduction(system, theta0, data):
     tied = _tied_start(system, *start_key(theta0))
     if tied is None:
         return None
-    run_system, speedup, flips, c, balanced = tied
-    tied_data = data if balanced else data.flipped(c)
+    run_system, speedup, flips, c, _ = tied
+    tied_data = data if (c > 0).all() else data.flipped(c)  # flips whose product is +1 leave the data as they are
     return run_system, speedup, tied_data, flips
 
 

@@ -311,8 +311,8 @@ class Run:
         keys = [np.asarray(theta, dtype=np.float64).tobytes() for theta in thetas]
         new = {key: theta for key, theta in zip(keys, thetas) if key not in self._log_losses}
         if new:
-            if len(self._log_losses) + len(new) > LOG_LOSSES_KEPT:
-                self._log_losses.clear()
+            if len(self._log_losses) + len(new) > LOG_LOSSES_KEPT:  # keep only those asked now
+                self._log_losses = {key: self._log_losses[key] for key in keys if key in self._log_losses}
             states = np.reshape(np.asarray(list(new.values()), dtype=np.float64), (len(new), self.K, self.d))
             with np.errstate(all="ignore"):
                 beta = self.vf.saved_beta(states)
