@@ -8,8 +8,9 @@ backend="auto", scipy:LSODA and scipy:Radau. A case passes when no backend ends 
 (chattering, failed, max_steps) and all three end with the same status and the same direction of beta (1e-6).
 All 200 seeds are in the slow set; CI's slow step runs the first 10 (40 took 5-7 minutes there). The target is
 at most 2% "cannot follow" endings, each with a message that names its reason; the seeds that miss today are
-listed in ``KNOWN`` with what ends them (marked xfail and not run). 168 seeds are measured, one process each:
-0-165 and 167, 168 (169-199 and 166 not yet). 157 are followed alike and 11 are not (6.5%), of three kinds:
+listed in ``KNOWN`` with what ends them (marked xfail and not run). All 200 seeds are measured, one process
+each (166 and 169-199 on the code before the last sign-flow and degenerate-critical-point changes, where 174 and
+183 ended Zeno; both are followed alike after them). 189 are followed alike and 11 are not (5.5%), of three kinds:
 l_inf-SAM (9: Zeno switching, continuations that are not unique or do not exist, more surfaces at once than
 followed, failed steps), l3-SAM on LSODA near a surface g_k = 0 (1) and steepest descent for p = inf (1).
 """
