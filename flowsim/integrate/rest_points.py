@@ -153,10 +153,9 @@ def normalised_minimum_traps(vf, theta, Z, rho, samples=MINIMUM_SAMPLES) -> Mini
     their planes) traps the normalised-perturbation flow ``vf`` at radius ``rho``, without assuming the gradient
     linear across rho. Near it G ~ H x and the field depends on the direction u of G alone, F(u) (taken as it is,
     at the evaluation point theta + rho eps(u)); the flow's own ascent eps(u) is the gradient of the dual norm
-    :math:`V = \|G\|_q` (l2: u itself), which changes at the rate :math:`\dot V = \epsilon(u)^	op H F(u)`. Where
+    :math:`V = \|G\|_q` (l2: u itself), which changes at the rate :math:`\dot V = \epsilon(u)^\top H F(u)`. Where
     that is negative for every u the point traps the flow (V is a Lyapunov function; where the gradient is linear
-    across rho it is :math:`-
-ho\,\epsilon^	op H^2 \epsilon < 0`). It is checked on H's eigenvectors (both
+    across rho it is :math:`-\rho\,\epsilon^\top H^2 \epsilon < 0`). It is checked on H's eigenvectors (both
     signs) and ``samples`` random directions of H's range; its null space (entries held at 0, whose G stays 0
     there) is left out.
 
