@@ -100,18 +100,7 @@ def normalised_rest_point(vf, theta, Z, rho) -> SaddleRestPoint:
         ValueError: ``vf`` is a sign flow (see :func:`linf_sam_minimum_is_rest_point`) or ``theta`` is not
             a critical point.
     """
-    if vf.signed:
-        raise ValueError("vf is a sign flow (l_inf-SAM, sign descent): use linf_sam_minimum_is_rest_point.")
-    theta = np.asarray(theta, dtype=np.float64)
-    H, G = _hessian(vf, theta, Z)
-    eig, vec = np.linalg.eigh(H)
-    size = float(np.abs(eig).max(initial=0.0))
-    if not np.isfinite(size) or size == 0.0:
-        raise ValueError("theta: the Jacobian of G is 0 or not finite there; no critical point to classify.")
-    probe = PROBE * max(1.0, float(np.abs(theta).max()))
-    if np.linalg.norm(G) > 1e-3 * probe * size:
-        raise ValueError(f"theta is not a critical point of the loss (|G| = {np.linalg.norm(G):.3g}); "
-                         "refine it first, e.g. with flowsim.integrate.critical.saddle.")
+    theta, H, eig, vec, size, probe = _at_critical_point(vf, theta, Z)
     unstable = [(float(lam), vec[:, i]) for i, lam in enumerate(eig) if lam < -1e-9 * size]
     if not unstable:
         return SaddleRestPoint(True, "a minimum of the loss: no unstable direction", eig, rho, 1.0, None)
@@ -148,6 +137,24 @@ class MinimumTrap:
 MINIMUM_SAMPLES = 64
 
 
+def _at_critical_point(vf, theta, Z):
+    """theta (float64), the Hessian H there, its eigenvalues and vectors, their scale and the probe distance, for a
+    normalised flow ``vf`` at a resolved critical point of the loss; a ValueError naming the fix otherwise."""
+    if vf.signed:
+        raise ValueError("vf is a sign flow (l_inf-SAM, sign descent): use linf_sam_minimum_is_rest_point.")
+    theta = np.asarray(theta, dtype=np.float64)
+    H, G = _hessian(vf, theta, Z)
+    eig, vec = np.linalg.eigh(H)
+    size = float(np.abs(eig).max(initial=0.0))
+    if not np.isfinite(size) or size == 0.0:
+        raise ValueError("theta: the Jacobian of G is 0 or not finite there; no critical point to classify.")
+    probe = PROBE * max(1.0, float(np.abs(theta).max()))
+    if np.linalg.norm(G) > 1e-3 * probe * size:
+        raise ValueError(f"theta is not a critical point of the loss (|G| = {np.linalg.norm(G):.3g}); "
+                         "refine it first, e.g. with flowsim.integrate.critical.saddle.")
+    return theta, H, eig, vec, size, probe
+
+
 def normalised_minimum_traps(vf, theta, Z, rho, samples=MINIMUM_SAMPLES) -> MinimumTrap:
     r"""Decide whether the minimum ``theta`` of the loss (a degenerate one too: H singular along entries held at 0 on
     their planes) traps the normalised-perturbation flow ``vf`` at radius ``rho``, without assuming the gradient
@@ -162,15 +169,7 @@ def normalised_minimum_traps(vf, theta, Z, rho, samples=MINIMUM_SAMPLES) -> Mini
     Raises:
         ValueError: a sign flow, or ``theta`` not a critical point (as :func:`normalised_rest_point`).
     """
-    if vf.signed:
-        raise ValueError("vf is a sign flow (l_inf-SAM, sign descent): use linf_sam_minimum_is_rest_point.")
-    theta = np.asarray(theta, dtype=np.float64)
-    H, G = _hessian(vf, theta, Z)
-    eig, vec = np.linalg.eigh(H)
-    size = float(np.abs(eig).max(initial=0.0))
-    probe = PROBE * max(1.0, float(np.abs(theta).max()))
-    if not np.isfinite(size) or size == 0.0 or np.linalg.norm(G) > 1e-3 * probe * size:
-        raise ValueError(f"theta is not a resolved critical point of the loss (|G| = {np.linalg.norm(G):.3g}).")
+    theta, H, eig, vec, size, probe = _at_critical_point(vf, theta, Z)
     if np.any(eig < -1e-9 * size):
         return MinimumTrap(False, f"not a minimum of the loss (eigenvalue {eig[0]:.4g})", rho, np.nan, None)
     span = vec[:, eig > 1e-9 * size]
