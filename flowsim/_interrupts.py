@@ -17,7 +17,6 @@ schedulers can stop such a script. A Ctrl-C has no such after-effect (in a noteb
 
 from __future__ import annotations
 
-import _signal
 import signal
 import sys
 import threading
@@ -61,18 +60,14 @@ def terminable():
                          "'interrupted'; not starting more work\n")
         raise SystemExit(128 + signal.SIGTERM)
     if threading.current_thread() is not threading.main_thread() or \
-            _signal.getsignal(signal.SIGTERM) != _signal.SIG_DFL:
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         yield
         return
-    _signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGTERM, lambda signum, frame: _stop(signum))
     try:
         yield
     finally:
-        _signal.signal(signal.SIGTERM, _signal.SIG_DFL)
-
-
-def _on_sigterm(signum, frame):
-    _stop(signum)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @contextmanager
@@ -110,13 +105,12 @@ def _deferred(patient=False):
             _stop(signum)
         pressed.append(signum)
 
-    # (``_signal``, the C module: ``signal.signal`` wraps each handler in and out of an enum, 8 us a block)
-    before = {s: _signal.signal(s, later) for s in STOPS}
+    before = {s: signal.signal(s, later) for s in STOPS}
     try:
         yield pressed
     finally:
         for s, handler in before.items():
-            _signal.signal(s, handler)
+            signal.signal(s, handler)
 
 
 @contextmanager
