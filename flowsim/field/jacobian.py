@@ -140,6 +140,15 @@ class FieldJacobian:
         dF = dF_dwt @ dwt + _through(xp, P["F_N"](*fargs), dN, K)
         return F, St, significant(xp, dF), dSt @ dwt
 
+    def gradient(self, theta, Z):
+        """G (K, d) with grad L = e^S G, whatever the flow, and its Jacobian dG/dtheta (Kd, Kd): the map whose
+        zeros are the loss's critical points (``flowsim.integrate.critical``). G = -c r is linear in r."""
+        xp, K = self.vf.xp, self.vf.K
+        r, _, _, _, c, dr, _ = _couplings(self.vf, theta, Z)
+        G = self.vf.compiled.direction(theta, r)
+        dG = _local(xp, self.vf.compiled.partials["G_w"](theta, r)) + _through(xp, -c, dr, K)
+        return G, significant(xp, dG)
+
     def sliding_field_and_scale(self, theta, Z, rho, sigma, pinned):
         """The Filippov average of :meth:`flowsim.field.vector_field.VectorField.sliding_field_and_scale` and its Jacobians."""
         xp = self.vf.xp

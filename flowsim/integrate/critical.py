@@ -10,8 +10,11 @@ It applies to the flows whose rest points are the critical points of the loss
 (``flowsim.symbolic.flow.rest_points_are_critical``): GD, USAM and :math:`\ell_p`-SAM with p finite, and to
 :math:`\ell_\infty`-SAM, which stops at a minimum where it is a Filippov rest point (:func:`stops_at_minima`;
 sign and Adam-proxy directions stop at exact equilibria instead, ``stalled``). The test uses the gradient field :math:`F = -G = -\nabla L/e^S` (O(1)) and its exact
-Jacobian :math:`A = \partial F/\partial\theta` (:mod:`flowsim.field.jacobian`), i.e. the derived field at
-rho = 0:
+Jacobian :math:`A = \partial F/\partial\theta` (``FieldJacobian.gradient``), whatever the flow's own field: the
+critical points of the loss are its zeros. The flow's field at rho = 0 is that map only where its direction is the
+gradient; steepest descent for p = inf, :math:`-\|g\|_1\,\mathrm{sign}(g)`, vanishes with G too, but its
+Jacobian there, :math:`-\sigma\,(\partial\|g\|_1/\partial\theta)^\top`, has rank one, so neither Newton's
+method nor the spectrum below can be taken from it:
 
 1. the Newton step :math:`\delta = -A^{+}F` solves :math:`A\delta = -F` (F lies in the range of A),
 2. no eigenvalue of A has a positive real part (beyond rounding): :math:`\theta^* = \theta + \delta`
@@ -144,13 +147,14 @@ def rest_point(vf, theta, Z, rtol, atol, rho, sigma=None):
 
 
 def _newton(vf, theta, Z, scale, atol, rho, radius=0.0, sigma=None, flow_rho=0.0):
-    """Newton's method on the field at radius ``rho`` (0: the gradient field) from ``theta`` (``_limit``), and
+    """Newton's method on ``_newton_map`` (rho = 0: the gradient field) from ``theta`` (``_limit``), and
     what its limit is: a :class:`CriticalPoint`, or None where there is none or it is not reached (``radius``,
     ``flow_rho``: see :func:`find`)."""
-    x, vanishing = _limit(vf, theta, Z, scale, rho, sigma)
+    field = _newton_map(vf, Z, rho, sigma)
+    x, vanishing = _limit(field, theta, scale)
     if x is None:
         return None
-    F, A = _gradient_field(vf, x, Z, rho, sigma)
+    F, A = field(x)
     eig = np.linalg.eigvals(A) if F is not None else np.array([np.inf])
     size = float(np.abs(eig).max(initial=0.0))
     if not np.isfinite(size) or size == 0.0:
@@ -168,13 +172,22 @@ def _newton(vf, theta, Z, scale, atol, rho, radius=0.0, sigma=None, flow_rho=0.0
                          of_loss=rho == 0.0, growth_rate=growth, vanishing=vanishing if vanishing.any() else None)
 
 
-def _limit(vf, theta, Z, scale, rho, sigma):
-    """The limit of Newton's method from ``theta`` (None where it is not reached to the solver's tolerance within
-    ``NEWTON_STEPS`` steps, twice that where entries vanish), and the (K, d) bool entries it drives to 0
-    geometrically (``_vanishing``), held at 0 from when they are found while the others go on."""
+def _newton_map(vf, Z, rho, sigma):
+    """theta -> (F, dF/dtheta), the map whose zero Newton's method looks for: at rho = 0 the gradient field -G, whose
+    zeros are the loss's critical points for every flow; at rho > 0 the flow's own field there (``sigma``: a sign
+    flow's held signs), whose zeros are its own rest points."""
+    if rho == 0.0:
+        return lambda x: _gradient_field(vf, x, Z)
+    return lambda x: _flow_field(vf, x, Z, rho, sigma)
+
+
+def _limit(field, theta, scale):
+    """The limit of Newton's method on ``field`` from ``theta`` (None where it is not reached to the solver's
+    tolerance within ``NEWTON_STEPS`` steps, twice that where entries vanish), and the (K, d) bool entries it drives
+    to 0 geometrically (``_vanishing``), held at 0 from when they are found while the others go on."""
     x, free, before = theta, np.ones(theta.size, bool), []
     for _ in range(2 * NEWTON_STEPS):
-        F, A = _gradient_field(vf, x, Z, rho, sigma)
+        F, A = field(x)
         if F is None:
             return None, None
         delta = np.zeros(theta.size)
@@ -184,7 +197,7 @@ def _limit(vf, theta, Z, scale, rho, sigma):
         before, x = before + [np.ravel(x)], x + delta.reshape(theta.shape)
         if error_norm(delta, scale) <= 1.0:
             return x, ~free.reshape(theta.shape)
-        new = _vanishing(vf, theta, Z, rho, sigma, before + [np.ravel(x)]) & free
+        new = _vanishing(field, theta, before + [np.ravel(x)]) & free
         if new.any():
             free &= ~new
             x = np.where(new.reshape(theta.shape), 0.0, x)
@@ -193,7 +206,7 @@ def _limit(vf, theta, Z, scale, rho, sigma):
     return None, None
 
 
-def _vanishing(vf, theta, Z, rho, sigma, iterates):
+def _vanishing(field, theta, iterates):
     """(K d,) bool: entries that the last three Newton ``iterates`` shrank by one constant factor in
     ``VANISHING_FACTORS`` (to 0 geometrically), whose field is exactly 0 with them at 0 (an invariant set: on a
     product net every layer of a coordinate goes to 0 together) and points to 0 with them at their values in
@@ -207,8 +220,8 @@ def _vanishing(vf, theta, Z, rho, sigma, iterates):
     out = (a != 0) & (b != 0) & (low <= first) & (first <= high) & (np.abs(second - first) <= VANISHING_SPREAD)
     if not out.any():
         return out
-    F_on, _ = _gradient_field(vf, np.where(out, 0.0, c).reshape(theta.shape), Z, rho, sigma)
-    F_off, _ = _gradient_field(vf, np.where(out, np.ravel(theta), c).reshape(theta.shape), Z, rho, sigma)
+    F_on, _ = field(np.where(out, 0.0, c).reshape(theta.shape))
+    F_off, _ = field(np.where(out, np.ravel(theta), c).reshape(theta.shape))
     if F_on is None or F_off is None or np.any(F_on[out] != 0.0) or np.any(F_off[out] * np.ravel(theta)[out] >= 0.0):
         return np.zeros(theta.size, bool)
     return out
@@ -224,13 +237,23 @@ def error_norm(v, scale):
     return math.sqrt(float(np.mean((v / scale) ** 2)))
 
 
-def _gradient_field(vf, theta, Z, rho=0.0, sigma=None):
-    """The derived field at radius ``rho`` (0: -G = -grad L / e^S) at theta and its exact Jacobian
-    (``sigma``: a sign flow's held signs)."""
+def _gradient_field(vf, theta, Z):
+    """The gradient field -G = -grad L / e^S at theta (flat) and its exact Jacobian, whatever the flow's field."""
+    with np.errstate(all="ignore"):
+        G, dG = FieldJacobian(vf).gradient(theta, Z)
+    return _finite(-np.ravel(G), -dG)
+
+
+def _flow_field(vf, theta, Z, rho, sigma=None):
+    """The flow's derived field at radius ``rho`` at theta (flat) and its exact Jacobian (``sigma``: a sign flow's
+    held signs)."""
     sigma = np.ones_like(theta) if sigma is None else sigma
     with np.errstate(all="ignore"):
         F, _, A, _ = FieldJacobian(vf).field_and_scale(theta, Z, rho, sigma)
-    F = np.ravel(F)
+    return _finite(np.ravel(F), A)
+
+
+def _finite(F, A):
     return (F, A) if np.all(np.isfinite(F)) and np.all(np.isfinite(A)) else (None, None)
 
 

@@ -351,9 +351,12 @@ def _jumps_at_minima(run) -> bool:
 
 def _converged(run, loss_still=False) -> bool:
     """Hold the limit as "converged" if the state has converged to a critical point (``_critical``).
-    Unless ``loss_still``, only where the loss has stopped decreasing (the test costs O((Kd)^3))."""
+    Unless ``loss_still``, only where the loss has stopped decreasing (the test costs O((Kd)^3)). Sliding on
+    surfaces: a rest point of the sliding field, or a critical point of the loss that stops the flow (steepest
+    descent for p = inf, whose field -||g||_1 sign(g) vanishes there on every side: its sliding field's Jacobian
+    has rank one there, and Newton's method on it does not reach the point)."""
     if run.surfaces.any():
-        return _at_sliding_rest(run, loss_still)
+        return _at_sliding_rest(run, loss_still) or _at_critical_point(run, loss_still)
     if run.on_minima:
         return _slide_along_minima_left(run)
     return _at_critical_point(run, loss_still)

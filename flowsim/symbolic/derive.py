@@ -298,7 +298,7 @@ def _partials(derived: _Derivation):
     their compiled functions take. Matrices over layers (d a_k / d b_l) are flattened row-major."""
     s, loss = derived.symbols, derived.loss
     w, wt, r, rt, N, S, Pt = s.w, s.w_tilde, s.r, s.r_tilde, s.N, s.S, s.P_tilde
-    normed, perturbed, field_wt = derived.normed, derived.perturbed, derived.field_wt
+    direction, normed, perturbed, field_wt = derived.direction, derived.normed, derived.perturbed, derived.field_wt
     K = len(w)
 
     def d(exprs, wrt):
@@ -306,6 +306,8 @@ def _partials(derived: _Derivation):
                [_no_delta(sp.diff(e, wrt)) for e in exprs]
 
     return {
+        # G itself, whatever the flow: d/dw (K x K); its d/dr is -dbeta/dw (G is linear in r)
+        "G_w": (d(direction, w), "direction", K * K),
         # H, whose dual norm is N (G for most points): d/dw (K x K) and d/dr
         "H_w": (d(normed, w), "direction", K * K), "H_r": (d(normed, r), "direction", K),
         # the evaluation point w~(w, r, N, S)
