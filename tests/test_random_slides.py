@@ -35,9 +35,11 @@ KNOWN = {
     3: "l_inf-SAM, depth-4 product: more than 10,000 switches by log10 t = 1.42 on auto (Zeno), converged elsewhere",
     15: "l_inf-SAM, depth-4 difference: a switch of three coordinates with 2 consistent continuations on every "
         "backend (a forward solution that is not unique)",
-    33: "l3-SAM, depth-4 tied: LSODA spends its steps on the stiff manifold next to g_2 = 0 at log10 t = 0.68 "
-        "('chattering'; auto and Radau follow it, tests/test_lp_sam_held_limit.py) and converge at a degenerate "
-        "minimum of the loss (w_1 -> 0) at log10 t = 3.5",
+    33: "l3-SAM, depth-4 tied: LSODA spends its steps on the stiff manifold next to g_2 = 0 at log10 t = 0.68, where "
+        "it crosses the surface (its offset x* below the solver's resolution in x, its stiffness unbounded): "
+        "LSODA's solution chatters across g_2 = 0 at steps of 1e-6 ('chattering'; with more steps it passes after "
+        "25,000, over the budget); auto and Radau follow it (tests/test_lp_sam_held_limit.py) and converge at a "
+        "degenerate minimum of the loss (w_1 -> 0) at log10 t = 3.5",
     91: "l_inf-SAM, depth-3 product: more than 10,000 switches on auto and LSODA (Zeno), converged on Radau (the "
         "balanced start runs as the tied net; on LSODA at log10 t = 18.57 coordinates 3 and 4 flip sign at every "
         "switch while coordinate 5 slides: a junction of three surfaces whose sliding mode is not found)",
