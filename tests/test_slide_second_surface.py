@@ -102,3 +102,16 @@ def test_discrete_sam_converges_to_case_3_as_its_step_shrinks():
         errors.append(float(np.abs(np.asarray(run.params[-1]) - np.asarray(sol.params[-1])).max()))
     print(f"\ncase 3 to t = 20: max |w_eta - w_solve| for eta = 1e-2, 1e-3, 1e-4: {errors}")
     assert errors[0] > 5 * errors[1] > 25 * errors[2] and errors[2] < 1e-5
+
+
+@pytest.mark.slow
+def test_case_145_entries_rest_where_their_evaluation_point_is_zero():
+    """Depth-3 tied l_inf-SAM: four entries approach w = -rho (sigma = +1), where the evaluation point w + rho sigma
+    has them at 0 and their field (-3 r (w + rho)^2) vanishes; past that plane it runs away. BDF (auto) stepped past
+    it by rounding at log10 t ~ 17 and failed at a step below float spacing. Each is now set on its plane within
+    100 atol and held there exactly by its field, and the flow comes to rest sliding on coordinate 5's surface."""
+    model, flow, data, alpha = random_case(145)
+    sol = _solve(145, 1e30, backend="auto")
+    assert sol.status == "converged" and "coordinate 5" in sol.message, sol.message
+    end = sol.params[-1][0]
+    assert np.count_nonzero(end == -flow.rho) >= 3, end  # set exactly on the plane, and kept there
