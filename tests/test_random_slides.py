@@ -10,9 +10,10 @@ All 200 seeds are in the slow set; CI's slow step runs the first 10 (40 took 5-7
 at most 2% "cannot follow" endings, each with a message that names its reason; the seeds that miss today are
 listed in ``KNOWN`` with what ends them (marked xfail and not run). All 200 seeds are measured, one process
 each (166 and 169-199 on the code before the last sign-flow and degenerate-critical-point changes, where 174 and
-183 ended Zeno; both are followed alike after them). 189 are followed alike and 11 are not (5.5%), of three kinds:
-l_inf-SAM (9: Zeno switching, continuations that are not unique or do not exist, more surfaces at once than
-followed, failed steps), l3-SAM on LSODA near a surface g_k = 0 (1) and steepest descent for p = inf (1).
+183 ended Zeno; both are followed alike after them; 3, 91, 145 and 150 after the junction and rest-plane changes of
+tests/test_slide_second_surface.py). 193 are followed alike and 7 are not (3.5%), of three kinds: l_inf-SAM (5:
+continuations that are not unique or do not exist, Zeno switching at such a junction, more surfaces at once than
+followed), l3-SAM on LSODA near a surface g_k = 0 (1) and steepest descent for p = inf (1).
 """
 
 import math
@@ -32,15 +33,11 @@ SEEDS = 200
 IN_CI = 10
 #: seeds flowsim cannot follow yet, each with what ends it (the open part of the sliding work)
 KNOWN = {
-    3: "l_inf-SAM, depth-4 product: more than 10,000 switches by log10 t = 1.42 on auto (Zeno), converged elsewhere",
     15: "l_inf-SAM, depth-4 difference: a switch of three coordinates with 2 consistent continuations on every "
         "backend (a forward solution that is not unique)",
     33: "l3-SAM, depth-4 tied: LSODA spends its steps on the stiff manifold next to g_2 = 0 at log10 t = 0.68 "
         "('chattering'; auto and Radau follow it, tests/test_lp_sam_held_limit.py) and converge at a degenerate "
         "minimum of the loss (w_1 -> 0) at log10 t = 3.5",
-    91: "l_inf-SAM, depth-3 product: more than 10,000 switches on auto and LSODA (Zeno), converged on Radau (the "
-        "balanced start runs as the tied net; on LSODA at log10 t = 18.57 coordinates 3 and 4 flip sign at every "
-        "switch while coordinate 5 slides: a junction of three surfaces whose sliding mode is not found)",
     96: "l_inf-SAM, depth-4 difference: 6 switching surfaces at once on every backend, more than the 4 followed for "
         "a field not affine in the signs",
     99: "l_inf-SAM, depth-4 tied: a switch of two coordinates with 9 consistent continuations on every backend (a "
@@ -53,10 +50,6 @@ KNOWN = {
          "sliding on two surfaces next to a critical point of the loss that the critical-point test does not "
          "recognise: its Newton runs on the field at sigma = 1, -||g||_1, of rank one for this flow); converged at the "
          "same point elsewhere",
-    145: "l_inf-SAM, depth-3 tied: BDF and Radau fail (a step below float spacing), more than 10,000 switches on "
-         "LSODA (Zeno)",
-    150: "l_inf-SAM, depth-3 product: BDF fails on auto (a step below float spacing), LSODA spends its step budget, "
-         "Radau converges sliding on two surfaces",
 }
 
 
