@@ -70,7 +70,8 @@ def _on_switch(run, seg):
     ties with another at 0): the signs and every tracked leader are re-examined whatever fired."""
     tau_now, lt_now = run.tau_now, float(log10_t_from_u(run.u_now))
     if run.uses_sign:
-        _put_on_rest_planes(run)
+        if _put_on_rest_planes(run) and run.status is not None:
+            return  # come to rest there
         signs, was, slid = run.sigma.copy(), run.pinned.copy(), run.surfaces.copy()
         state = run.switch_signs()
         theta = state.theta
@@ -190,6 +191,8 @@ def _put_on_rest_planes(run) -> bool:
         return False
     run.move_to(np.where(near, -run.rho * run.sigma, run.theta))
     run.restart()
+    if not np.any(run.field_and_scale()[0]):  # every entry at rest now: the rest point the flow converges to
+        _converged(run, loss_still=True)
     return True
 
 
