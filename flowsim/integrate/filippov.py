@@ -6,9 +6,9 @@ fields (sigma_k = +1 and -1) are probed: a side is *consistent* if moving along 
 sign of G_k equal to that side's sigma. One consistent side: the trajectory crosses into it. Both:
 a repelling surface, the trajectory leaves to the side it was not on. Neither, or both fields moving
 G_k toward 0 (whatever offset the located switch left in G_k): a Filippov sliding mode. While other
-entries slide on their surfaces the sides are probed with the sliding field there. On a coordinate plane w_k = 0 with mirror-image one-sided
-fields (what diagonal networks produce) the entry is held at 0 and the other entries see the average of
-the two one-sided fields. Any other sliding mode is handed on (``Signs.sliding``) to
+entries slide on their surfaces the sides are probed with the sliding field there. On a coordinate plane
+w_k = 0 with mirror-image one-sided fields (what diagonal networks produce) the entry is held at 0 and
+the other entries see the average of the two one-sided fields. Any other sliding mode is handed on (``Signs.sliding``) to
 :func:`flowsim.integrate.sliding.continuation`, which finds the Filippov continuation on the surfaces.
 """
 
