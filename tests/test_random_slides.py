@@ -10,9 +10,10 @@ All 200 seeds are in the slow set; CI's slow step runs the first 10 (40 took 5-7
 at most 2% "cannot follow" endings, each with a message that names its reason; the seeds that miss today are
 listed in ``KNOWN`` with what ends them (marked xfail and not run). All 200 seeds are measured, one process
 each (166 and 169-199 on the code before the last sign-flow and degenerate-critical-point changes, where 174 and
-183 ended Zeno; both are followed alike after them). 190 are followed alike and 10 are not (5.0%), of two kinds:
-l_inf-SAM (9: Zeno switching, continuations that are not unique or do not exist, more surfaces at once than
-followed, failed steps) and l3-SAM on LSODA near a surface g_k = 0 (1).
+183 ended Zeno; both are followed alike after them; 3, 91, 145 and 150 after the junction and rest-plane changes of
+tests/test_slide_second_surface.py). 193 are followed alike and 7 are not (3.5%), of three kinds: l_inf-SAM (5:
+continuations that are not unique or do not exist, Zeno switching at such a junction, more surfaces at once than
+followed), l3-SAM on LSODA near a surface g_k = 0 (1) and steepest descent for p = inf (1).
 """
 
 import math
@@ -32,7 +33,6 @@ SEEDS = 200
 IN_CI = 10
 #: seeds flowsim cannot follow yet, each with what ends it (the open part of the sliding work)
 KNOWN = {
-    3: "l_inf-SAM, depth-4 product: more than 10,000 switches by log10 t = 1.42 on auto (Zeno), converged elsewhere",
     15: "l_inf-SAM, depth-4 difference: a switch of three coordinates with 2 consistent continuations on every "
         "backend (a forward solution that is not unique)",
     33: "l3-SAM, depth-4 tied: LSODA spends its steps on the stiff manifold next to g_2 = 0 at log10 t = 0.68, where "
@@ -51,10 +51,6 @@ KNOWN = {
          "10,000 switches on LSODA (Zeno)",
     121: "l_inf-SAM, depth-2 tied: a switch of three coordinates with 3 consistent continuations on every backend (a "
          "forward solution that is not unique)",
-    145: "l_inf-SAM, depth-3 tied: BDF and Radau fail (a step below float spacing), more than 10,000 switches on "
-         "LSODA (Zeno)",
-    150: "l_inf-SAM, depth-3 product: BDF fails on auto (a step below float spacing), LSODA spends its step budget, "
-         "Radau converges sliding on two surfaces",
 }
 
 

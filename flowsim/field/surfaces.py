@@ -15,7 +15,8 @@ multilinear system of m equations solved by Newton's method (linear for m = 1: F
 :math:`\gamma G_A` pulls the state back onto the surfaces where integration error moved it off (a rate
 comparable with the flow's own: :math:`\gamma = \max_c |(\partial G/\partial\theta\, F_c)_A| / g`, with g the
 largest :math:`|G|` off the active surfaces, or, where every such entry rests on its plane with G = 0, the change
-of :math:`G_A` while the state moves by its own size; never the rounding left in :math:`G_A` itself, which would
+of :math:`G_A` while the state moves by its own size, and g at least ``ROUNDING_FLOOR`` of that change, where
+entries still decaying to their planes make it tiny; never the rounding left in :math:`G_A` itself, which would
 make the pull as strong as the flow).
 
 This is Filippov's convex combination, the limit of a discrete optimizer whose step goes to 0 (docs/theory.md,
@@ -109,10 +110,18 @@ def _largest_off(vf, theta, Z, spread):
     return jnp.max(jnp.abs(jnp.where(on, 0.0, jnp.reshape(vf.direction(theta, Z)[0], (-1,)))))
 
 
+#: the pull's |G| scale is at least this fraction (sqrt of float64's epsilon) of G_A's change over the state's own
+#: time: the pull then moves the control by at most ~1e-8 of its range for G_A's rounding
+ROUNDING_FLOOR = 1.5e-8
+
+
 def _pull(unit, F_top, theta, G_off):
     """gamma of the term gamma G_A that pulls the state back onto the surfaces (see the module docstring)."""
     own_size = jnp.max(jnp.abs(theta)) / F_top  # the time the state takes to move by its own size
-    G_scale = jnp.where(G_off > 0, G_off, unit * jnp.where(own_size > 0, own_size, 1.0))
+    own_change = unit * jnp.where(own_size > 0, own_size, 1.0)  # G_A's change while the state moves by its size
+    # G_off falls to 0 with entries decaying to their planes (G ~ w^(L-1)); below ROUNDING_FLOOR of G_A's own change
+    # the pull would act on the rounding left in G_A (BDF then failed at steps below float spacing)
+    G_scale = jnp.where(G_off > 0, jnp.maximum(G_off, ROUNDING_FLOOR * own_change), own_change)
     return unit / jnp.where(G_scale > 0, G_scale, 1.0)
 
 

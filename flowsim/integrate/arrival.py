@@ -110,3 +110,28 @@ def sliding(vf, theta, Z, rho, sigma, rtol, atol, planes=()) -> np.ndarray:
     out = np.zeros(theta.shape, bool)
     out[entries] = _reached(vf, theta, Z, rho, sigma, entries, centers, deltas)
     return out
+
+
+#: an entry this many atol from its rest plane (``rest_planes``) is set on it: a move below what the solver resolves,
+#: above the rounding of theta that steps past the plane (at 100 atol the restart there, at log10 t = 8 of random
+#: case 145, failed LSODA's first step)
+REST_PLANE_REACH = 0.01
+
+
+def rest_planes(vf, theta, Z, rho, sigma, free, field) -> np.ndarray:
+    """(K, d) bool: the ``free`` entries (neither held nor sliding) that ``field`` (the field integrated, (K, d))
+    moves toward the plane where a sign perturbation's evaluation point theta + rho sigma has them at 0,
+    theta_k = -rho sigma_k, on which their own field is exactly 0. There the field carries dbeta/dw at the
+    evaluation point, which vanishes in a tied, difference or product net: the entry rests on that plane while its
+    sign holds, approaches it like a power of 1/t without reaching it, and past it the field runs away (tied depth
+    3: (w + rho)' = -3 r (w + rho)^2 for sigma = 1), so a solver that steps past it by rounding, at the large t where
+    the entry comes within it, follows a trajectory the flow does not take."""
+    out = np.zeros(np.shape(theta), bool)
+    if not rho > 0:
+        return out
+    entries = np.nonzero(np.asarray(free, bool) & (np.abs(sigma) == 1))
+    centers = -rho * np.asarray(sigma, float)[entries]
+    invariant = _fields_at(vf, theta, Z, rho, sigma, entries, centers) == 0.0
+    toward = np.asarray(field)[entries] * (centers - theta[entries]) > 0
+    out[tuple(i[invariant & toward] for i in entries)] = True
+    return out

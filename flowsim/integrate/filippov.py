@@ -4,10 +4,11 @@ G_k = 0 the trajectory takes, and when it slides.
 At a switch (or at the start) every entry k with sigma_k G_k ~ 0 is a candidate. The two one-sided
 fields (sigma_k = +1 and -1) are probed: a side is *consistent* if moving along its field keeps the
 sign of G_k equal to that side's sigma. One consistent side: the trajectory crosses into it. Both:
-a repelling surface, the trajectory leaves to the side it was not on. Neither: both fields point
-into the surface, a Filippov sliding mode. On a coordinate plane w_k = 0 with mirror-image one-sided
-fields (what diagonal networks produce) the entry is held at 0 and the other entries see the average of
-the two one-sided fields. Any other sliding mode is handed on (``Signs.sliding``) to
+a repelling surface, the trajectory leaves to the side it was not on. Neither, or both fields moving
+G_k toward 0 (whatever offset the located switch left in G_k): a Filippov sliding mode. While other
+entries slide on their surfaces the sides are probed with the sliding field there. On a coordinate plane
+w_k = 0 with mirror-image one-sided fields (what diagonal networks produce) the entry is held at 0 and
+the other entries see the average of the two one-sided fields. Any other sliding mode is handed on (``Signs.sliding``) to
 :func:`flowsim.integrate.sliding.continuation`, which finds the Filippov continuation on the surfaces.
 """
 
@@ -17,6 +18,8 @@ import itertools
 from typing import NamedTuple
 
 import numpy as np
+
+from flowsim.field import surfaces as field_surfaces
 
 
 class Signs(NamedTuple):
@@ -36,9 +39,12 @@ def entry_name(layer, coordinate) -> str:
     return f"w[layer {int(layer) + 1}, coordinate {int(coordinate) + 1}]"
 
 
-def classify(vf, theta, Z, rho, sigma, pinned, surfaces=None, tol=1e-9) -> Signs:
+def classify(vf, theta, Z, rho, sigma, pinned, surfaces=None, tol=1e-9, spread=None) -> Signs:
     """The side each entry near its switching surface takes, and which slide. ``surfaces``: entries sliding on
-    their surfaces G_k = 0 now, left as they are (``continuation`` decides them)."""
+    their surfaces G_k = 0 now, left as they are (``continuation`` decides them); ``spread``: the switching
+    surfaces slid on (``flowsim.field.surfaces.spread_of``), None if none. While some slide, the sides are probed
+    with the field integrated there, Filippov's combination on those surfaces: the field with their controls put
+    in as signs (Utkin's, not affine in them for l_inf-SAM) can point the other way across a second surface."""
     surfaces = np.zeros(np.shape(theta), bool) if surfaces is None else surfaces
     G, _ = vf.direction(theta, Z)
     scale = max(float(np.abs(G).max()), 1.0)  # G can be tiny everywhere (all w -> 0): absolute floor
@@ -51,30 +57,38 @@ def classify(vf, theta, Z, rho, sigma, pinned, surfaces=None, tol=1e-9) -> Signs
     sliding = np.zeros_like(cand)
     if not cand.any():
         return Signs(sigma, pinned, theta, sliding)
-    Fp, _ = vf.field_and_scale(theta, Z, rho, np.where(cand, 1.0, sigma))
-    Fm, _ = vf.field_and_scale(theta, Z, rho, np.where(cand, -1.0, sigma))
+    field = _probe_field(vf, theta, Z, rho, spread)
+    Fp, _ = field(np.where(cand, 1.0, sigma), pinned & ~cand)
+    Fm, _ = field(np.where(cand, -1.0, sigma), pinned & ~cand)
     size = 1.0 + float(np.abs(theta).max())
     speed = max(float(np.abs(Fp).max()), float(np.abs(Fm).max()), 1e-300)
     h = 1e-7 * size / speed
-    plus_ok = vf.direction(theta + h * Fp, Z)[0] > 0
-    minus_ok = vf.direction(theta + h * Fm, Z)[0] < 0
+    G_plus, G_minus = vf.direction(theta + h * Fp, Z)[0], vf.direction(theta + h * Fm, Z)[0]
+    plus_ok, minus_ok = G_plus > 0, G_minus < 0
+    # both one-sided fields move G_k toward the surface: a sliding mode, wherever integration error left G_k (a
+    # switch located off the surface, or a sign chosen from such an offset, would otherwise decide a crossing)
+    into = (G_plus < G) & (G_minus > G)
     sigma, pinned, theta = sigma.copy(), pinned.copy(), theta.copy()
     for k in zip(*np.nonzero(cand)):
-        if plus_ok[k] and not minus_ok[k]:
-            sigma[k], pinned[k] = 1.0, False
-        elif minus_ok[k] and not plus_ok[k]:
-            sigma[k], pinned[k] = -1.0, False
-        elif plus_ok[k] and minus_ok[k]:
+        if not into[k] and plus_ok[k] != minus_ok[k]:
+            sigma[k], pinned[k] = (1.0 if plus_ok[k] else -1.0), False
+        elif not into[k] and plus_ok[k]:  # both sides consistent: a repelling surface, left to the side it was not on
             sigma[k], pinned[k] = (-sigma[k] if sigma[k] != 0 else 1.0), False
+        elif abs(theta[k]) <= 1e-8 * size and _mirror_on_plane(vf, theta, Z, rho, sigma, cand, k):
+            sigma[k], pinned[k], theta[k] = 0.0, True, 0.0
         else:
-            on_plane = abs(theta[k]) <= 1e-8 * size
-            if on_plane and _mirror_on_plane(vf, theta, Z, rho, sigma, cand, k):
-                sigma[k], pinned[k], theta[k] = 0.0, True, 0.0
-            else:
-                sliding[k] = True
+            sliding[k] = True
     if sliding.any():
         return Signs(sigma, pinned, theta, sliding)
-    return _jointly(vf, theta, Z, rho, sigma, pinned, cand & ~pinned, h)
+    return _jointly(vf, theta, Z, rho, sigma, pinned, cand & ~pinned, h, spread)
+
+
+def _probe_field(vf, theta, Z, rho, spread):
+    """(signs, held) -> the field the sides are probed with: the plain one (the entries held on their planes are
+    candidates, probed at +-1), or, with surfaces slid on (``spread``), the sliding field on them."""
+    if spread is None:
+        return lambda signs, held: vf.field_and_scale(theta, Z, rho, signs)
+    return lambda signs, held: field_surfaces.at(vf, "field_and_scale", theta, Z, rho, signs, held, spread)
 
 
 def _mirror_on_plane(vf, theta, Z, rho, sigma, cand, k):
@@ -91,27 +105,30 @@ def _mirror_on_plane(vf, theta, Z, rho, sigma, cand, k):
 JOINT = 8
 
 
-def _jointly(vf, theta, Z, rho, sigma, pinned, switching, h):
+def _jointly(vf, theta, Z, rho, sigma, pinned, switching, h, spread=None):
     """Entries switching together are coupled (a difference net's u_k and v_k mirror each other): the
     sides chosen one by one, each probed with the others on the same side, must also hold together.
     If they do not, every combination of sides is probed; none holding is a sliding mode on the
     intersection of their switching surfaces away from w = 0, handed on as ``sliding``."""
     idx = list(zip(*np.nonzero(switching)))
     none = np.zeros_like(switching)
-    if len(idx) < 2 or _holds(vf, theta, Z, rho, sigma, pinned, switching, h):
+    if len(idx) < 2 or _holds(vf, theta, Z, rho, sigma, pinned, switching, h, spread):
         return Signs(sigma, pinned, theta, none)
     if len(idx) <= JOINT:
         for signs in itertools.product((1.0, -1.0), repeat=len(idx)):
             trial = sigma.copy()
             for k, v in zip(idx, signs):
                 trial[k] = v
-            if _holds(vf, theta, Z, rho, trial, pinned, switching, h):
+            if _holds(vf, theta, Z, rho, trial, pinned, switching, h, spread):
                 return Signs(trial, pinned, theta, none)
     return Signs(sigma, pinned, theta, switching)
 
 
-def _holds(vf, theta, Z, rho, sigma, pinned, switching, h):
+def _holds(vf, theta, Z, rho, sigma, pinned, switching, h, spread=None):
     """Moving along the field with these signs keeps sign(G) equal to them on the switching entries."""
-    F, _ = vf.sliding_field_and_scale(theta, Z, rho, sigma, pinned)
+    if spread is None:
+        F, _ = vf.sliding_field_and_scale(theta, Z, rho, sigma, pinned)
+    else:
+        F, _ = field_surfaces.at(vf, "field_and_scale", theta, Z, rho, sigma, pinned, spread)
     G = vf.direction(theta + h * F, Z)[0]
     return bool(np.all(np.sign(G[switching]) == sigma[switching]))

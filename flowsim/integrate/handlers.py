@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from flowsim.integrate import critical, rest_points
-from flowsim.integrate.arrival import ORDER, arrivals, reached, sliding
+from flowsim.integrate.arrival import ORDER, REST_PLANE_REACH, arrivals, reached, sliding
 from flowsim.integrate.backends import ATOL_MIN_IMPLICIT, Ending, backend_for, segment_jacobian
 from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.critical import LOSS_STILL
@@ -70,6 +70,8 @@ def _on_switch(run, seg):
     ties with another at 0): the signs and every tracked leader are re-examined whatever fired."""
     tau_now, lt_now = run.tau_now, float(log10_t_from_u(run.u_now))
     if run.uses_sign:
+        if _put_on_rest_planes(run) and run.status is not None:
+            return  # come to rest there
         signs, was, slid = run.sigma.copy(), run.pinned.copy(), run.surfaces.copy()
         state = run.switch_signs()
         theta = state.theta
@@ -107,7 +109,7 @@ SWITCHES_PER_REST_CHECK = 100
 def _on_chunk_end(run, seg):
     """A chunk of steps is spent: a converged critical point, the step budget, a hand-over to an implicit
     method (``backend="auto"``), or on with the next chunk."""
-    if _put_on_planes(run) or _converged(run) or _sliding(run):
+    if _put_on_planes(run) or _put_on_rest_planes(run) or _converged(run) or _sliding(run):
         return
     if run.adaptive:
         run.hand_over(backend_for(IMPLICIT_FALLBACK, 0.0))
@@ -174,6 +176,23 @@ def _put_on_planes(run) -> bool:
     run.pin(on)
     run.add_event(Arrival(float(log10_t_from_u(run.u_now)), run.tau_now,
                           entries=weight_entries(run.system.model.layer_names, on)))
+    return True
+
+
+def _put_on_rest_planes(run) -> bool:
+    """Entries within REST_PLANE_REACH atol of their rest planes theta_k = -rho sigma_k and moving toward them
+    (``arrival.rest_planes``) are set on them, where their field is exactly 0; the solve goes on from there."""
+    if not (run.uses_sign and run.rho > 0):
+        return False
+    gap = run.theta + run.rho * run.sigma
+    near = (np.abs(gap) <= REST_PLANE_REACH * run.atol * (1 + 1e-9)) & (gap != 0)
+    near = near & run.resting() if near.any() else near
+    if not near.any():
+        return False
+    run.move_to(np.where(near, -run.rho * run.sigma, run.theta))
+    run.restart()
+    if not np.any(run.field_and_scale()[0]):  # every entry at rest now: the rest point the flow converges to
+        _converged(run, loss_still=True)
     return True
 
 

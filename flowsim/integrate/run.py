@@ -14,6 +14,7 @@ from flowsim._blas import ONE_BLAS_THREAD
 from flowsim._interrupts import after_block
 from flowsim.field.surfaces import spread_of
 from flowsim.field.vector_field import numpy_field
+from flowsim.integrate.arrival import REST_PLANE_REACH, rest_planes
 from flowsim.integrate.backends import SURFACE_BACKEND, SegmentRequest
 from flowsim.integrate.backends._events import Watch, resolved_signs, scores, sides, watch_at
 from flowsim.integrate.events import BackendChange
@@ -256,7 +257,18 @@ class Run:
         watch = watch_at(self.vf, self.y, self.Z, self.sigma, held) if self.uses_sign else Watch(~self.pinned, None)
         return SegmentArgs(self.Z, self.rho, self.sigma, self.pinned, u_end=self.u1, log_floor=self.log_floor,
                            log_ceiling=self.log_ceiling, leaders=self.leaders.copy(), watched=watch.watched,
-                           settle=watch.settle, sides=sides(self.y, self.K, self.d, self.atol), surfaces=self.spread())
+                           settle=watch.settle, sides=sides(self.y, self.K, self.d, self.atol), surfaces=self.spread(),
+                           rest=self.rest_watch() if self.uses_sign and self.rho > 0 else None)
+
+    def resting(self) -> np.ndarray:
+        """The free entries moving toward their rest planes theta_k = -rho sigma_k (``arrival.rest_planes``)."""
+        return rest_planes(self.vf, self.theta, self.Z, self.rho, self.sigma, ~(self.pinned | self.surfaces),
+                           self.field_and_scale()[0])
+
+    def rest_watch(self) -> np.ndarray:
+        """``SegmentArgs.rest``: the entries moving toward their rest planes from beyond REST_PLANE_REACH atol."""
+        gap, reach = self.theta + self.rho * self.sigma, REST_PLANE_REACH * self.atol
+        return np.where(self.resting() & (np.abs(gap) > reach), np.sign(gap) / reach, 0.0)
 
     def integrate(self):
         """One backend call from the current state, at most ``chunk`` steps; its saves are recorded."""

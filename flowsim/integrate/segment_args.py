@@ -47,6 +47,9 @@ class SegmentArgs(NamedTuple):
     sides: Any = None
     #: the switching surfaces slid on, (m, K d) (``flowsim.field.surfaces.spread_of``; sign flows; None: none)
     surfaces: Any = None
+    #: per entry approaching its rest plane theta_k = -rho sigma_k (``arrival.rest_planes``), sign(theta_k + rho
+    #: sigma_k) / the distance at which it is set on the plane; 0 elsewhere (l_inf-SAM; None: none watched)
+    rest: Any = None
 
     def on_host(self) -> SegmentArgs:
         """The fields as NumPy arrays (None kept), ready for a compiled solve's C++ dispatch."""

@@ -528,7 +528,8 @@ def switched(vf, theta, Z, rho, sigma, pinned, sliding_now) -> SignState:
         sigma = np.where(leaving, np.sign(control.sigma), sigma)
         sliding_now &= ~leaving
     inside = pinned & sliding_now.any(axis=0)  # held inside a slide: their G_k ~ 0 with r_j, no probe tells a side
-    signs = classify(vf, theta, Z, rho, sigma, pinned, sliding_now | leaving | inside)
+    spread = surfaces.spread_of(vf, theta, sliding_now) if sliding_now.any() else None
+    signs = classify(vf, theta, Z, rho, sigma, pinned, sliding_now | leaving | inside, spread=spread)
     if not (signs.sliding.any() or sliding_now.any()):
         return SignState(signs.sigma, signs.pinned, signs.theta, sliding_now, None, sliding_now)
     found = continuation(vf, signs.theta, Z, rho, signs.sigma, signs.pinned, sliding_now, signs.sliding)

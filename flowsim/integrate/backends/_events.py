@@ -10,6 +10,8 @@ falls through zero:
   about to change, so the piecewise-smooth field must be re-examined; and over parameter entries away
   from 0 at the segment's start (``sides``) of sign(theta_k) theta_k: an entry crossing 0 flips the
   sign of the G's its product carries, which one long step can do twice unseen.
+  With a sign perturbation (l_inf-SAM), also an entry coming within reach of its rest plane theta_k =
+  -rho sigma_k (``SegmentArgs.rest``), where it is set (``handlers._put_on_rest_planes``).
 - ``crossing`` (smooth flows): min over entries with sigma_k != 0 of sigma_k theta_k, plus the collapse
   floor. For smooth flows sigma holds the sign each entry keeps for ever (``flowsim.kept_entry_signs``;
   0: free), so this event fires only when a solver steps across an invariant plane w_k = 0, by more
@@ -128,6 +130,9 @@ def _switch(vf, args):
         # such crossings in one step (a piecewise-constant field allows long steps) turned sigma_k G_k
         # back to positive by the step's end, and the switch went unseen (depth-3 SignFlow: a wrong beta)
         crossed = xp.min(xp.where(sides != 0, sides * y[:-1], xp.inf))
+        if args.rest is not None:  # an entry come within reach of its rest plane is set on it
+            rest, gap = args.rest.reshape(-1), y[:-1] + args.rho * sigma.reshape(-1)
+            crossed = xp.minimum(crossed, xp.min(xp.where(rest != 0, rest * gap - 1.0, xp.inf)))
         return xp.minimum(switched, crossed)
 
     return value
