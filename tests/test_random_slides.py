@@ -47,8 +47,6 @@ KNOWN = {
         "forward solution that is not unique)",
     110: "l_inf-SAM, depth-3 difference: no continuation at a switch of three coordinates on auto and Radau; more than "
          "10,000 switches on LSODA (Zeno)",
-    121: "l_inf-SAM, depth-2 tied: a switch of three coordinates with 3 consistent continuations on every backend (a "
-         "forward solution that is not unique)",
     131: "steepest descent l_inf, depth-2 tied: LSODA fails ('Unexpected istate': repeated convergence failures, "
          "sliding on two surfaces next to a critical point of the loss that the critical-point test does not "
          "recognise: its Newton runs on the field at sigma = 1, -||g||_1, of rank one for this flow); converged at the "

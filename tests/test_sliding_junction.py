@@ -92,5 +92,6 @@ def test_the_continuation_at_a_junction_is_the_limit_of_discrete_sam():
     print(f"discrete l_inf-SAM from the junction, max |velocity error| at steps 1e-6, 1e-7: {errors}")
     assert errors[1] < errors[0] and errors[1] < 1e-3 * np.abs(flowsim).max()
     other = found.sigma.copy()
-    other[1, 0] = -other[1, 0]  # coordinate 1's free entry against the sign of its G
-    assert np.abs(velocity(other, found.active) - flowsim).max() > 10 * errors[0]
+    other[1, 0] = -other[1, 0]  # coordinate 1's free entry against the sign of its G, coordinate 3's control solved again
+    other = sliding.filippov_control(vf, theta, Z, rho, other, pinned, found.active).sigma
+    assert np.abs(velocity(other, found.active) - flowsim).max() > 100 * errors[0]
