@@ -452,8 +452,9 @@ def continuation(vf, theta, Z, rho, sigma, pinned, active, candidates) -> Resolu
     slope = surfaces.layer_signs(vf, theta)
     free = ~np.asarray(pinned) & (slope != 0)
     sigma, active, columns = _junction(vf, theta, Z, sigma, active, candidates, free)
-    names = ", ".join(f"coordinate {j + 1}" for j in columns)
     staying = np.setdiff1d(np.flatnonzero(active.any(axis=0)), columns)
+    # none reached: the switch is of the surfaces slid on (their control left the box, or stopped holding)
+    names = ", ".join(f"coordinate {j + 1}" for j in (columns if len(columns) else staying))
     corners = not vf.affine_in_sign  # Filippov's average over 2^m sign corners (``surfaces.control``)
     if len(columns) > JOINT or (corners and len(staying) + len(columns) > surfaces.MOST):
         most = f"at most {surfaces.MOST} at once are followed for a field not affine in the signs" if corners else \
