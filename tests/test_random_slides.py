@@ -33,8 +33,6 @@ IN_CI = 10
 #: seeds flowsim cannot follow yet, each with what ends it (the open part of the sliding work)
 KNOWN = {
     3: "l_inf-SAM, depth-4 product: more than 10,000 switches by log10 t = 1.42 on auto (Zeno), converged elsewhere",
-    15: "l_inf-SAM, depth-4 difference: a switch of three coordinates with 2 consistent continuations on every "
-        "backend (a forward solution that is not unique)",
     33: "l3-SAM, depth-4 tied: LSODA spends its steps on the stiff manifold next to g_2 = 0 at log10 t = 0.68 "
         "('chattering'; auto and Radau follow it, tests/test_lp_sam_held_limit.py) and converge at a degenerate "
         "minimum of the loss (w_1 -> 0) at log10 t = 3.5",

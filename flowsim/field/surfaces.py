@@ -24,6 +24,10 @@ one. The rates :math:`\partial G/\partial\theta\, F_c` are forward-mode derivati
 NumPy field (scipy backends) evaluates this through its JAX twin, compiled once per field and m, so every
 backend integrates the same sliding field.
 
+On one surface (m = 1) the control is Filippov's formula in the weights mu of the two tau-clock fields, reported as
+s = 2 mu_+ - 1 (:func:`_one_surface`): the multilinear s is within :math:`e^{-(S_+ - S_-)}` of -1 where one side's loss
+is far above the other's, and the field computed from it loses its digits.
+
 The control leaves the box where an entry stops sliding: :math:`|s_k| \to 1` makes one side's field tangent
 to the surface, and the trajectory leaves to that side (the ``slide_exit`` event). Entries held on their
 planes w = 0 (``pinned``) keep their own rule (``VectorField.sliding_field_and_scale``) inside each corner.
