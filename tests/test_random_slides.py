@@ -10,9 +10,9 @@ All 200 seeds are in the slow set; CI's slow step runs the first 10 (40 took 5-7
 at most 2% "cannot follow" endings, each with a message that names its reason; the seeds that miss today are
 listed in ``KNOWN`` with what ends them (marked xfail and not run). All 200 seeds are measured, one process
 each (166 and 169-199 on the code before the last sign-flow and degenerate-critical-point changes, where 174 and
-183 ended Zeno; both are followed alike after them). 189 are followed alike and 11 are not (5.5%), of three kinds:
-l_inf-SAM (9: Zeno switching, continuations that are not unique or do not exist, more surfaces at once than
-followed, failed steps), l3-SAM on LSODA near a surface g_k = 0 (1) and steepest descent for p = inf (1).
+183 ended Zeno; both are followed alike after them). 190 are followed alike and 10 are not (5.0%), of three kinds:
+l_inf-SAM (8: Zeno switching, a junction with no continuation, failed steps), l3-SAM on LSODA near a surface
+g_k = 0 (1) and steepest descent for p = inf (1).
 """
 
 import math
@@ -33,16 +33,23 @@ IN_CI = 10
 #: seeds flowsim cannot follow yet, each with what ends it (the open part of the sliding work)
 KNOWN = {
     3: "l_inf-SAM, depth-4 product: more than 10,000 switches by log10 t = 1.42 on auto (Zeno), converged elsewhere",
+    15: "l_inf-SAM, depth-4 difference: past its junction (one continuation since the junction rule) coordinate 1 "
+        "slides from log10 t = 1.2 with one side's loss e^18 to e^31 above the other's; the multilinear control "
+        "(1 + s = 3e-14 at log10 t = 12) loses the field's digits, the state drifts off the surface and BDF and Radau "
+        "fail (a step below float spacing), LSODA spends its step budget, near log10 t = 12.6 (docs/theory.md 3b)",
     33: "l3-SAM, depth-4 tied: LSODA spends its steps on the stiff manifold next to g_2 = 0 at log10 t = 0.68 "
         "('chattering'; auto and Radau follow it, tests/test_lp_sam_held_limit.py) and converge at a degenerate "
         "minimum of the loss (w_1 -> 0) at log10 t = 3.5",
     91: "l_inf-SAM, depth-3 product: more than 10,000 switches on auto and LSODA (Zeno), converged on Radau (the "
         "balanced start runs as the tied net; on LSODA at log10 t = 18.57 coordinates 3 and 4 flip sign at every "
         "switch while coordinate 5 slides: a junction of three surfaces whose sliding mode is not found)",
-    96: "l_inf-SAM, depth-4 difference: 6 switching surfaces at once on every backend, more than the 4 followed for "
-        "a field not affine in the signs",
-    99: "l_inf-SAM, depth-4 tied: a switch of two coordinates with 9 consistent continuations on every backend (a "
-        "forward solution that is not unique)",
+    96: "l_inf-SAM, depth-4 difference: more than 10,000 switches on auto (Zeno), past the switch that was '6 switching "
+        "surfaces at once' (none of the six coordinates was on its surface r_j = 0: their entries' G were small with "
+        "their factors); LSODA and Radau not measured since (over 15 minutes on a loaded machine)",
+    99: "l_inf-SAM, depth-4 tied: more than 10,000 switch segments on every backend (Zeno), past the switch that had '9 "
+        "consistent continuations' (coordinates 5 and 6, held on their planes, have no surface: the nine were one); "
+        "on auto the segments repeat from log10 t = 2.7436 at one state, coordinate 1 on r_1 = 0 (r_1 = -3e-17 against "
+        "its sign +1) while coordinate 2 slides",
     110: "l_inf-SAM, depth-3 difference: no continuation at a switch of three coordinates on auto and Radau; more than "
          "10,000 switches on LSODA (Zeno)",
     131: "steepest descent l_inf, depth-2 tied: LSODA fails ('Unexpected istate': repeated convergence failures, "

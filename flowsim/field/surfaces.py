@@ -24,10 +24,6 @@ one. The rates :math:`\partial G/\partial\theta\, F_c` are forward-mode derivati
 NumPy field (scipy backends) evaluates this through its JAX twin, compiled once per field and m, so every
 backend integrates the same sliding field.
 
-On one surface (m = 1) the control is Filippov's formula in the weights mu of the two tau-clock fields, reported as
-s = 2 mu_+ - 1 (:func:`_one_surface`): the multilinear s is within :math:`e^{-(S_+ - S_-)}` of -1 where one side's loss
-is far above the other's, and the field computed from it loses its digits.
-
 The control leaves the box where an entry stops sliding: :math:`|s_k| \to 1` makes one side's field tangent
 to the surface, and the trajectory leaves to that side (the ``slide_exit`` event). Entries held on their
 planes w = 0 (``pinned``) keep their own rule (``VectorField.sliding_field_and_scale``) inside each corner.
@@ -148,8 +144,6 @@ def control(vf, theta, Z, rho, sigma, pinned, spread):
     c = jnp.asarray(corners(m))
     unit = jnp.max(jnp.abs(rates), initial=0.0)
     gamma = _pull(unit, jnp.max(jnp.abs(F)), theta, G_off)
-    if m == 1:
-        return _one_surface(F, S, rates + gamma * G_A[None, :], unit)
     a = jnp.exp(S - jnp.max(S))[:, None] * (rates + gamma * G_A[None, :])  # (2^m, m)
 
     def condition(s):
@@ -159,25 +153,6 @@ def control(vf, theta, Z, rho, sigma, pinned, spread):
     field, scale = mixed(F, S, s)
     return {"s": s, "slope": slope, "residual": condition(s) / jnp.where(unit > 0, unit, 1.0), "field": field,
             "scale": scale}
-
-
-def _one_surface(F, S, b, unit):
-    """:func:`control` on one surface, in the weights mu of the two one-sided fields F_+, F_- (the tau clock's):
-    Filippov's formula mu_+ = b_- / (b_- - b_+), with b (2, 1) the rates along them (and the pull). The
-    multilinear weight (1 + s)/2 of the real-time fields is mu_+ e^-S_+ normalised, which is within
-    e^-(S_+ - S_-) of 0 where one side's loss is far above the other's (l_inf-SAM late in a slide: 1 + s = 3e-14 at
-    a gap of 31, where the state drifted off its surface): s would lose the field's digits; mu keeps them.
-    ``s`` is 2 mu_+ - 1 here: in the box, at its ends and outside it exactly where the multilinear control is."""
-    plus, minus = b[0, 0], b[1, 0]
-    gap = minus - plus
-    mu = jnp.where(gap != 0, minus / jnp.where(gap != 0, gap, 1.0), 0.5)
-    s = jnp.reshape(2.0 * mu - 1.0, (1,))
-    weights = jnp.clip(jnp.stack([mu, 1.0 - mu]), 0.0, 1.0)
-    # the real-time scale: sum_c w_c e^S_c with w_c = mu_c e^-S_c / sum_c' mu_c' e^-S_c'
-    inverse = jnp.where(weights > 0, jnp.log(jnp.where(weights > 0, weights, 1.0)) - S, -jnp.inf)
-    residual = (mu * plus + (1.0 - mu) * minus) / jnp.where(unit > 0, unit, 1.0)  # 0 but for rounding
-    return {"s": s, "slope": jnp.reshape(-gap / 2.0, (1, 1)), "residual": jnp.reshape(residual, (1,)),
-            "field": jnp.tensordot(weights, F, axes=1), "scale": -jax.nn.logsumexp(inverse)}
 
 
 def _affine_control(vf, theta, Z, rho, sigma, pinned, spread):
