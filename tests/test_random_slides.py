@@ -33,24 +33,24 @@ SEEDS = 200
 IN_CI = 10
 #: seeds flowsim cannot follow yet, each with what ends it (the open part of the sliding work)
 KNOWN = {
-    15: "l_inf-SAM, depth-4 difference: a switch of three coordinates with 2 consistent continuations on every "
-        "backend (a forward solution that is not unique)",
+    15: "l_inf-SAM, depth-4 difference: past its junction (one continuation since the junction rule) coordinate 1 "
+        "slides from log10 t = 1.2 with one side's loss e^18 to e^31 above the other's; the multilinear control "
+        "(1 + s = 3e-14 at log10 t = 12) loses the field's digits, the state drifts off the surface and BDF and Radau "
+        "fail (a step below float spacing), LSODA spends its step budget, near log10 t = 12.6 (docs/theory.md 3b)",
     33: "l3-SAM, depth-4 tied: LSODA spends its steps on the stiff manifold next to g_2 = 0 at log10 t = 0.68, where "
         "it crosses the surface (its offset x* below the solver's resolution in x, its stiffness unbounded): "
         "LSODA's solution chatters across g_2 = 0 at steps of 1e-6 ('chattering'; with more steps it passes after "
         "25,000, over the budget); auto and Radau follow it (tests/test_lp_sam_held_limit.py) and converge at a "
         "degenerate minimum of the loss (w_1 -> 0) at log10 t = 3.5",
-    91: "l_inf-SAM, depth-3 product: more than 10,000 switches on auto and LSODA (Zeno), converged on Radau (the "
-        "balanced start runs as the tied net; on LSODA at log10 t = 18.57 coordinates 3 and 4 flip sign at every "
-        "switch while coordinate 5 slides: a junction of three surfaces whose sliding mode is not found)",
-    96: "l_inf-SAM, depth-4 difference: 6 switching surfaces at once on every backend, more than the 4 followed for "
-        "a field not affine in the signs",
-    99: "l_inf-SAM, depth-4 tied: a switch of two coordinates with 9 consistent continuations on every backend (a "
-        "forward solution that is not unique)",
+    96: "l_inf-SAM, depth-4 difference: more than 10,000 switches on auto (Zeno), past the switch that was '6 switching "
+        "surfaces at once' (none of the six coordinates was on its surface r_j = 0: their entries' G were small with "
+        "their factors); LSODA and Radau not measured since (over 15 minutes on a loaded machine)",
+    99: "l_inf-SAM, depth-4 tied: more than 10,000 switch segments on every backend (Zeno), past the switch that had '9 "
+        "consistent continuations' (coordinates 5 and 6, held on their planes, have no surface: the nine were one); "
+        "on auto the segments repeat from log10 t = 2.7436 at one state, coordinate 1 on r_1 = 0 (r_1 = -3e-17 against "
+        "its sign +1) while coordinate 2 slides",
     110: "l_inf-SAM, depth-3 difference: no continuation at a switch of three coordinates on auto and Radau; more than "
          "10,000 switches on LSODA (Zeno)",
-    121: "l_inf-SAM, depth-2 tied: a switch of three coordinates with 3 consistent continuations on every backend (a "
-         "forward solution that is not unique)",
 }
 
 

@@ -449,12 +449,12 @@ def continuation(vf, theta, Z, rho, sigma, pinned, active, candidates) -> Resolu
     (a coordinate's entries share one: ``surfaces.spread_of``), judged on Filippov's convex combination
     (:func:`filippov_control`), the field ``solve`` integrates. At most ``surfaces.MOST`` surfaces at once for a field
     not affine in the signs, and ``JOINT`` reached at one instant."""
-    sigma, active, candidates = (np.asarray(a) for a in (sigma, active, candidates))
     slope = surfaces.layer_signs(vf, theta)
     free = ~np.asarray(pinned) & (slope != 0)
-    columns = np.flatnonzero(candidates.any(axis=0))
-    names = ", ".join(f"coordinate {j + 1}" for j in columns)
-    staying = np.flatnonzero((active & ~candidates).any(axis=0))
+    sigma, active, columns = _junction(vf, theta, Z, sigma, active, candidates, free)
+    staying = np.setdiff1d(np.flatnonzero(active.any(axis=0)), columns)
+    # none reached: the switch is of the surfaces slid on (their control left the box, or stopped holding)
+    names = ", ".join(f"coordinate {j + 1}" for j in (columns if len(columns) else staying))
     corners = not vf.affine_in_sign  # Filippov's average over 2^m sign corners (``surfaces.control``)
     if len(columns) > JOINT or (corners and len(staying) + len(columns) > surfaces.MOST):
         most = f"at most {surfaces.MOST} at once are followed for a field not affine in the signs" if corners else \
@@ -493,6 +493,33 @@ def continuation(vf, theta, Z, rho, sigma, pinned, active, candidates) -> Resolu
                      for ch, _, _ in consistent)
     return Resolution(sigma, active, f"the switch of {names} has {len(consistent)} consistent continuations ({ways}): "
                                      "the forward solution is not unique (a repelling surface or an ambiguous junction)")
+
+
+#: a coordinate's coupling r_j within this fraction of max |r| is on its switching surface r_j = 0: above the drift of
+#: a sliding coordinate (the solver's tolerance: 2e-5 measured), below the r_j of a coordinate off its surface
+#: whose entries' G_lj = (dbeta_j/dw_lj) r_j are small because their factor is (O(1) relative)
+ON_SURFACE = 1e-3
+
+
+def _junction(vf, theta, Z, sigma, active, candidates, free):
+    """The coordinates among the ``candidates`` on their switching surface r_j = 0, the only ones with a side to
+    choose, and the signs and active set with the others settled. A coordinate is on it where one of its free
+    entries (not held on its plane, with a factor dbeta_j/dw_lj != 0) is a candidate and r_j is 0 (``ON_SURFACE``).
+    A candidate entry held on its plane has G = 0 with its factor, not with r_j: that is the plane's switching
+    surface, not the coordinate's; and an entry whose factor is tiny has a tiny G whatever r_j. Such coordinates
+    keep the side of their G, and enumerating them would add choices that differ in nothing (no free entry) or
+    that the state cannot take (a side against sign(r_j))."""
+    sigma, active, candidates = (np.array(a) for a in (sigma, active, candidates))
+    r = np.abs(np.asarray(vf.couplings(np.asarray(theta, float), Z)[3]))
+    G = np.asarray(vf.direction(np.asarray(theta, float), Z)[0])
+    columns = []
+    for j in np.flatnonzero(candidates.any(axis=0)):
+        if (candidates[:, j] & free[:, j]).any() and r[j] <= ON_SURFACE * float(r.max()):
+            columns.append(j)
+            continue
+        active[:, j] = False
+        sigma[:, j] = np.where(free[:, j] & (G[:, j] != 0), np.sign(G[:, j]), sigma[:, j])
+    return sigma, active, np.array(columns, dtype=int)
 
 
 class SignState(NamedTuple):
