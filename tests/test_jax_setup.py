@@ -76,6 +76,7 @@ def test_the_compile_cache_is_read_and_written_under_its_file_lock(tmp_path):
         assert "False" not in seen and "True" in seen, seen
 
 
+@pytest.mark.slow  # two cold processes; CI's suite keeps the file-lock test
 def test_two_processes_compile_into_and_load_from_one_cache_folder_at_once(tmp_path):
     """Two processes that compile the same kernel into one empty cache folder at once, then two that load it
     at once: each ends cleanly, with no cache entry read broken, and all four give the same numbers."""

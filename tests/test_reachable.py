@@ -10,6 +10,8 @@ from conftest import separated_draw
 
 import flowsim as fs
 
+SLOW = pytest.mark.slow
+
 EVERY_BACKEND = ["diffrax:Tsit5", "diffrax:Dopri8", "scipy:RK45", "scipy:DOP853", "scipy:Radau", "scipy:BDF",
                  "scipy:LSODA", "auto"]
 QUICK = ["diffrax:Tsit5", "scipy:DOP853", "scipy:BDF", "scipy:LSODA"]
@@ -206,8 +208,10 @@ def test_balanced_product_equals_the_product_integrated_as_is(flow, depth, signe
     np.testing.assert_allclose(reduced.tau[:n], full.tau[:n], rtol=1e-7, atol=1e-9)  # (a schedule flow's clock s)
 
 
-@pytest.mark.parametrize("flow", [fs.GD(), fs.USAM(0.05), fs.SAM(0.05), fs.ASAM(0.05), fs.SteepestDescent(3),
-                                  fs.NormalizedGD(), fs.SteepestDescent(float("inf")), fs.SignFlow()], ids=str)
+# ASAM and p = 3 (the slowest two, a minute between them) run in the slow set: SAM and p = inf stand for them in CI
+@pytest.mark.parametrize("flow", [fs.GD(), fs.USAM(0.05), fs.SAM(0.05), pytest.param(fs.ASAM(0.05), marks=SLOW),
+                                  pytest.param(fs.SteepestDescent(3), marks=SLOW), fs.NormalizedGD(),
+                                  fs.SteepestDescent(float("inf")), fs.SignFlow()], ids=str)
 def test_an_anti_balanced_start_never_separates_what_the_exact_flow_cannot(flow):
     """w_2 = -w_1 in coordinate 1 keeps beta_1 = -w^2 <= 0 for ever, so these data (separable only with
     beta_1 > 0) are never separated. Integrated as a product, BDF, Radau and LSODA left that manifold and

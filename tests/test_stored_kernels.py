@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 #: counts the kernels a process exports
 COUNTING = """
     import json
@@ -71,6 +73,7 @@ def test_a_changed_formula_makes_a_new_kernel_not_a_stale_one():
     assert l2 != l3 and l2 == formulas(jax_field(fs.derive(fs.DiagonalNet(2), "logistic", fs.SAM(0.3, 2)), 1, 3))
 
 
+@pytest.mark.slow  # two cold processes; the export tests in CI's suite use the same kernels
 def test_without_a_cache_folder_nothing_is_exported_and_the_solves_agree(tmp_path):
     """FLOWSIM_JAX_CACHE=0: plain jit, no export, no file; the same numbers as a loaded kernel's."""
     plain, stored = _run("0"), _run(tmp_path)
@@ -104,6 +107,7 @@ RELEASING = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # a process compiling many kernels: CI's suite keeps the export and reload tests
 def test_a_process_keeps_a_bounded_number_of_compiled_kernels(tmp_path):
     """Each compiled kernel holds ~450 memory mappings: a test worker that kept every kernel it compiled passed
     Linux's 65,530 and crashed inside XLA's next compile. Beyond FLOWSIM_KERNELS_KEPT the least recently used
