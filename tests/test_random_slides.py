@@ -8,12 +8,11 @@ backend="auto", scipy:LSODA and scipy:Radau. A case passes when no backend ends 
 (chattering, failed, max_steps) and all three end with the same status and the same direction of beta (1e-6).
 All 200 seeds are in the slow set; CI's slow step runs the first 10 (40 took 5-7 minutes there). The target is
 at most 2% "cannot follow" endings, each with a message that names its reason; the seeds that miss today are
-listed in ``KNOWN`` with what ends them (marked xfail and not run). All 200 seeds are measured, one process
-each (166 and 169-199 on the code before the last sign-flow and degenerate-critical-point changes, where 174 and
-183 ended Zeno; both are followed alike after them; 3, 91, 145 and 150 after the junction and rest-plane changes of
-tests/test_slide_second_surface.py). 193 are followed alike and 7 are not (3.5%), of three kinds: l_inf-SAM (5:
-continuations that are not unique or do not exist, Zeno switching at such a junction, more surfaces at once than
-followed), l3-SAM on LSODA near a surface g_k = 0 (1) and steepest descent for p = inf (1).
+listed in ``KNOWN`` with what ends them (marked xfail and not run). All 200 seeds were measured, one process
+each, on the code of their time; the seeds the last junction, rest-plane and critical-point changes
+follow (3, 91, 121, 131, 145, 150) again on the merged code, and about 30 others on each change's own branch.
+195 are followed alike and 5 are not (2.5%): l_inf-SAM (4: a slide across a loss gap of e^31, Zeno
+switching past a junction, a junction whose control is not found) and l3-SAM on LSODA near a surface g_k = 0 (1).
 """
 
 import math
