@@ -10,8 +10,8 @@ All 200 seeds are in the slow set; CI's slow step runs the first 10 (40 took 5-7
 at most 2% "cannot follow" endings, each with a message that names its reason; the seeds that miss today are
 listed in ``KNOWN`` with what ends them (marked xfail and not run). All 200 seeds were measured, one process
 each, on the code of their time; the seeds the last junction, rest-plane and critical-point changes
-follow (3, 91, 121, 131, 145, 150) again on the merged code, and about 30 others on each change's own branch.
-195 are followed alike and 5 are not (2.5%): l_inf-SAM (4: a slide across a loss gap of e^31, Zeno
+follow (3, 91, 99, 121, 131, 145, 150) again on the merged code, and about 30 others on each change's own branch.
+196 are followed alike and 4 are not (2.0%): l_inf-SAM (3: a slide across a loss gap of e^31, Zeno
 switching past a junction, a junction whose control is not found) and l3-SAM on LSODA near a surface g_k = 0 (1).
 """
 
@@ -44,10 +44,6 @@ KNOWN = {
     96: "l_inf-SAM, depth-4 difference: more than 10,000 switches on auto (Zeno), past the switch that was '6 switching "
         "surfaces at once' (none of the six coordinates was on its surface r_j = 0: their entries' G were small with "
         "their factors); LSODA and Radau not measured since (over 15 minutes on a loaded machine)",
-    99: "l_inf-SAM, depth-4 tied: more than 10,000 switch segments on every backend (Zeno), past the switch that had '9 "
-        "consistent continuations' (coordinates 5 and 6, held on their planes, have no surface: the nine were one); "
-        "on auto the segments repeat from log10 t = 2.7436 at one state, coordinate 1 on r_1 = 0 (r_1 = -3e-17 against "
-        "its sign +1) while coordinate 2 slides",
     110: "l_inf-SAM, depth-3 difference: no continuation at a switch of three coordinates on auto and Radau; more than "
          "10,000 switches on LSODA (Zeno)",
 }
