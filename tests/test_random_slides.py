@@ -41,9 +41,9 @@ KNOWN = {
         "LSODA's solution chatters across g_2 = 0 at steps of 1e-6 ('chattering'; with more steps it passes after "
         "25,000, over the budget); auto and Radau follow it (tests/test_lp_sam_held_limit.py) and converge at a "
         "degenerate minimum of the loss (w_1 -> 0) at log10 t = 3.5",
-    96: "l_inf-SAM, depth-4 difference: more than 10,000 switches on auto (Zeno), past the switch that was '6 switching "
-        "surfaces at once' (none of the six coordinates was on its surface r_j = 0: their entries' G were small with "
-        "their factors); LSODA and Radau not measured since (over 15 minutes on a loaded machine)",
+    96: "l_inf-SAM, depth-4 difference: more than 10,000 switches on auto and LSODA (Zeno), past the switch that was "
+        "'6 switching surfaces at once' (none of the six coordinates was on its surface r_j = 0: their entries' G were "
+        "small with their factors); Radau still running after 15 minutes",
     110: "l_inf-SAM, depth-3 difference: no continuation at a switch of three coordinates on auto and Radau; more than "
          "10,000 switches on LSODA (Zeno)",
 }
