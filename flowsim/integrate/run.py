@@ -16,7 +16,7 @@ from flowsim.field.surfaces import spread_of
 from flowsim.field.vector_field import numpy_field
 from flowsim.integrate.arrival import REST_PLANE_REACH, rest_planes
 from flowsim.integrate.backends import SURFACE_BACKEND, SegmentRequest
-from flowsim.integrate.backends._events import Watch, resolved_signs, scores, sides, watch_at
+from flowsim.integrate.backends._events import SETTLE, Watch, resolved_signs, scores, sides, watch_at
 from flowsim.integrate.events import BackendChange
 from flowsim.integrate.records import Records
 from flowsim.integrate.segment_args import SegmentArgs, Sliding
@@ -258,7 +258,8 @@ class Run:
         return SegmentArgs(self.Z, self.rho, self.sigma, self.pinned, u_end=self.u1, log_floor=self.log_floor,
                            log_ceiling=self.log_ceiling, leaders=self.leaders.copy(), watched=watch.watched,
                            settle=watch.settle, sides=sides(self.y, self.K, self.d, self.atol), surfaces=self.spread(),
-                           rest=self.rest_watch() if self.uses_sign and self.rho > 0 else None)
+                           rest=self.rest_watch() if self.uses_sign and self.rho > 0 else None,
+                           held_couplings=self.held_watch() if self.uses_sign and self.rho == 0 else None)
 
     def resting(self) -> np.ndarray:
         """The free entries moving toward their rest planes theta_k = -rho sigma_k (``arrival.rest_planes``)."""
@@ -269,6 +270,14 @@ class Run:
         """``SegmentArgs.rest``: the entries moving toward their rest planes from beyond REST_PLANE_REACH atol."""
         gap, reach = self.theta + self.rho * self.sigma, REST_PLANE_REACH * self.atol
         return np.where(self.resting() & (np.abs(gap) > reach), np.sign(gap) / reach, 0.0)
+
+    def held_watch(self) -> np.ndarray:
+        """``SegmentArgs.held_couplings``: sign(r_j) of the coordinates with entries held on their planes and none
+        sliding on its surface r_j = 0 (0 elsewhere, and where r_j is within SETTLE max |r| of 0: at the switch that
+        probed it)."""
+        r = np.asarray(self.vf.couplings(self.theta, self.Z)[3])
+        held = self.pinned.any(axis=0) & ~self.surfaces.any(axis=0) & (np.abs(r) > SETTLE * np.abs(r).max())
+        return np.where(held, np.sign(r), 0.0)
 
     def integrate(self):
         """One backend call from the current state, at most ``chunk`` steps; its saves are recorded."""

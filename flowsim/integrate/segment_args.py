@@ -50,6 +50,10 @@ class SegmentArgs(NamedTuple):
     #: per entry approaching its rest plane theta_k = -rho sigma_k (``arrival.rest_planes``), sign(theta_k + rho
     #: sigma_k) / the distance at which it is set on the plane; 0 elsewhere (l_inf-SAM; None: none watched)
     rest: Any = None
+    #: per coordinate with entries held on their planes w = 0, the sign of its coupling r_j at the segment's start;
+    #: r_j turning through 0 turns the planes from attracting to repelling (sign flows without a perturbation; 0:
+    #: not watched; None: none)
+    held_couplings: Any = None
 
     def on_host(self) -> SegmentArgs:
         """The fields as NumPy arrays (None kept), ready for a compiled solve's C++ dispatch."""

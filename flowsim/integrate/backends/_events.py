@@ -11,7 +11,9 @@ falls through zero:
   from 0 at the segment's start (``sides``) of sign(theta_k) theta_k: an entry crossing 0 flips the
   sign of the G's its product carries, which one long step can do twice unseen.
   With a sign perturbation (l_inf-SAM), also an entry coming within reach of its rest plane theta_k =
-  -rho sigma_k (``SegmentArgs.rest``), where it is set (``handlers._put_on_rest_planes``).
+  -rho sigma_k (``SegmentArgs.rest``), where it is set (``handlers._put_on_rest_planes``). Without one, also the
+  coupling r_j of each coordinate with entries held on their planes (``SegmentArgs.held_couplings``): where it turns
+  through 0 the planes stop attracting, and the held entries are probed again (a step-size limit leaves at once).
 - ``crossing`` (smooth flows): min over entries with sigma_k != 0 of sigma_k theta_k, plus the collapse
   floor. For smooth flows sigma holds the sign each entry keeps for ever (``flowsim.kept_entry_signs``;
   0: free), so this event fires only when a solver steps across an invariant plane w_k = 0, by more
@@ -122,7 +124,9 @@ def _switch(vf, args):
     held = pinned if args.surfaces is None else pinned | xp.reshape(xp.any(args.surfaces != 0, axis=0), (K, d))
 
     def value(s, y, size):
-        G, _ = vf.direction(xp.reshape(y[:-1], (K, d)), Z)
+        theta = xp.reshape(y[:-1], (K, d))
+        _, _, _, r = vf.couplings(theta, Z)
+        G = vf.compiled.direction(theta, r)
         # an entry that has just switched (unwatched) is re-examined once |G_k| has grown out of 0
         settle = xp.maximum(SETTLE * xp.max(xp.abs(G)), args.settle) - xp.abs(G)
         switched = xp.min(xp.where(held, 1.0, xp.where(args.watched, sigma * G, settle)))
@@ -133,6 +137,8 @@ def _switch(vf, args):
         if args.rest is not None:  # an entry come within reach of its rest plane is set on it
             rest, gap = args.rest.reshape(-1), y[:-1] + args.rho * sigma.reshape(-1)
             crossed = xp.minimum(crossed, xp.min(xp.where(rest != 0, rest * gap - 1.0, xp.inf)))
+        if args.held_couplings is not None:  # a held plane's coordinate whose coupling turns through 0
+            crossed = xp.minimum(crossed, xp.min(xp.where(args.held_couplings != 0, args.held_couplings * r, xp.inf)))
         return xp.minimum(switched, crossed)
 
     return value

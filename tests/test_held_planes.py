@@ -1,0 +1,71 @@
+"""Entries held on their planes w = 0 whose coordinate's coupling r_j turns through 0 (sign flows).
+
+Random cases 32 (sign flow, depth-4 product net) and 59 (steepest descent p = inf, depth-4 tied net) of
+tests/test_random_slides.py. Early on, every entry of one coordinate reaches 0 together (the init is balanced) and is
+held there: with beta_j = w^4 >= 0 and r_j > 0 the plane attracts from both sides (|w|' = -sign(r_j)). Later r_j turns
+negative and the same plane repels. The field on it is 0 either way (every G_lj has a factor w = 0), so nothing in
+the field says so: a run that kept the entries held came to a rest point with r_j < 0, an unstable one, and the
+backends left it (or not) by rounding. The coupling of a held coordinate is now watched, and where it turns through 0
+the entries are probed again: they leave, as discrete sign descent does as its step goes to 0.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+import flowsim as fs
+from tests.test_random_slides import ending, random_case
+
+
+def _restricted_minimiser(data, coordinates):
+    """The logistic loss's minimiser over beta with every other coordinate 0, by BFGS in beta (no flow)."""
+    Z = data.X[:, coordinates] * data.y[:, None]
+    loss = lambda b: np.mean(np.logaddexp(0.0, -Z @ b))  # noqa: E731
+    grad = lambda b: -(Z.T @ (0.5 * (1.0 - np.tanh(Z @ b / 2.0)))) / len(Z)  # noqa: E731
+    found = minimize(loss, np.zeros(len(coordinates)), jac=grad, method="BFGS", options={"gtol": 1e-13})
+    beta = np.zeros(data.d)
+    beta[coordinates] = found.x
+    return beta / np.linalg.norm(beta)
+
+
+@pytest.mark.parametrize("seed, coordinates, backend", [(32, [0, 1], "auto"), (59, [3, 4], "auto")])
+def test_a_held_plane_that_turns_repelling_is_left_for_the_minimum_beyond(seed, coordinates, backend):
+    """The run ends at the loss's minimiser over the coordinates that leave 0 (the held one among them), found
+    independently; kept on its plane, case 32 ended at (1, 0, 0) and case 59 at e_5."""
+    _, _, data, _ = random_case(seed)
+    status, direction, message = ending(seed, backend)
+    assert status == "converged", message
+    np.testing.assert_allclose(direction, _restricted_minimiser(data, coordinates), atol=1e-6)
+
+
+def _product_gradient(w, Z):
+    """dL/dw (L, d) of the logistic loss of beta = prod_l w_l."""
+    m = Z @ w.prod(axis=0)
+    r = -(Z.T @ (0.5 * (1.0 - np.tanh(m / 2.0)))) / len(Z)  # sigmoid(-m), without overflow
+    return np.stack([r * np.prod(np.delete(w, layer, axis=0), axis=0) for layer in range(len(w))])
+
+
+@pytest.mark.slow
+def test_sign_descent_leaves_the_plane_where_the_solve_does():
+    """Case 32 to tau = 1.5, past r_2's turn (tau 1.18): discrete sign descent (dw/dtau = -sign(G), written here from
+    the loss) approaches fs.solve like its step h; errors printed. Magnitudes are compared: the plane's two sides are
+    mirror images. Held on the plane, |w_2| would stay 0 where both reach 0.32."""
+    model, flow, data, alpha = random_case(32)
+    assert (model, flow) == (fs.DiagonalNet(4, "product"), fs.SignFlow())
+    tau1, Z = 1.5, data.X * data.y[:, None]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fs.ReachabilityWarning)
+        sol = fs.solve(fs.derive(model, "logistic", flow), data, alpha, t1=np.expm1(tau1), backend="scipy:Radau",
+                       rtol=1e-11, atol=1e-13)
+    solved = np.abs(np.reshape(sol.params[-1], (4, data.d)))
+    assert solved[:, 1].min() > 0.3  # left its plane
+    errors = []
+    for h in (1e-3, 1e-4, 1e-5):
+        w = np.full((4, data.d), alpha)
+        for _ in range(int(round(tau1 / h))):
+            w = w - h * np.sign(_product_gradient(w, Z))
+        errors.append(float(np.abs(np.abs(w) - solved).max()))
+    print("max ||w_h| - |w||:", errors)
+    assert errors[2] < errors[1] < errors[0] < 2e-3 and errors[2] < 3e-5
