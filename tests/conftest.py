@@ -6,11 +6,13 @@ import tempfile
 import numpy as np
 import pytest
 
-# each test process (an xdist worker) compiles into a JAX cache of its own, kept between runs, apart from the
-# user's (~/.cache/flowsim/jax) and from other environments' test runs (named after this venv). An explicit
+# the test processes (xdist workers) share one JAX cache, kept between runs, apart from the user's
+# (~/.cache/flowsim/jax) and from other environments' test runs (named after this venv): a kernel one worker
+# compiled the other loads. flowsim bounds the compile cache so that JAX reads and writes it under the folder's
+# file lock (tests/test_jax_setup.py); exported kernels are written whole and renamed. An explicit
 # FLOWSIM_JAX_CACHE is kept.
-os.environ.setdefault("FLOWSIM_JAX_CACHE", os.path.join(tempfile.gettempdir(), "flowsim-test-jax-cache-{}-{}".format(
-    hashlib.sha256(sys.prefix.encode()).hexdigest()[:12], os.environ.get("PYTEST_XDIST_WORKER", "main"))))
+os.environ.setdefault("FLOWSIM_JAX_CACHE", os.path.join(tempfile.gettempdir(), "flowsim-test-jax-cache-{}".format(
+    hashlib.sha256(sys.prefix.encode()).hexdigest()[:12])))
 
 import flowsim as fs  # noqa: E402 (after the cache folder is chosen)
 

@@ -30,7 +30,7 @@ CANNOT_FOLLOW = {"chattering", "failed", "max_steps"}
 #: endings with no direction to compare: beta fell below the collapse floor, where its direction is rounding
 NO_DIRECTION = {"collapsed"}
 SEEDS = 200
-IN_CI = 10
+IN_CI = 40
 #: seeds flowsim cannot follow yet, each with what ends it (the open part of the sliding work)
 KNOWN = {
     15: "l_inf-SAM, depth-4 difference: past its junction (one continuation since the junction rule) coordinate 1 "

@@ -16,7 +16,7 @@ from flowsim.field.surfaces import spread_of
 from flowsim.field.vector_field import numpy_field
 from flowsim.integrate.arrival import REST_PLANE_REACH, rest_planes
 from flowsim.integrate.backends import SURFACE_BACKEND, SegmentRequest
-from flowsim.integrate.backends._events import SETTLE, Watch, resolved_signs, scores, sides, watch_at
+from flowsim.integrate.backends._events import Watch, resolved_signs, scores, sides, watch_at
 from flowsim.integrate.events import BackendChange
 from flowsim.integrate.records import Records
 from flowsim.integrate.segment_args import SegmentArgs, Sliding
@@ -273,11 +273,9 @@ class Run:
 
     def held_watch(self) -> np.ndarray:
         """``SegmentArgs.held_couplings``: sign(r_j) of the coordinates with entries held on their planes and none
-        sliding on its surface r_j = 0 (0 elsewhere, and where r_j is within SETTLE max |r| of 0: at the switch that
-        probed it)."""
+        sliding on its surface r_j = 0 (0 elsewhere)."""
         r = np.asarray(self.vf.couplings(self.theta, self.Z)[3])
-        held = self.pinned.any(axis=0) & ~self.surfaces.any(axis=0) & (np.abs(r) > SETTLE * np.abs(r).max())
-        return np.where(held, np.sign(r), 0.0)
+        return np.where(self.pinned.any(axis=0) & ~self.surfaces.any(axis=0), np.sign(r), 0.0)
 
     def integrate(self):
         """One backend call from the current state, at most ``chunk`` steps; its saves are recorded."""
