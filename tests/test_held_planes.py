@@ -1,4 +1,4 @@
-"""Entries held on their planes w = 0 whose coordinate's coupling r_j turns through 0 (sign flows).
+"""Entries held on their planes w = 0: planes that turn repelling (sign flows), entries arriving one after another.
 
 Random cases 32 (sign flow, depth-4 product net) and 59 (steepest descent p = inf, depth-4 tied net) of
 tests/test_random_slides.py. Early on, every entry of one coordinate reaches 0 together (the init is balanced) and is
@@ -6,7 +6,8 @@ held there: with beta_j = w^4 >= 0 and r_j > 0 the plane attracts from both side
 negative and the same plane repels. The field on it is 0 either way (every G_lj has a factor w = 0), so nothing in
 the field says so: a run that kept the entries held came to a rest point with r_j < 0, an unstable one, and the
 backends left it (or not) by rounding. The coupling of a held coordinate is now watched, and where it turns through 0
-the entries are probed again: they leave, as discrete sign descent does as its step goes to 0.
+the entries are probed again: they leave, as discrete sign descent does as its step goes to 0. Random case 89
+(l_inf-SAM) is the plane's own mirror test, made with one entry's sign flipped, not every candidate's.
 """
 
 import warnings
@@ -69,3 +70,31 @@ def test_sign_descent_leaves_the_plane_where_the_solve_does():
         errors.append(float(np.abs(np.abs(w) - solved).max()))
     print("max ||w_h| - |w||:", errors)
     assert errors[2] < errors[1] < errors[0] < 2e-3 and errors[2] < 3e-5
+
+
+def test_linf_sam_entries_reaching_their_planes_one_after_another_are_held():
+    """Random case 89 (l_inf-SAM, depth-4 tied, rho = 0.39 against an init of 0.016): both entries decay to 0, the
+    first reaching its plane while the other's G is tiny too (w^3). The plane's mirror test flipped the signs of
+    every candidate together, the other entry's perturbation with them, so the first entry's fields were no mirror
+    images and it was handed on as sliding on a surface it is not on: more than 10,000 switches at one instant on
+    every backend. Discrete l_inf-SAM (written here from the loss) keeps both entries within a multiple of its step
+    of 0 from t = 1 to 5 (errors printed), where the run holds them: it ends `stalled` at w = 0."""
+    model, flow, data, alpha = random_case(89)
+    assert (model, flow.norm) == (fs.DiagonalNet(4, "tied"), np.inf)
+    status, _, message = ending(89, "auto")
+    assert status == "stalled", message
+    Z = data.X * data.y[:, None]
+
+    def gradient(w):
+        m = Z @ w**4
+        return 4.0 * w**3 * (-(Z.T @ (0.5 * (1.0 - np.tanh(m / 2.0)))) / len(Z))
+
+    sizes = []
+    for eta in (1e-2, 1e-3, 1e-4):
+        w, largest = np.full(data.d, alpha), 0.0
+        for step in range(int(round(5.0 / eta))):
+            w = w - eta * gradient(w + flow.rho * np.sign(gradient(w)))
+            largest = max(largest, float(np.abs(w).max())) if step * eta >= 1.0 else 0.0
+        sizes.append(largest)
+    print("max |w| over t in [1, 5]:", sizes)
+    assert sizes[2] < sizes[1] < sizes[0] < 1e-3 and sizes[2] < 1e-5

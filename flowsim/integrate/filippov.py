@@ -5,7 +5,7 @@ At a switch (or at the start) every entry k with sigma_k G_k ~ 0 is a candidate.
 fields (sigma_k = +1 and -1) are probed: a side is *consistent* if moving along its field keeps the
 sign of G_k equal to that side's sigma. One consistent side: the trajectory crosses into it. Both:
 a repelling surface, the trajectory leaves to the side it was not on. Neither, or both fields moving
-G_k toward 0 (whatever offset the located switch left in G_k): a Filippov sliding mode. While other
+G_k toward 0 (whatever offset the located switch left in G_k, up to ``LOCATED`` max |G|): a Filippov sliding mode. While other
 entries slide on their surfaces the sides are probed with the sliding field there. On a coordinate plane
 w_k = 0 with mirror-image one-sided fields (what diagonal networks produce) the entry is held at 0 and
 the other entries see the average of the two one-sided fields. Any other sliding mode is handed on (``Signs.sliding``) to
@@ -39,6 +39,11 @@ def entry_name(layer, coordinate) -> str:
     return f"w[layer {int(layer) + 1}, coordinate {int(coordinate) + 1}]"
 
 
+#: |G_k| within this fraction of max |G| is on the surface to the accuracy a switch is located with (LSODA left
+#: 1e-4): there, both one-sided fields moving G_k toward 0 make a slide whatever the offset's sign
+LOCATED = 1e-3
+
+
 def classify(vf, theta, Z, rho, sigma, pinned, surfaces=None, tol=1e-9, spread=None) -> Signs:
     """The side each entry near its switching surface takes, and which slide. ``surfaces``: entries sliding on
     their surfaces G_k = 0 now, left as they are (``continuation`` decides them); ``spread``: the switching
@@ -66,15 +71,16 @@ def classify(vf, theta, Z, rho, sigma, pinned, surfaces=None, tol=1e-9, spread=N
     G_plus, G_minus = vf.direction(theta + h * Fp, Z)[0], vf.direction(theta + h * Fm, Z)[0]
     plus_ok, minus_ok = G_plus > 0, G_minus < 0
     # both one-sided fields move G_k toward the surface: a sliding mode, wherever integration error left G_k (a
-    # switch located off the surface, or a sign chosen from such an offset, would otherwise decide a crossing)
-    into = (G_plus < G) & (G_minus > G)
+    # switch located off the surface, or a sign chosen from such an offset, would otherwise decide a crossing); an
+    # entry farther off (a candidate by the absolute floor only) keeps its side until it gets there
+    into = (G_plus < G) & (G_minus > G) & (np.abs(G) <= LOCATED * np.abs(G).max())
     sigma, pinned, theta = sigma.copy(), pinned.copy(), theta.copy()
     for k in zip(*np.nonzero(cand)):
         if not into[k] and plus_ok[k] != minus_ok[k]:
             sigma[k], pinned[k] = (1.0 if plus_ok[k] else -1.0), False
         elif not into[k] and plus_ok[k]:  # both sides consistent: a repelling surface, left to the side it was not on
             sigma[k], pinned[k] = (-sigma[k] if sigma[k] != 0 else 1.0), False
-        elif abs(theta[k]) <= 1e-8 * size and _mirror_on_plane(vf, theta, Z, rho, sigma, cand, k):
+        elif abs(theta[k]) <= 1e-8 * size and _mirror_on_plane(vf, theta, Z, rho, sigma, pinned, k):
             sigma[k], pinned[k], theta[k] = 0.0, True, 0.0
         else:
             sliding[k] = True
@@ -91,13 +97,16 @@ def _probe_field(vf, theta, Z, rho, spread):
     return lambda signs, held: field_surfaces.at(vf, "field_and_scale", theta, Z, rho, signs, held, spread)
 
 
-def _mirror_on_plane(vf, theta, Z, rho, sigma, cand, k):
+def _mirror_on_plane(vf, theta, Z, rho, sigma, pinned, k):
     """The one-sided fields of entry k are mirror images on its plane w_k = 0, where it is held: measured
-    there, not at the state (a tiny rho makes a w_k of 1e-79 count: w~ = w_k +- rho)."""
-    on = theta.copy()
-    on[k] = 0.0
-    Fp = vf.field_and_scale(on, Z, rho, np.where(cand, 1.0, sigma))[0][k]
-    Fm = vf.field_and_scale(on, Z, rho, np.where(cand, -1.0, sigma))[0][k]
+    there, not at the state (a tiny rho makes a w_k of 1e-79 count: w~ = w_k +- rho), with only entry k's sign
+    flipped (flipping another candidate too moves that entry's perturbation, and with it entry k's field) and the
+    entries held on their planes as they are held."""
+    on, held = theta.copy(), pinned.copy()
+    on[k], held[k] = 0.0, False
+    sides = [sigma.copy(), sigma.copy()]
+    sides[0][k], sides[1][k] = 1.0, -1.0
+    Fp, Fm = (vf.sliding_field_and_scale(on, Z, rho, side, held)[0][k] for side in sides)
     return abs(Fp + Fm) <= 1e-6 * (abs(Fp) + abs(Fm))
 
 
