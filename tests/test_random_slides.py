@@ -36,7 +36,8 @@ KNOWN = {
     15: "l_inf-SAM, depth-4 difference: past its junction (one continuation since the junction rule) coordinate 1 "
         "slides from log10 t = 1.2 with one side's loss e^18 to e^31 above the other's; the multilinear control "
         "(1 + s = 3e-14 at log10 t = 12) loses the field's digits, the state drifts off the surface and BDF and Radau "
-        "fail (a step below float spacing), LSODA spends its step budget, near log10 t = 12.6 (docs/theory.md 3b)",
+        "fail (a step below float spacing), LSODA spends its step budget, near log10 t = 12.6, each saying why "
+        "(docs/theory.md 3b; test_a_slide_whose_control_reaches_float64s_limit_says_so)",
     32: "sign flow, depth-4 product: all three backends end 'converged', but their directions differ by 0.04 (a "
         "regression of the merged junction, rest-plane and critical-point changes; followed alike before them)",
     33: "l3-SAM, depth-4 tied: LSODA spends its steps on the stiff manifold next to g_2 = 0 at log10 t = 0.68, where "
@@ -115,3 +116,14 @@ def test_random_slides_first_cases_are_followed_alike_on_every_backend(seed):
 @pytest.mark.parametrize("seed", _seeds(range(IN_CI, SEEDS)))
 def test_random_slides_other_cases_are_followed_alike_on_every_backend(seed):
     _check(seed)
+
+
+@pytest.mark.slow
+def test_a_slide_whose_control_reaches_float64s_limit_says_so():
+    """Case 15 (in ``KNOWN``): its run fails late in a slide whose one-sided losses differ by e^32; the message names
+    the surface, the control's distance from -1 (rounding) and the gap, not only the solver's step-size failure."""
+    status, _, message = ending(15, "scipy:Radau")
+    assert status == "failed", message
+    assert "sliding on the switching surface of coordinate 1" in message and "float64's rounding" in message, message
+    gap = float(message.split("log scales differ by ")[1].split(",")[0])
+    assert gap > 30, message

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from flowsim.field import surfaces as field_surfaces
 from flowsim.integrate import critical, rest_points
 from flowsim.integrate.arrival import ORDER, REST_PLANE_REACH, arrivals, reached, sliding
 from flowsim.integrate.backends import ATOL_MIN_IMPLICIT, Ending, backend_for, segment_jacobian
@@ -17,7 +18,7 @@ from flowsim.integrate.critical import LOSS_STILL
 from flowsim.integrate.events import Arrival, LeaderSwitch, SignSwitch, weight_entries
 from flowsim.integrate.filippov import entry_name
 from flowsim.integrate.segment_args import SegmentArgs
-from flowsim.integrate.sliding import sliding_rest_point
+from flowsim.integrate.sliding import filippov_control, sliding_rest_point
 from flowsim.integrate.status import Status
 from flowsim.integrate.timeline import log10_t_from_u
 from flowsim.symbolic.flow import rest_points_are_critical
@@ -118,6 +119,7 @@ def _on_chunk_end(run, seg):
         if run.log_loss_change <= LOSS_STILL:  # (still on the way: a budget of 4 steps "reached a saddle" 0.05 off)
             _at_saddle(run, "the step budget ran out")
         _at_a_jump(run)
+        _slide_past_float64(run)
 
 
 def _sliding(run) -> bool:
@@ -260,6 +262,7 @@ def _on_failure(run, seg):
     if seg.reason == Ending.FAILED:
         _at_saddle(run, seg.message)
         _at_a_jump(run)
+        _slide_past_float64(run)
 
 
 def _at_saddle(run, why):
@@ -314,6 +317,33 @@ def _at_a_jump(run):
 
 #: entries this small against the largest are probed for a jump of the field across w = 0
 JUMP_NEAR = 1e-6
+
+
+def _slide_past_float64(run):
+    """A sign flow that failed or spent its steps while sliding on switching surfaces whose Filippov control is
+    within rounding of +-1: the weaker side's weight in the multilinear combination is below float64's resolution
+    of the field (one side's loss is e^30 above the other's), so the state drifts off the surface. Said so, with
+    the gap, rather than blaming the step size or budget (docs/theory.md 3b, "Large gaps")."""
+    if run.status not in (Status.MAX_STEPS, Status.FAILED) or not run.surfaces.any() or run.vf.affine_in_sign:
+        return
+    control = filippov_control(run.vf, run.theta, run.Z, run.rho, run.sigma, run.pinned, run.surfaces)
+    margin = 1.0 - np.abs(np.asarray(control.control, float))
+    if not np.all(np.isfinite(margin)) or margin.min() > DIGITS_LOST:
+        return
+    columns = np.flatnonzero(run.surfaces.any(axis=0))
+    spread = np.asarray(field_surfaces.spread_of(run.vf, run.theta, run.surfaces))
+    on = spread.any(axis=0)
+    scales = [run.vf.sliding_field_and_scale(run.theta, run.Z, run.rho, np.where(on, corner @ spread, run.sigma.ravel())
+                                             .reshape(run.sigma.shape), run.pinned)[1]
+              for corner in field_surfaces.corners(len(columns))]
+    names = ("coordinate " if len(columns) == 1 else "coordinates ") + ", ".join(str(j + 1) for j in columns)
+    run.end(run.status, SLIDE_PAST_FLOAT64.format(log10_t=run.log10_t_asked, coordinates=names, margin=margin.min(),
+                                                  gap=float(np.ptp(scales)))
+            + (f" ({run.message})" if run.message else ""))
+
+
+#: a sliding control within this of +-1 has lost the weaker side's field to rounding
+DIGITS_LOST = 1e-10
 
 
 #: dense O((Kd)^3) linear algebra (eigenvalues, Newton steps) on cold paths only up to this many entries
@@ -586,6 +616,10 @@ STIFF = ("{backend} ran out of its step budget at log10 t = {log10_t:.6g} with s
 AUTO_HANDS_OVER = "backend='auto' (hands over to scipy:BDF) or "
 
 
+SLIDE_PAST_FLOAT64 = ("at log10 t = {log10_t:.6g}, sliding on the switching surface of {coordinates}, the Filippov "
+                      "control is {margin:.2g} from +-1: the one-sided fields' log scales differ by {gap:.3g}, and the "
+                      "weaker side's share of the field is below float64's rounding, so the state drifts off the "
+                      "surface")
 JUMP = ("at log10 t = {log10_t:.6g} entries {entries} are at w = 0, where the field of "
         "{flow} points into that plane from both sides without vanishing linearly (AdamProxy's carries "
         "sign(dbeta/dw) and jumps there): the exact flow reaches w = 0 and slides along it, which flowsim does not "
