@@ -11,7 +11,7 @@ import numpy as np
 
 from flowsim.field import surfaces as field_surfaces
 from flowsim.integrate import critical, rest_points
-from flowsim.integrate.arrival import ORDER, REST_PLANE_REACH, arrivals, reached, sliding
+from flowsim.integrate.arrival import ORDER, arrivals, reached, sliding
 from flowsim.integrate.backends import ATOL_MIN_IMPLICIT, Ending, backend_for, segment_jacobian
 from flowsim.integrate.backends._events import SCORES
 from flowsim.integrate.critical import LOSS_STILL
@@ -182,12 +182,12 @@ def _put_on_planes(run) -> bool:
 
 
 def _put_on_rest_planes(run) -> bool:
-    """Entries within REST_PLANE_REACH atol of their rest planes theta_k = -rho sigma_k and moving toward them
+    """Entries within reach (``Run.rest_gap``) of their rest planes theta_k = -rho sigma_k and moving toward them
     (``arrival.rest_planes``) are set on them, where their field is exactly 0; the solve goes on from there."""
     if not (run.uses_sign and run.rho > 0):
         return False
-    gap = run.theta + run.rho * run.sigma
-    near = (np.abs(gap) <= REST_PLANE_REACH * run.atol * (1 + 1e-9)) & (gap != 0)
+    gap, reach = run.rest_gap()
+    near = (np.abs(gap) <= reach * (1 + 1e-9)) & (gap != 0)
     near = near & run.resting() if near.any() else near
     if not near.any():
         return False

@@ -266,9 +266,14 @@ class Run:
         return rest_planes(self.vf, self.theta, self.Z, self.rho, self.sigma, ~(self.pinned | self.surfaces),
                            self.field_and_scale()[0])
 
+    def rest_gap(self) -> tuple[np.ndarray, float]:
+        """Each entry's signed distance theta_k + rho sigma_k from its rest plane, and the reach (REST_PLANE_REACH
+        atol) within which it is set on it."""
+        return self.theta + self.rho * self.sigma, REST_PLANE_REACH * self.atol
+
     def rest_watch(self) -> np.ndarray:
-        """``SegmentArgs.rest``: the entries moving toward their rest planes from beyond REST_PLANE_REACH atol."""
-        gap, reach = self.theta + self.rho * self.sigma, REST_PLANE_REACH * self.atol
+        """``SegmentArgs.rest``: the entries moving toward their rest planes from beyond the reach."""
+        gap, reach = self.rest_gap()
         return np.where(self.resting() & (np.abs(gap) > reach), np.sign(gap) / reach, 0.0)
 
     def held_watch(self) -> np.ndarray:
