@@ -7,7 +7,8 @@ negative and the same plane repels. The field on it is 0 either way (every G_lj 
 the field says so: a run that kept the entries held came to a rest point with r_j < 0, an unstable one, and the
 backends left it (or not) by rounding. The coupling of a held coordinate is now watched, and where it turns through 0
 the entries are probed again: they leave, as discrete sign descent does as its step goes to 0. Random case 89
-(l_inf-SAM) is the plane's own mirror test, made with one entry's sign flipped, not every candidate's.
+(l_inf-SAM) is the plane's own mirror test, made with one entry's sign flipped, not every candidate's; 166 an
+entry near its plane, not on its coordinate's surface.
 """
 
 import warnings
@@ -98,3 +99,14 @@ def test_linf_sam_entries_reaching_their_planes_one_after_another_are_held():
         sizes.append(largest)
     print("max |w| over t in [1, 5]:", sizes)
     assert sizes[2] < sizes[1] < sizes[0] < 1e-3 and sizes[2] < 1e-5
+
+
+def test_an_entry_near_its_plane_is_not_read_as_on_its_coordinates_surface():
+    """Random case 166 (sign flow, depth-4 difference net): as u_2 leaves its surface, v_2 leaves its plane and sits
+    at -5e-4, its G = -4 v^3 r_2 tiny with its factor. Read as on its switching surface (both one-sided fields move
+    G toward 0 there), it was handed on as sliding, and Radau found no continuation for coordinates 2 and 3. Only
+    entries whose r_j is near 0 and whose factor is not tiny are read so: Radau follows the case to t1 and ends where
+    LSODA does."""
+    radau, lsoda = ending(166, "scipy:Radau"), ending(166, "scipy:LSODA")
+    assert radau[0] == lsoda[0] == "completed", (radau[2], lsoda[2])
+    np.testing.assert_allclose(radau[1], lsoda[1], atol=1e-6)

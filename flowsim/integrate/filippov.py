@@ -5,7 +5,7 @@ At a switch (or at the start) every entry k with sigma_k G_k ~ 0 is a candidate.
 fields (sigma_k = +1 and -1) are probed: a side is *consistent* if moving along its field keeps the
 sign of G_k equal to that side's sigma. One consistent side: the trajectory crosses into it. Both:
 a repelling surface, the trajectory leaves to the side it was not on. Neither, or both fields moving
-G_k toward 0 (whatever offset the located switch left in G_k, up to ``LOCATED`` max |G|): a Filippov sliding mode. While other
+G_k toward 0 (whatever offset the located switch left in G_k, its r_j within ``LOCATED`` max |r|): a Filippov sliding mode. While other
 entries slide on their surfaces the sides are probed with the sliding field there. On a coordinate plane
 w_k = 0 with mirror-image one-sided fields (what diagonal networks produce) the entry is held at 0 and
 the other entries see the average of the two one-sided fields. Any other sliding mode is handed on (``Signs.sliding``) to
@@ -39,8 +39,8 @@ def entry_name(layer, coordinate) -> str:
     return f"w[layer {int(layer) + 1}, coordinate {int(coordinate) + 1}]"
 
 
-#: |G_k| within this fraction of max |G| is on the surface to the accuracy a switch is located with (LSODA left
-#: 1e-4): there, both one-sided fields moving G_k toward 0 make a slide whatever the offset's sign
+#: r_j within this fraction of max |r| is on its switching surface to the accuracy a switch is located with (LSODA
+#: left 1e-4): there, both one-sided fields moving G_k toward 0 make a slide whatever the offset's sign
 LOCATED = 1e-3
 
 
@@ -71,9 +71,8 @@ def classify(vf, theta, Z, rho, sigma, pinned, surfaces=None, tol=1e-9, spread=N
     G_plus, G_minus = vf.direction(theta + h * Fp, Z)[0], vf.direction(theta + h * Fm, Z)[0]
     plus_ok, minus_ok = G_plus > 0, G_minus < 0
     # both one-sided fields move G_k toward the surface: a sliding mode, wherever integration error left G_k (a
-    # switch located off the surface, or a sign chosen from such an offset, would otherwise decide a crossing); an
-    # entry farther off (a candidate by the absolute floor only) keeps its side until it gets there
-    into = (G_plus < G) & (G_minus > G) & (np.abs(G) <= LOCATED * np.abs(G).max())
+    # switch located off the surface, or a sign chosen from such an offset, would otherwise decide a crossing)
+    into = (G_plus < G) & (G_minus > G) & _on_coordinate_surface(vf, theta, Z)
     sigma, pinned, theta = sigma.copy(), pinned.copy(), theta.copy()
     for k in zip(*np.nonzero(cand)):
         if not into[k] and plus_ok[k] != minus_ok[k]:
@@ -87,6 +86,15 @@ def classify(vf, theta, Z, rho, sigma, pinned, surfaces=None, tol=1e-9, spread=N
     if sliding.any():
         return Signs(sigma, pinned, theta, sliding)
     return _jointly(vf, theta, Z, rho, sigma, pinned, cand & ~pinned, h, spread)
+
+
+def _on_coordinate_surface(vf, theta, Z):
+    """Entries whose G_lj = (dbeta_j/dw_lj) r_j is small with r_j (within ``LOCATED`` of max |r|), not with their
+    factor (within ``LOCATED`` of the largest factor of their coordinate): on their coordinate's switching
+    surface, not merely near their own plane w = 0 or on a net whose every G is tiny."""
+    r = np.abs(np.asarray(vf.couplings(theta, Z)[3]))
+    factor = np.abs(np.asarray(vf.compiled.direction(theta, np.ones_like(r))))
+    return (r <= LOCATED * r.max()) & (factor >= LOCATED * factor.max(axis=0))
 
 
 def _probe_field(vf, theta, Z, rho, spread):
