@@ -6,14 +6,12 @@ component of it vanishes (l3-SAM),
 separable Gaussian data with n in 2..30, d in 2..6, and an init scale in [0.01, 1]; it is solved to t1 = 1e30 on
 backend="auto", scipy:LSODA and scipy:Radau. A case passes when no backend ends on a "cannot follow" status
 (chattering, failed, max_steps) and all three end with the same status and the same direction of beta (1e-6).
-All 200 seeds are in the slow set; CI's slow step runs the first 10 (40 took 5-7 minutes there). The target is
-at most 2% "cannot follow" endings, each with a message that names its reason; the seeds that miss today are
-listed in ``KNOWN`` with what ends them (marked xfail and not run). All 200 seeds were measured, one process
-each, on the code of their time; the seeds the last junction, rest-plane and critical-point changes
-follow (3, 91, 99, 121, 131, 145, 150) again on the merged code, and about 30 others on each change's own branch.
-194 are followed alike and 6 are not (3.0%): l_inf-SAM (3: a slide across a loss gap of e^31, Zeno
-switching past a junction, a junction whose control is not found), l3-SAM on LSODA near a surface g_k = 0 (1), and
-two that the merged changes broke (32, sign flow; 59, steepest descent), found re-running seeds 0-87 on them.
+All 200 seeds are in the slow set; CI's slow step runs the first 40. The target is at most 2% "cannot follow"
+endings, each with a message that names its reason; the seeds that miss today are listed in ``KNOWN`` with what ends
+them (marked xfail and not run). All 200 were re-run on the code of the held-plane and plane-probe changes
+(tests/test_held_planes.py), one process each, 196 followed alike and 4 not (2.0%): l_inf-SAM (3: a slide across
+a loss gap of e^32 that float64 cannot resolve, Zeno switching past a junction, a three-surface junction whose
+control is not found) and l3-SAM on LSODA near a surface g_k = 0 (1).
 """
 
 import math
@@ -38,15 +36,11 @@ KNOWN = {
         "(1 + s = 3e-14 at log10 t = 12) loses the field's digits, the state drifts off the surface and BDF and Radau "
         "fail (a step below float spacing), LSODA spends its step budget, near log10 t = 12.6, each saying why "
         "(docs/theory.md 3b; test_a_slide_whose_control_reaches_float64s_limit_says_so)",
-    32: "sign flow, depth-4 product: all three backends end 'converged', but their directions differ by 0.04 (a "
-        "regression of the merged junction, rest-plane and critical-point changes; followed alike before them)",
     33: "l3-SAM, depth-4 tied: LSODA spends its steps on the stiff manifold next to g_2 = 0 at log10 t = 0.68, where "
         "it crosses the surface (its offset x* below the solver's resolution in x, its stiffness unbounded): "
         "LSODA's solution chatters across g_2 = 0 at steps of 1e-6 ('chattering'; with more steps it passes after "
         "25,000, over the budget); auto and Radau follow it (tests/test_lp_sam_held_limit.py) and converge at a "
         "degenerate minimum of the loss (w_1 -> 0) at log10 t = 3.5",
-    59: "steepest descent l_inf, depth-4 tied: auto spends its step budget, LSODA and Radau converge (a regression of "
-        "the merged changes; followed alike on the critical-point branch alone)",
     96: "l_inf-SAM, depth-4 difference: more than 10,000 switches on auto and LSODA (Zeno), past the switch that was "
         "'6 switching surfaces at once' (none of the six coordinates was on its surface r_j = 0: their entries' G were "
         "small with their factors); Radau still running after 15 minutes",
