@@ -187,6 +187,10 @@ def test_ctrl_c_in_a_long_iterate_keeps_the_state_it_reached():
     script = textwrap.dedent("""
         import signal
         import numpy as np, flowsim as fs
+        # a Ctrl-C as a terminal sends it, whatever the test process passed on (an ignored or blocked SIGINT is
+        # inherited: once, in a full CI run, this child then ran its 1e12 steps to the timeout)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         data = fs.Dataset([[1.0, 2.0], [0.5, -1.0]], [1, 1])
         with fs.testing.interrupt("discrete call", nth=3, signum=signal.SIGINT):
             run = fs.iterate(fs.optimizers.gd(0.1), fs.DiagonalNet(2), "logistic", data, steps=10**12, records=2,
