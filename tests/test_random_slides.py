@@ -44,8 +44,9 @@ KNOWN = {
     96: "l_inf-SAM, depth-4 difference: more than 10,000 switches on auto and LSODA (Zeno), past the switch that was "
         "'6 switching surfaces at once' (none of the six coordinates was on its surface r_j = 0: their entries' G were "
         "small with their factors); Radau still running after 15 minutes",
-    110: "l_inf-SAM, depth-3 difference: no continuation at a switch of three coordinates on auto and Radau; more than "
-         "10,000 switches on LSODA (Zeno)",
+    110: "l_inf-SAM, depth-3 difference: more than 10,000 switches on all three backends (Zeno) at a junction of three "
+         "coordinates whose attracting control lies on the box's edge, s = (-1, 0.99994, -1) (least squares; Newton's "
+         "method from 0 does not find it; the search found no continuation there before the plane-probe changes)",
 }
 
 
