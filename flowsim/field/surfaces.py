@@ -233,7 +233,8 @@ def compiled(vf, name, build):
 
 
 #: the functions ``evaluate`` and ``at`` call by name
-FUNCTIONS = {"control": control, "field_and_scale": field_and_scale, "exit_margin": exit_margin, "rates": rates}
+FUNCTIONS = {"control": control, "field_and_scale": field_and_scale, "exit_margin": exit_margin, "rates": rates,
+             "one_sided": one_sided}
 
 
 def _compiled(vf, name):
@@ -255,7 +256,7 @@ def at(vf, name, theta, Z, rho, sigma, pinned, spread):
 
 
 def evaluate(vf, name, theta, Z, rho, sigma, pinned, spread):
-    """``name`` (``control``, ``field_and_scale``, ``exit_margin`` or ``rates``) on NumPy arrays, through the JAX field
+    """``name`` (one of ``FUNCTIONS``) on NumPy arrays, through the JAX field
     ``vf`` (a NumPy field's twin); NumPy results."""
     # NumPy arguments: jit moves them in its C++ dispatch (a jnp.asarray each cost more than the evaluation)
     out = _compiled(vf, name)(np.asarray(theta, np.float64), np.asarray(Z, np.float64), np.float64(rho),

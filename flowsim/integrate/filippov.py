@@ -5,7 +5,7 @@ At a switch (or at the start) every entry k with sigma_k G_k ~ 0 is a candidate.
 fields (sigma_k = +1 and -1) are probed: a side is *consistent* if moving along its field keeps the
 sign of G_k equal to that side's sigma. One consistent side: the trajectory crosses into it. Both:
 a repelling surface, the trajectory leaves to the side it was not on. Neither, or both fields moving
-G_k toward 0 (whatever offset the located switch left in G_k, its r_j within ``LOCATED`` max |r|): a Filippov sliding mode. While other
+G_k toward 0 (whatever offset the located switch left in G_k, its r_j within ``ON_SURFACE`` max |r|): a Filippov sliding mode. While other
 entries slide on their surfaces the sides are probed with the sliding field there. On a coordinate plane
 w_k = 0 with mirror-image one-sided fields (what diagonal networks produce) the entry is held at 0 and
 the other entries see the average of the two one-sided fields. Any other sliding mode is handed on (``Signs.sliding``) to
@@ -39,9 +39,11 @@ def entry_name(layer, coordinate) -> str:
     return f"w[layer {int(layer) + 1}, coordinate {int(coordinate) + 1}]"
 
 
-#: r_j within this fraction of max |r| is on its switching surface to the accuracy a switch is located with (LSODA
-#: left 1e-4): there, both one-sided fields moving G_k toward 0 make a slide whatever the offset's sign
-LOCATED = 1e-3
+#: a coordinate's coupling r_j within this fraction of max |r| is on its switching surface r_j = 0: above the drift of
+#: a sliding coordinate (the solver's tolerance: 2e-5 measured) and the offset a located switch leaves (LSODA: 1e-4),
+#: below the r_j of a coordinate off its surface whose entries' G_lj = (dbeta_j/dw_lj) r_j are small because their
+#: factor is (O(1) relative)
+ON_SURFACE = 1e-3
 
 
 def classify(vf, theta, Z, rho, sigma, pinned, surfaces=None, tol=1e-9, spread=None) -> Signs:
@@ -51,7 +53,8 @@ def classify(vf, theta, Z, rho, sigma, pinned, surfaces=None, tol=1e-9, spread=N
     with the field integrated there, Filippov's combination on those surfaces: the field with their controls put
     in as signs (Utkin's, not affine in them for l_inf-SAM) can point the other way across a second surface."""
     surfaces = np.zeros(np.shape(theta), bool) if surfaces is None else surfaces
-    G, _ = vf.direction(theta, Z)
+    _, _, _, r = vf.couplings(theta, Z)
+    G = vf.compiled.direction(theta, r)
     scale = max(float(np.abs(G).max()), 1.0)  # G can be tiny everywhere (all w -> 0): absolute floor
     sigma = np.where((sigma == 0) & ~pinned, np.sign(G), sigma).astype(float)
     # a coordinate whose data column is all 0 (a blank pixel) has G = 0 whatever theta: sign(0) = 0 holds it, as
@@ -72,7 +75,7 @@ def classify(vf, theta, Z, rho, sigma, pinned, surfaces=None, tol=1e-9, spread=N
     plus_ok, minus_ok = G_plus > 0, G_minus < 0
     # both one-sided fields move G_k toward the surface: a sliding mode, wherever integration error left G_k (a
     # switch located off the surface, or a sign chosen from such an offset, would otherwise decide a crossing)
-    into = (G_plus < G) & (G_minus > G) & _on_coordinate_surface(vf, theta, Z)
+    into = (G_plus < G) & (G_minus > G) & _on_coordinate_surface(vf, theta, r)
     sigma, pinned, theta = sigma.copy(), pinned.copy(), theta.copy()
     for k in zip(*np.nonzero(cand)):
         if not into[k] and plus_ok[k] != minus_ok[k]:
@@ -88,13 +91,13 @@ def classify(vf, theta, Z, rho, sigma, pinned, surfaces=None, tol=1e-9, spread=N
     return _jointly(vf, theta, Z, rho, sigma, pinned, cand & ~pinned, h, spread)
 
 
-def _on_coordinate_surface(vf, theta, Z):
-    """Entries whose G_lj = (dbeta_j/dw_lj) r_j is small with r_j (within ``LOCATED`` of max |r|), not with their
-    factor (within ``LOCATED`` of the largest factor of their coordinate): on their coordinate's switching
+def _on_coordinate_surface(vf, theta, r):
+    """Entries whose G_lj = (dbeta_j/dw_lj) r_j is small with r_j (within ``ON_SURFACE`` of max |r|), not with their
+    factor (within ``ON_SURFACE`` of the largest factor of their coordinate): on their coordinate's switching
     surface, not merely near their own plane w = 0 or on a net whose every G is tiny."""
-    r = np.abs(np.asarray(vf.couplings(theta, Z)[3]))
+    r = np.abs(np.asarray(r))
     factor = np.abs(np.asarray(vf.compiled.direction(theta, np.ones_like(r))))
-    return (r <= LOCATED * r.max()) & (factor >= LOCATED * factor.max(axis=0))
+    return (r <= ON_SURFACE * r.max()) & (factor >= ON_SURFACE * factor.max(axis=0))
 
 
 def _probe_field(vf, theta, Z, rho, spread):

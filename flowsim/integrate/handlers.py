@@ -331,11 +331,9 @@ def _slide_past_float64(run):
     if not np.all(np.isfinite(margin)) or margin.min() > DIGITS_LOST:
         return
     columns = np.flatnonzero(run.surfaces.any(axis=0))
-    spread = np.asarray(field_surfaces.spread_of(run.vf, run.theta, run.surfaces))
-    on = spread.any(axis=0)
-    scales = [run.vf.sliding_field_and_scale(run.theta, run.Z, run.rho, np.where(on, corner @ spread, run.sigma.ravel())
-                                             .reshape(run.sigma.shape), run.pinned)[1]
-              for corner in field_surfaces.corners(len(columns))]
+    spread = field_surfaces.spread_of(run.vf, run.theta, run.surfaces)
+    _, scales, *_ = field_surfaces.evaluate(field_surfaces.jax_of(run.vf), "one_sided", run.theta, run.Z, run.rho,
+                                            run.sigma, run.pinned, spread)  # the corners' log scales
     names = ("coordinate " if len(columns) == 1 else "coordinates ") + ", ".join(str(j + 1) for j in columns)
     run.end(run.status, SLIDE_PAST_FLOAT64.format(log10_t=run.log10_t_asked, coordinates=names, margin=margin.min(),
                                                   gap=float(np.ptp(scales)))

@@ -279,8 +279,10 @@ class Run:
     def held_watch(self) -> np.ndarray:
         """``SegmentArgs.held_couplings``: sign(r_j) of the coordinates with entries held on their planes and none
         sliding on its surface r_j = 0 (0 elsewhere)."""
-        r = np.asarray(self.vf.couplings(self.theta, self.Z)[3])
-        return np.where(self.pinned.any(axis=0) & ~self.surfaces.any(axis=0), np.sign(r), 0.0)
+        held = self.pinned.any(axis=0) & ~self.surfaces.any(axis=0)
+        if not held.any():
+            return np.zeros(self.d)
+        return np.where(held, np.sign(np.asarray(self.vf.couplings(self.theta, self.Z)[3])), 0.0)
 
     def integrate(self):
         """One backend call from the current state, at most ``chunk`` steps; its saves are recorded."""

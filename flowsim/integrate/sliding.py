@@ -55,7 +55,7 @@ from flowsim._jax import jax, jnp
 from flowsim.field import surfaces
 from flowsim.integrate import slide_planes
 from flowsim.integrate.critical import error_norm
-from flowsim.integrate.filippov import classify, entry_name
+from flowsim.integrate.filippov import ON_SURFACE, classify, entry_name
 from flowsim.integrate.segment_args import SegmentArgs
 
 #: most Newton iterations of the traced kernel (quadratic convergence: 4-5 from +-1, 2-3 from the previous control)
@@ -493,12 +493,6 @@ def continuation(vf, theta, Z, rho, sigma, pinned, active, candidates) -> Resolu
                      for ch, _, _ in consistent)
     return Resolution(sigma, active, f"the switch of {names} has {len(consistent)} consistent continuations ({ways}): "
                                      "the forward solution is not unique (a repelling surface or an ambiguous junction)")
-
-
-#: a coordinate's coupling r_j within this fraction of max |r| is on its switching surface r_j = 0: above the drift of
-#: a sliding coordinate (the solver's tolerance: 2e-5 measured), below the r_j of a coordinate off its surface
-#: whose entries' G_lj = (dbeta_j/dw_lj) r_j are small because their factor is (O(1) relative)
-ON_SURFACE = 1e-3
 
 
 def _junction(vf, theta, Z, sigma, active, candidates, free):
